@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_job", "worst", "NO_TARGET"]
+__all__ = ["run_job", "run_spec_file", "worst", "NO_TARGET"]
 
 NO_TARGET = "webnn"   # the label of the graph as imported, when the run names no target
 _FIRST_REASONS = 5    # how many of a target's violations a result keeps verbatim
@@ -221,18 +221,13 @@ def _limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
-def main(argv: list[str]) -> int:
-    args = list(argv)
-    memory = hook = None
-    if "--memory" in args:
-        i = args.index("--memory")
-        memory = int(args[i + 1])
-        del args[i:i + 2]
-    if "--hook" in args:
-        i = args.index("--hook")
-        hook = args[i + 1]
-        del args[i:i + 2]
-    spec_path, out_path = Path(args[0]), Path(args[1])
+def run_spec_file(spec_path: Path, out_path: Path, memory: int | None,
+                  hook: str | None) -> None:
+    """The job of one process: limits, the test hook, the job, and its result written whole.
+
+    Called by `main` in a fresh process and by a warm worker (converter/zoo/warm.py) in the
+    child it forks for each model.
+    """
     _die_with_parent()
     if memory:
         _limit_memory(memory)
@@ -246,6 +241,20 @@ def main(argv: list[str]) -> int:
     tmp = out_path.with_suffix(".part")
     tmp.write_text(json.dumps(result), encoding="utf-8")
     os.replace(tmp, out_path)  # the runner reads a whole result or none
+
+
+def main(argv: list[str]) -> int:
+    args = list(argv)
+    memory = hook = None
+    if "--memory" in args:
+        i = args.index("--memory")
+        memory = int(args[i + 1])
+        del args[i:i + 2]
+    if "--hook" in args:
+        i = args.index("--hook")
+        hook = args[i + 1]
+        del args[i:i + 2]
+    run_spec_file(Path(args[0]), Path(args[1]), memory, hook)
     return 0
 
 

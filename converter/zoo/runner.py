@@ -4,9 +4,11 @@
     run.results        # one result dict per model, in manifest order
     run.regressions()  # the ids whose status is not the one the manifest expects
 
-Each model runs as `python -m converter.zoo.job` (converter/zoo/job.py) in a new process
-group, at most `jobs` at a time. The child caps its own address space at `memory` MB; the
-parent kills the whole group at `timeout` seconds. So a segfault in a native runtime (a
+Each model runs in a process of its own, in a new process group, at most `jobs` at a time:
+a child forked by one of `jobs` warm workers (converter/zoo/warm.py), which imported the
+converter and its runtimes once, so a model costs its own work and not an interpreter's
+start-up. The child caps its own writable memory at `memory` MB; the parent kills the whole
+group at `timeout` seconds. So a segfault in a native runtime (a
 negative exit code: `crash`), a hang (`timeout`) or a model that eats the memory (`crash`,
 kind `out-of-memory`) costs that model only. Each result is appended to the store the moment
 it arrives, so a killed run keeps everything finished and `resume=True` skips it.
@@ -33,7 +35,7 @@ from ..errors import ConverterError
 from .manifest import ZooEntry, ZooManifest, load_manifest
 from .store import ResultStore, result_key
 
-__all__ = ["ZooOptions", "ZooRun", "run_zoo", "run_isolated", "EXECUTORS"]
+__all__ = ["ZooOptions", "ZooRun", "run_zoo", "run_isolated", "run_warm", "EXECUTORS"]
 
 EXECUTORS = ("local", "ray")
 RUNTIMES = ("ort", "chromium")
@@ -147,12 +149,32 @@ def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
 
 
 def _run_local(entries: list[ZooEntry], options: ZooOptions):
-    """(entry, result) pairs as the models finish, `options.jobs` processes at a time."""
+    """(entry, result) pairs as the models finish, on `options.jobs` warm workers."""
     if not entries:
         return
-    pool = ThreadPoolExecutor(max_workers=options.jobs)
-    futures = {pool.submit(run_isolated, e.spec(), options.targets, options.runtimes,
-                           options.timeout, options.memory, options.hook): e for e in entries}
+    from queue import SimpleQueue
+
+    from .warm import WarmWorker
+
+    env = _child_env()
+    idle: SimpleQueue = SimpleQueue()
+    workers = [WarmWorker(env) for _ in range(min(options.jobs, len(entries)))]
+    for worker in workers:
+        idle.put(worker)
+
+    def one(entry: ZooEntry) -> dict:
+        worker, lost = idle.get(), True  # a worker that failed in any way is replaced
+        try:
+            result, lost = run_warm(worker, entry.spec(), options)
+        finally:
+            if lost:  # killed from outside: this model's result says so; a new worker goes on
+                worker.close()
+                workers.append(worker := WarmWorker(env))
+            idle.put(worker)
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=len(workers))
+    futures = {pool.submit(one, e): e for e in entries}
     try:
         for future in as_completed(futures):
             yield futures[future], future.result()
@@ -161,11 +183,39 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions):
             future.cancel()
         kill_running()
         pool.shutdown(wait=True)
+        for worker in workers:
+            worker.close()
+
+
+def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], bool]:
+    """Run one job in a child forked by a warm worker: (its result, whether the worker was
+    lost). Same limits and the same result as `run_isolated`, without a fresh interpreter."""
+    from .warm import WorkerLost
+
+    spec = {**spec, "targets": list(options.targets), "runtimes": list(options.runtimes)}
+    with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
+        files = {k: Path(folder) / f for k, f in
+                 (("spec", "spec.json"), ("out", "result.json"), ("err", "stderr.txt"))}
+        files["spec"].write_text(json.dumps(spec), encoding="utf-8")
+        request = {k: str(v) for k, v in files.items()}
+        request.update(memory=options.memory, hook=options.hook)
+        started = time.perf_counter()
+        try:
+            code = worker.run(request, options.timeout)
+        except WorkerLost as e:
+            return _failed(spec, "crash", "signal", str(e), started), True
+        if code is None:
+            return _failed(spec, "timeout", "timeout",
+                           f"still running after {options.timeout:g} s; killed", started), False
+        stderr = files["err"].read_bytes() if files["err"].is_file() else b""
+        return _collect(spec, files["out"], code, stderr, started), False
 
 
 def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: float,
                  memory: int | None, hook: str | None = None) -> dict[str, Any]:
-    """Run one job in a child process; its result, or a timeout/crash result for it."""
+    """Run one job in a fresh interpreter; its result, or a timeout/crash result for it.
+
+    (Ray's workers call this; a local run uses warm workers, `run_warm`.)"""
     spec = {**spec, "targets": list(targets), "runtimes": list(runtimes)}
     with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
         spec_file, out_file = Path(folder) / "spec.json", Path(folder) / "result.json"
@@ -175,12 +225,9 @@ def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: f
             command += ["--memory", str(memory)]
         if hook:
             command += ["--hook", hook]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(_PACKAGE_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         started = time.perf_counter()
         # A new session: the timeout kills the job and anything it started (a browser).
-        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+        child = subprocess.Popen(command, env=_child_env(), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, start_new_session=True)
         _LIVE.add(child)
         try:
@@ -192,16 +239,32 @@ def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: f
                            f"still running after {timeout:g} s; killed", started)
         finally:
             _LIVE.discard(child)
-        if out_file.is_file():
-            result = json.loads(out_file.read_text(encoding="utf-8"))
-            result["times"]["wall"] = round(time.perf_counter() - started, 4)
-            return result
-        tail = stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
-        return _failed(spec, "crash", *_death(child.returncode, tail), started)
+        return _collect(spec, out_file, child.returncode, stderr, started)
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of job processes: this checkout of the converter first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(_PACKAGE_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def _collect(spec: dict, out_file: Path, code: int, stderr: bytes, started: float) -> dict:
+    """The result a job wrote, or a crash result from how its process ended."""
+    if out_file.is_file():
+        result = json.loads(out_file.read_text(encoding="utf-8"))
+        result["times"]["wall"] = round(time.perf_counter() - started, 4)
+        return result
+    tail = stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+    return _failed(spec, "crash", *_death(code, tail), started)
 
 
 def kill_running() -> None:
     """Kill every job process still running (an interrupted run leaves none behind)."""
+    from .warm import kill_children
+
+    kill_children()
     for child in list(_LIVE):
         _kill_group(child)
 

@@ -26,3 +26,16 @@ def inject(spec: dict) -> None:
         ctypes.string_at(0)  # reads address 0: SIGSEGV, exactly like a crashing native runtime
     elif fault == "hang":
         time.sleep(3600)
+
+
+KILL_WORKER_HOOK = "tests.zoo.faults:kill_worker"
+
+
+def kill_worker(spec: dict) -> None:
+    """Kill the warm worker that forked this job (as an outside `kill -9` would), then die."""
+    import os
+    import signal
+
+    if spec["id"] == "add":
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(3600)  # dies with the worker (PR_SET_PDEATHSIG)

@@ -1,0 +1,47 @@
+"""Warm workers: models run in children forked from a worker that imported everything once,
+still one process per model, and a worker killed from outside costs one model only."""
+from __future__ import annotations
+
+import os
+
+from converter.zoo import ZooOptions, run_zoo
+from converter.zoo.runner import _child_env, run_warm
+from converter.zoo.warm import WarmWorker
+
+from .conftest import make_synthetic
+from .faults import KILL_WORKER_HOOK
+
+
+def test_a_lost_worker_costs_its_model_and_a_new_one_goes_on(tmp_path):
+    manifest = make_synthetic.write_manifest(tmp_path, ["add", "conv_relu"])
+    run = run_zoo(manifest, ZooOptions(jobs=1, timeout=60, hook=KILL_WORKER_HOOK),
+                  results_path=tmp_path / "r.jsonl")
+    by_id = {r["id"]: r for r in run.results}
+    assert by_id["add"]["status"] == "crash"
+    assert by_id["add"]["error"]["kind"] == "signal"
+    assert "zoo worker" in by_id["add"]["error"]["message"]
+    assert by_id["conv_relu"]["status"] == "verified"
+
+
+def test_one_worker_runs_model_after_model_and_lives_on(tmp_path):
+    manifest = make_synthetic.write_manifest(tmp_path, ["add"])
+    spec = {**make_synthetic_spec(manifest, "add")}
+    worker = WarmWorker(_child_env())
+    try:
+        first, lost1 = run_warm(worker, spec, ZooOptions(timeout=60))
+        second, lost2 = run_warm(worker, spec, ZooOptions(timeout=60))
+        assert (lost1, lost2) == (False, False)
+        assert first["status"] == second["status"] == "verified"
+        # the worker lives on: both children were forked by the same process
+        assert worker._proc.poll() is None
+        assert worker._proc.pid != os.getpid()
+    finally:
+        worker.close()
+    assert worker._proc.returncode is not None
+
+
+def make_synthetic_spec(manifest, model_id: str) -> dict:
+    from converter.zoo.manifest import load_manifest
+
+    (entry,) = load_manifest(manifest).select([model_id])
+    return entry.spec()
