@@ -1,12 +1,14 @@
 """Conversion speed and memory, and the ONNX lowering's latency (issue 3's numbers).
 
-    python bench/bench_convert.py [--models resnet50 vgg19] [--runs 20]
+    python bench/bench_convert.py [--models resnet50 vgg19] [--runs 20] [--paths ...]
 
 For each randomized light_* model (converter.testing.light_models):
   * baseline: `onnx.load` of the model plus writing every initializer's bytes to one file, the
     least any converter must do; ours: `webnn-convert convert MODEL -o OUT.webnn`. Each runs in
     a fresh process; wall time and peak resident memory (ru_maxrss) are taken from the child.
     Targets: ours <= 2x the baseline's time, peak memory <= 1.5x the weights' size.
+  * every other path (--paths): `-o .onnx`, `-o .tflite`, `-o .js`, `--target chromium-litert`,
+    and `verify` (two runtimes: goal <= 2.5x the weights); time relative to `-o .webnn`.
   * latency: ONNX Runtime on the source model vs on the ONNX lowering of the converted graph,
     same session options (1 thread, sequential), median of --runs runs after warm-up.
     Target: <= 1.05x.
@@ -57,7 +59,7 @@ if kind == "baseline":
 else:
     from cli.main import main
     try:
-        main(["convert", *sys.argv[2:]], standalone_mode=False)
+        main(sys.argv[2:], standalone_mode=False)
     except SystemExit as e:
         if e.code:
             raise
@@ -65,6 +67,18 @@ with open("/proc/self/status") as f:
     peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 print(json.dumps({"peak_kb": peak}))
 """ % _BASELINE
+
+
+# The other paths of issue 13, as CLI arguments for a source model and an output stem.
+PATHS = {
+    "-o .onnx": lambda src, stem: ["convert", str(src), "-o", f"{stem}.out.onnx"],
+    "-o .tflite": lambda src, stem: ["convert", str(src), "-o", f"{stem}.tflite"],
+    "-o .js": lambda src, stem: ["convert", str(src), "-o", f"{stem}.js"],
+    "--target chromium-litert": lambda src, stem: ["convert", str(src), "-o",
+                                                   f"{stem}.t.webnn", "--target",
+                                                   "chromium-litert"],
+    "verify": lambda src, stem: ["verify", str(src)],
+}
 
 
 def _latency(model_bytes_or_path, runs: int) -> float:
@@ -94,13 +108,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--latency", nargs="*", default=["resnet50"],
                     help="models whose lowering latency is measured")
+    ap.add_argument("--paths", nargs="*", default=list(PATHS),
+                    help=f"other paths measured beside `-o .webnn` ({', '.join(PATHS)})")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     import converter
     from converter.lowering.onnx import to_onnx
     from converter.testing.light_models import light_model
 
-    rows = []
+    rows, paths = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for name in args.models:
@@ -109,7 +125,8 @@ def main() -> None:
             weights = graph.constant_bytes()
             del graph
             base_t, base_m = _child(["baseline", str(src), str(tmp / "w.bin")])
-            ours_t, ours_m = _child(["ours", str(src), "-o", str(tmp / f"{name}.webnn")])
+            ours_t, ours_m = _child(["ours", "convert", str(src), "-o",
+                                     str(tmp / f"{name}.webnn")])
             row = {"model": name, "weights_mb": weights / 2**20, "baseline_s": base_t,
                    "ours_s": ours_t, "time_ratio": ours_t / base_t, "peak_mb": ours_m / 2**20,
                    "memory_ratio": ours_m / weights}
@@ -120,6 +137,11 @@ def main() -> None:
                 row.update(ort_source_ms=t_src * 1e3, ort_lowered_ms=t_low * 1e3,
                            latency_ratio=t_low / t_src)
             rows.append(row)
+            for path in args.paths:
+                t, m = _child(["ours", *PATHS[path](src, tmp / name)])
+                paths.append({"model": name, "path": path, "peak_mb": m / 2**20,
+                              "memory_ratio": m / weights, "time_ratio": t / ours_t,
+                              "goal": 2.5 if path == "verify" else 1.5})
     print("| model | weights MB | onnx.load + write s | convert s | ratio (<= 2) | peak MB | "
           "peak / weights (<= 1.5) | ORT source ms | ORT lowered ms | ratio (<= 1.05) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -128,6 +150,12 @@ def main() -> None:
                if "latency_ratio" in r else "- | - | -")
         print(f"| {r['model']} | {r['weights_mb']:.0f} | {r['baseline_s']:.2f} | {r['ours_s']:.2f}"
               f" | {r['time_ratio']:.2f} | {r['peak_mb']:.0f} | {r['memory_ratio']:.2f} | {lat} |")
+    if paths:
+        print("\n| model | path | peak MB | peak / weights | goal | time vs `-o .webnn` |")
+        print("|---|---|---|---|---|---|")
+        for p in paths:
+            print(f"| {p['model']} | {p['path']} | {p['peak_mb']:.0f} | {p['memory_ratio']:.2f} | "
+                  f"<= {p['goal']} | {p['time_ratio']:.2f} |")
 
 
 if __name__ == "__main__":

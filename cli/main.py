@@ -7,19 +7,18 @@ problem (an invalid graph, a mismatch), 2 an error (bad input, bad usage).
 from __future__ import annotations
 
 import sys
-import traceback
 
 import click
 
 from converter import __version__
 from converter.errors import ConverterError
 
-from .commands import register_commands
+from .commands import LazyGroup
 
 EXIT_ERROR = 2
 
 
-class _Group(click.Group):
+class _Group(LazyGroup):
     """Turns every error into one line on stderr; the traceback only with --debug."""
 
     def invoke(self, ctx: click.Context):
@@ -49,6 +48,8 @@ def _os_error_line(e: Exception) -> str:
 
 def _report(ctx: click.Context, line: str) -> None:
     if ctx.find_root().params.get("debug"):
+        import traceback
+
         traceback.print_exc()
     click.echo(line, err=True)
     ctx.exit(EXIT_ERROR)
@@ -65,7 +66,6 @@ def main(debug: bool) -> None:
     """
 
 
-register_commands(main)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,14 +10,31 @@ The Python API:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .builder import GraphBuilder
 from .errors import (ConverterError, FormatError, GraphInvalidError, OpValidationError,
                      ParseError, UnsupportedError, WeightsError)
-from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .builder import GraphBuilder
+    from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
+
+# Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
+# pay for numpy and the op catalogue.
+_LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
+         "Operation": ".ir", "TensorDesc": ".ir"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
 __all__ = [
     "__version__", "load", "save", "run", "verify", "GraphBuilder", "Graph", "Operand", "Operation",

@@ -56,12 +56,11 @@ def write_any(graph: Graph, path: str | Path) -> list[Path]:
         return save_tflite(graph, path)
     if suffix == ".onnx":
         from .formats._files import AtomicSave
-        from .lowering.onnx import to_onnx
+        from .lowering.onnx.stream import write_onnx
 
-        data = to_onnx(graph).SerializeToString()
         with AtomicSave() as save:
             with save.open(path) as f:
-                f.write(data)
+                write_onnx(graph, f)  # weights streamed from the graph's arrays, never copied
             return save.commit()
     if suffix == ".js":
         from .emit.javascript import write_js
