@@ -1,25 +1,78 @@
-"""File plumbing shared by the formats: reading text, strict JSON, and atomic saves."""
+"""File plumbing shared by the formats: opening model files safely, reading text, strict
+JSON, and atomic saves."""
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import FormatError, ParseError
 
-__all__ = ["read_text", "parse_json", "AtomicSave"]
+__all__ = ["open_model_file", "read_text", "parse_json", "AtomicSave", "MAX_NESTING"]
+
+# Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
+# levels (an option holding a list of pairs); the limit keeps the parsers' recursion bounded.
+MAX_NESTING = 64
+
+
+def open_model_file(path: Path, what: str, *, folder: Path | None = None,
+                    fix: str | None = None,
+                    error: type[FormatError] = FormatError) -> BinaryIO:
+    """Open a file a model consists of (graph, manifest, weights, .tflite) for reading.
+
+    A model file is untrusted, and so is whatever sits next to it, so the file must be a
+    regular file inside `folder` (default: its own folder) once every symlink is resolved: a
+    link out of the folder, a FIFO or device (which would block or never end) and a folder are
+    refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
+    the check cannot hang us) and does not follow a final symlink swapped in after the check.
+    """
+    path = Path(path)
+    where = str(path)
+    home = os.path.realpath(folder if folder is not None else path.parent)
+    real = os.path.realpath(path)
+    if os.path.commonpath([home, real]) != home:
+        raise error(f"the {what} is a link to {real}, outside the model's folder {home}",
+                    where=where, fix="copy the file into the model's folder instead of linking")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise error(f"the {what} does not exist", where=where, fix=fix) from None
+    except PermissionError:
+        raise error(f"the {what} cannot be read (permission denied)", where=where) from None
+    except IsADirectoryError:
+        raise error(f"the {what} is a folder, not a file", where=where) from None
+    except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
+        raise error(f"the {what} cannot be opened ({e.strerror})", where=where) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
+                    if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                    or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "not a regular file")
+            raise error(f"the {what} is {kind}, not a file", where=where,
+                        fix="give a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_text(path: Path, what: str, fix: str | None = None,
-              error: type[FormatError] = FormatError) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"the {what} does not exist", where=str(path), fix=fix) from None
-    except IsADirectoryError:
-        raise error(f"the {what} is a folder, not a file", where=str(path)) from None
+              error: type[FormatError] = FormatError, folder: Path | None = None) -> str:
+    """The UTF-8 text of a model file, opened by `open_model_file`'s rules."""
+    with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+        try:
+            data = f.read()
+        except OSError as e:
+            raise error(f"the {what} cannot be read ({e.strerror})", where=str(path)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
