@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -11,11 +12,16 @@ from typing import Any, BinaryIO
 
 from ..errors import FormatError, ParseError
 
-__all__ = ["open_model_file", "read_text", "parse_json", "AtomicSave", "MAX_NESTING"]
+__all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
+           "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
-# levels (an option holding a list of pairs); the limit keeps the parsers' recursion bounded.
+# levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
+# file (schema validation, the readers) far from Python's recursion limit.
 MAX_NESTING = 64
+# A `\udXXX` escape without its pair decodes to a code point UTF-8 cannot encode.
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def open_model_file(path: Path, what: str, *, folder: Path | None = None,
@@ -80,9 +86,11 @@ def read_text(path: Path, what: str, fix: str | None = None,
                           where=str(path)) from None
 
 
-def parse_json(text: str, where: str, what: str) -> Any:
+def parse_json(text: str, where: str, what: str, *, nesting: bool = True) -> Any:
     """Strict JSON: a syntax error gives its line and column, a member given twice in one
-    object is an error (json keeps the last one silently), NaN/Infinity literals are refused."""
+    object is an error (json keeps the last one silently), NaN/Infinity literals are refused,
+    and so are strings holding a lone surrogate and (with `nesting`, else the caller checks
+    it with `check_nesting`) arrays and objects nested deeper than MAX_NESTING."""
 
     def unique_members(pairs):
         obj = {}
@@ -98,10 +106,50 @@ def parse_json(text: str, where: str, what: str) -> Any:
                           fix='write "Infinity", "-Infinity" or "NaN" as a string')
 
     try:
-        return json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant)
+        obj = json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant)
     except json.JSONDecodeError as e:
         raise ParseError(e.msg, path=where, line=e.lineno, column=e.colno,
                          fix=f"the {what} must be valid JSON") from None
+    except RecursionError:
+        raise _too_deep(where, what) from None
+    if nesting:
+        check_nesting(obj, where, what)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is every string looked at
+        _check_strings(obj, where)
+    return obj
+
+
+def _too_deep(where: str, what: str) -> FormatError:
+    return FormatError(f"arrays and objects are nested more than {MAX_NESTING} deep",
+                       where=where, fix=f"no {what} needs that; the file is corrupt or hostile")
+
+
+def check_nesting(obj: Any, where: str, what: str) -> None:
+    """Refuse a parsed JSON value nested deeper than MAX_NESTING (walked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise _too_deep(where, what)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def _check_strings(obj: Any, where: str) -> None:
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        items = list(node.items()) if isinstance(node, dict) else \
+            [(None, v) for v in node] if isinstance(node, list) else [(None, node)]
+        for key, value in items:
+            for text in (key, value):
+                if isinstance(text, str) and LONE_SURROGATE.search(text):
+                    raise FormatError(f"the string {json.dumps(text)} holds a lone surrogate "
+                                      f"escape, which is no character", where=where,
+                                      fix="write a character outside the BMP as a surrogate "
+                                          "pair or as itself")
+            if isinstance(value, (dict, list)):
+                stack.append(value)
 
 
 class AtomicSave:
@@ -142,8 +190,14 @@ class AtomicSave:
         return stream
 
     def write_text(self, final: Path, text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a name holding a lone surrogate, which UTF-8 lacks
+            raise FormatError(f"cannot write {text[e.start:e.end]!r}: a lone surrogate is no "
+                              f"character, and UTF-8 has no form for it", where=str(final),
+                              fix="rename what holds it") from None
         with self.open(final) as f:
-            f.write(text.encode("utf-8"))
+            f.write(data)
 
     def commit(self) -> list[Path]:
         """Make every file durable, then rename each into place; return the final paths."""

@@ -17,9 +17,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..errors import FormatError
 from ..ir import Graph
 from ..schemas import validate
-from ._files import parse_json
+from ._files import check_nesting, parse_json
 from .document import ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl
 
 __all__ = ["parse", "loads", "dumps", "render", "JSON_VERSION"]
@@ -30,7 +33,11 @@ _INIT_KINDS = {"weights": "weights", "scalar": "scalar", "inlineBytes": "bytes"}
 
 def parse(text: str, path: str = "<string>") -> GraphDoc:
     """The GraphDoc of a webnn-graph-json text, checked against its schema."""
-    obj = parse_json(text, path, "graph file")
+    obj = parse_json(text, path, "graph file", nesting=False)
+    # Byte lists are checked here, with numpy, and the schema sees each as an empty list: the
+    # schema checks a list element by element, seconds per megabyte of constants.
+    byte_lists = _take_byte_lists(obj, path)
+    check_nesting(obj, path, "graph file")
     validate(obj, "webnn-graph-json", path)
     name = obj.get("name")
     if name is None:
@@ -49,7 +56,7 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
         elif decl.kind == "scalar":
             decl.value = init["value"]
         else:
-            decl.data = bytes(init["bytes"])
+            decl.data = byte_lists[key]
         doc.consts.append(decl)
     for i, n in enumerate(obj["nodes"]):
         where = f"{path} $.nodes[{i}]"
@@ -64,6 +71,34 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
     for key, operand in obj["outputs"].items():
         doc.outputs.append(OutputDecl(key, operand, _at(path, "outputs", key)))
     return doc
+
+
+def _take_byte_lists(obj: Any, path: str) -> dict[str, bytes]:
+    """Each `inlineBytes` constant's bytes by constant name, checked to be integers 0..255; the
+    lists in `obj` are emptied (anything not where a byte list belongs is left to the schema)."""
+    consts = obj.get("consts") if isinstance(obj, dict) else None
+    if not isinstance(consts, dict):
+        return {}
+    found = {}
+    for key, const in consts.items():
+        init = const.get("init") if isinstance(const, dict) else None
+        if not (isinstance(init, dict) and init.get("kind") == "inlineBytes"
+                and isinstance(init.get("bytes"), list)):
+            continue
+        values = init["bytes"]
+        kinds = set(map(type, values))
+        if not kinds <= {int}:  # bool is a subclass of int, so `type` and not isinstance
+            bad = next(v for v in values if type(v) is not int)
+            raise FormatError(f"$.consts[{json.dumps(key)}].init.bytes: {json.dumps(bad)} is "
+                              f"not an integer", where=path, fix="bytes are integers 0..255")
+        array = np.array(values, dtype=np.int64) if values else np.zeros(0, np.int64)
+        if array.size and (array.min() < 0 or array.max() > 255):
+            bad = int(array[(array < 0) | (array > 255)][0])
+            raise FormatError(f"$.consts[{json.dumps(key)}].init.bytes: {bad} is not a byte",
+                              where=path, fix="bytes are integers 0..255")
+        found[key] = array.astype(np.uint8).tobytes()
+        init["bytes"] = []
+    return found
 
 
 def _at(path: str, member: str, key: str) -> str:

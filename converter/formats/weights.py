@@ -27,7 +27,7 @@ from ..errors import WeightsError
 from ..ir.graph import shape_problem
 from ..ir.operand import ConstantData
 from ..schemas import validate
-from ._files import open_model_file, parse_json, read_text
+from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
 __all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ManifestEntry", "WeightsFile", "check_key",
            "safe_key", "read_manifest", "write_weights", "manifest_text"]
@@ -36,7 +36,7 @@ MAGIC = b"WGWT"
 VERSION = 1
 HEADER_SIZE = 8
 _HEADER = struct.Struct("<4sI")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")  # and lone surrogates
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
@@ -49,6 +49,8 @@ def key_problem(key: str) -> str | None:
     """
     if not key:
         return "is empty"
+    if LONE_SURROGATE.search(key):
+        return "contains a lone surrogate"
     if _CONTROL.search(key):
         return "contains a control character"
     if "\\" in key:
