@@ -6,6 +6,7 @@ problem (an invalid graph, a mismatch), 2 an error (bad input, bad usage).
 """
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
@@ -19,6 +20,25 @@ from .commands import register_commands
 EXIT_ERROR = 2
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so that it unwinds as on Ctrl-C: every
+    save in progress removes its temporary files on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+def _stop_on_signals() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop)
+
+
 class _Group(click.Group):
     """Turns every error into one line on stderr; the traceback only with --debug."""
 
@@ -27,6 +47,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except Stopped as e:  # the usual exit status of a process ended by a signal
+            click.echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
+                       f"written", err=True)
+            ctx.exit(128 + e.signum)
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to report
             import os
 
@@ -63,6 +87,7 @@ def main(debug: bool) -> None:
     Graph files are the WebNN graph format: NAME.webnn (text) or NAME.json, with
     NAME.manifest.json and NAME.weights beside them.
     """
+    _stop_on_signals()
 
 
 register_commands(main)

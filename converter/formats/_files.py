@@ -2,18 +2,23 @@
 JSON, and atomic saves."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import shutil
+import signal
 import stat
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import FormatError, ParseError
 
 __all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
-           "MAX_NESTING", "LONE_SURROGATE"]
+           "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
 # levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
@@ -181,10 +186,11 @@ class AtomicSave:
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
         tmp = folder / f".{final.name}.{secrets.token_hex(4)}.tmp"
-        # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide, as for any file.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     0o666)
-        self._pending.append((tmp, final))
+        with signals_held():  # an interrupt between create and append would orphan the file
+            # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+            self._pending.append((tmp, final))
         stream = os.fdopen(fd, "wb")
         self._open.append(stream)
         return stream
@@ -217,9 +223,10 @@ class AtomicSave:
                                   fix="choose another name")
         done = 0
         try:
-            for tmp, final in self._pending:
-                os.replace(tmp, final)
-                done += 1
+            with signals_held():  # all renames or (on an error) none more: never half a save
+                for tmp, final in self._pending:
+                    os.replace(tmp, final)
+                    done += 1
         except OSError as e:
             # Renames within one folder only fail for reasons outside our control (a target
             # that is a folder, permissions); the files not yet renamed are removed.
@@ -230,12 +237,71 @@ class AtomicSave:
         return [final for _, final in self._pending]
 
     def abort(self) -> None:
-        for stream in self._open:
-            if not stream.closed:
-                stream.close()
-        for tmp, _ in self._pending:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-        self._pending.clear()
+        with signals_held():  # a second Ctrl-C or SIGTERM must not stop the cleanup halfway
+            for stream in self._open:
+                if not stream.closed:
+                    stream.close()
+            for tmp, _ in self._pending:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+            self._pending.clear()
+
+
+class StagedSave:
+    """Outputs that become visible only if a later check passes (`convert --verify`).
+
+    The writers save into a hidden folder created beside the outputs (same file system, so
+    moving is a rename); `commit(paths)` renames the staged files into the outputs' folder, and
+    leaving the `with` block removes the staging folder and whatever is still in it, so an
+    output that failed its check, or an interrupted run, leaves nothing behind.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.stage: Path | None = None
+
+    def __enter__(self) -> "StagedSave":
+        if not self.folder.is_dir():
+            raise FormatError("the folder does not exist", where=str(self.folder),
+                              fix="create it first")
+        with signals_held():
+            self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
+                                               dir=self.folder))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        with signals_held():
+            shutil.rmtree(self.stage, ignore_errors=True)
+
+    def path(self, final: str | Path) -> Path:
+        """Where to write the output that will become `final`."""
+        return self.stage / Path(final).name
+
+    def commit(self, staged: list[Path]) -> list[Path]:
+        finals = [self.folder / p.name for p in staged]
+        for final in finals:
+            if final.is_dir():
+                raise FormatError("a folder has the file's name", where=str(final),
+                                  fix="choose another name")
+        with signals_held():
+            for source, final in zip(staged, finals):
+                os.replace(source, final)
+        return finals
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
+    must not stop halfway. Off the main thread, or where signals cannot be masked, a no-op."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
+    before = mask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, before)
