@@ -6,6 +6,7 @@ problem (an invalid graph, a mismatch), 2 an error (bad input, bad usage).
 """
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -18,6 +19,25 @@ from .commands import LazyGroup
 EXIT_ERROR = 2
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so that it unwinds as on Ctrl-C: every
+    save in progress removes its temporary files on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+def _stop_on_signals() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop)
+
+
 class _Group(LazyGroup):
     """Turns every error into one line on stderr; the traceback only with --debug."""
 
@@ -26,6 +46,10 @@ class _Group(LazyGroup):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except Stopped as e:  # the usual exit status of a process ended by a signal
+            click.echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
+                       f"written", err=True)
+            ctx.exit(128 + e.signum)
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to report
             import os
 
@@ -64,8 +88,7 @@ def main(debug: bool) -> None:
     Graph files are the WebNN graph format: NAME.webnn (text) or NAME.json, with
     NAME.manifest.json and NAME.weights beside them.
     """
-
-
+    _stop_on_signals()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,10 +1,13 @@
 """`webnn-convert convert SRC -o OUT`: a model into a WebNN graph (or back to ONNX)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 import converter
 from converter.convert import OUTPUT_SUFFIXES, load_any, write_any
+from converter.formats._files import StagedSave
 
 from ..options import shape_options, tolerance_options
 from .verify_model import finish
@@ -23,10 +26,14 @@ from .verify_model import finish
               help="With --target: the layout of 4-D graph inputs and outputs (default: the "
                    "source's).")
 @click.option("--verify", "then_verify", is_flag=True,
-              help="Also verify the result against the source on its own runtime.")
+              help="Also verify the result against the source on its own runtime; the "
+                   "outputs are written only if it passes.")
+@click.option("--keep-on-mismatch", is_flag=True,
+              help="With --verify: write the outputs even when verification fails.")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
-def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, then_verify, seed, atol, rtol, ulp, as_json):
+def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, then_verify,
+            keep_on_mismatch, seed, atol, rtol, ulp, as_json):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
@@ -39,15 +46,35 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
         raise click.UsageError("--io-layout applies with --target")
     if target_name:
         _rewrite_for(graph, target_name, io_layout, as_json)
-    written = write_any(graph, output)
+    if keep_on_mismatch and not then_verify:
+        raise click.UsageError("--keep-on-mismatch applies with --verify")
+    if not then_verify:
+        _wrote(write_any(graph, output), graph, as_json)
+        return
+    # Verified outputs are staged and committed only when they pass: a published .js or
+    # .weights that does not compute what the source does must not appear by accident.
+    with StagedSave(Path(output).parent) as stage:
+        staged = write_any(graph, stage.path(output))
+        also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
+            else None
+        report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
+                                  known_inputs=known_inputs, graph_path=output, also=also)
+        if report.passed or keep_on_mismatch:
+            written = stage.commit(staged)
+            _wrote(written, graph, as_json)
+            if not report.passed:
+                click.echo(f"verification failed; kept {', '.join(map(str, written))} as "
+                           f"--keep-on-mismatch asks", err=True)
+        else:
+            click.echo(f"verification failed; nothing written (--keep-on-mismatch writes "
+                       f"{output} anyway)", err=True)
+    finish(report, as_json)
+
+
+def _wrote(written, graph, as_json: bool) -> None:
     if not as_json:
         click.echo(f"wrote {', '.join(str(p) for p in written)} ({len(graph.operations)} "
                    f"operations)")
-    if then_verify:
-        also = {"litert (exported .tflite)": output} if output.endswith(".tflite") else None
-        report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
-                                  known_inputs=known_inputs, graph_path=output, also=also)
-        finish(report, as_json)
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool) -> None:

@@ -8,11 +8,10 @@ the module's file name are filled in. It must be served over http(s) (or be `127
 """
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 
 from ..ir import Graph
+from .escape import html_text, js_string
 
 __all__ = ["page_html"]
 
@@ -20,10 +19,9 @@ _TEMPLATE = Path(__file__).with_name("page_template.html")
 
 
 def page_html(graph: Graph, module_file: str) -> str:
-    # The module's URL sits in a JS string inside <script>: JSON string syntax, with `<`
-    # escaped so no file name can close the script element.
-    url = json.dumps("./" + module_file).replace("<", "\\u003c")
+    # The module's URL sits in a JS string inside <script>; every other name reaches the page
+    # through the module (textContent), so these three are all the escaping the page needs.
     return (_TEMPLATE.read_text()
-            .replace("__MODULE_URL__", url)
-            .replace("__MODULE__", html.escape(module_file))
-            .replace("__TITLE__", html.escape(graph.name)))
+            .replace("__MODULE_URL__", js_string("./" + module_file))
+            .replace("__MODULE__", html_text(module_file))
+            .replace("__TITLE__", html_text(graph.name)))

@@ -18,7 +18,6 @@ An op that needs another form registers its own emitter with `@js_op(name)`.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -33,6 +32,8 @@ from ..formats.document import unique_name
 from ..formats.weights import manifest_text, safe_key, write_weights
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import OpDef, Param
+from .escape import js_comment as _comment
+from .escape import js_string as _string
 from .html_page import page_html
 
 __all__ = ["write_js", "module_source", "js_op", "JS_EMITTERS", "js_value", "ModuleWriter"]
@@ -122,7 +123,7 @@ class ModuleWriter:
     def source(self) -> str:
         g = self.graph
         lines = [
-            f"// WebNN graph '{_comment(g.name)}', written by webnn-converter.",
+            f"// WebNN graph {_comment(g.name)}, written by webnn-converter.",
             "// buildGraph(context, weights) -> {graph, inputs, outputs, unusedInputs}: inputs and",
             "// outputs are keyed by the source model's names. Only today's WebNN API is used.",
             "",
@@ -159,7 +160,7 @@ class ModuleWriter:
             # MLGraph drops inputs no output depends on, and dispatch() then refuses tensors
             # for them; the source model still has them, so feeds for them are accepted and
             # left out.
-            lines.append(f"  // unused inputs: {_comment(', '.join(unused))}")
+            lines.append(f"  // unused inputs: {', '.join(_comment(n) for n in unused)}")
         used = ", ".join(_string(n) for n in g.inputs if n not in unused)
         lines += [
             f"  const graph = await builder.build({{{pairs}}});",
@@ -270,15 +271,6 @@ def _read(graph: Graph) -> set[int]:
 def _returns_list(opdef: OpDef) -> bool:
     # The catalogue's limits name the results: `output` for one, `outputs`/`output0`... for several.
     return "output" not in opdef.limits
-
-
-def _string(text: str) -> str:
-    # JSON string syntax is valid JS; U+2028/2029 are escaped by json.dumps with ensure_ascii.
-    return json.dumps(text)
-
-
-def _comment(text: str) -> str:
-    return text.replace("\n", " ").replace("*/", "* /")
 
 
 def _desc(data_type: str, shape) -> str:

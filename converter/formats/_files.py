@@ -1,25 +1,89 @@
-"""File plumbing shared by the formats: reading text, strict JSON, and atomic saves."""
+"""File plumbing shared by the formats: opening model files safely, reading text, strict
+JSON, and atomic saves."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import secrets
+import shutil
+import signal
+import stat
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import FormatError, ParseError
 
-__all__ = ["read_text", "parse_json", "AtomicSave"]
+__all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
+           "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
+
+# Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
+# levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
+# file (schema validation, the readers) far from Python's recursion limit.
+MAX_NESTING = 64
+# A `\udXXX` escape without its pair decodes to a code point UTF-8 cannot encode.
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def open_model_file(path: Path, what: str, *, folder: Path | None = None,
+                    fix: str | None = None,
+                    error: type[FormatError] = FormatError) -> BinaryIO:
+    """Open a file a model consists of (graph, manifest, weights, .tflite) for reading.
+
+    A model file is untrusted, and so is whatever sits next to it, so the file must be a
+    regular file inside `folder` (default: its own folder) once every symlink is resolved: a
+    link out of the folder, a FIFO or device (which would block or never end) and a folder are
+    refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
+    the check cannot hang us) and does not follow a final symlink swapped in after the check.
+    """
+    path = Path(path)
+    where = str(path)
+    home = os.path.realpath(folder if folder is not None else path.parent)
+    real = os.path.realpath(path)
+    if os.path.commonpath([home, real]) != home:
+        raise error(f"the {what} is a link to {real}, outside the model's folder {home}",
+                    where=where, fix="copy the file into the model's folder instead of linking")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise error(f"the {what} does not exist", where=where, fix=fix) from None
+    except PermissionError:
+        raise error(f"the {what} cannot be read (permission denied)", where=where) from None
+    except IsADirectoryError:
+        raise error(f"the {what} is a folder, not a file", where=where) from None
+    except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
+        raise error(f"the {what} cannot be opened ({e.strerror})", where=where) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
+                    if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                    or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "not a regular file")
+            raise error(f"the {what} is {kind}, not a file", where=where,
+                        fix="give a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_text(path: Path, what: str, fix: str | None = None,
-              error: type[FormatError] = FormatError) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"the {what} does not exist", where=str(path), fix=fix) from None
-    except IsADirectoryError:
-        raise error(f"the {what} is a folder, not a file", where=str(path)) from None
+              error: type[FormatError] = FormatError, folder: Path | None = None) -> str:
+    """The UTF-8 text of a model file, opened by `open_model_file`'s rules."""
+    with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+        try:
+            data = f.read()
+        except OSError as e:
+            raise error(f"the {what} cannot be read ({e.strerror})", where=str(path)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -27,9 +91,11 @@ def read_text(path: Path, what: str, fix: str | None = None,
                           where=str(path)) from None
 
 
-def parse_json(text: str, where: str, what: str) -> Any:
+def parse_json(text: str, where: str, what: str, *, nesting: bool = True) -> Any:
     """Strict JSON: a syntax error gives its line and column, a member given twice in one
-    object is an error (json keeps the last one silently), NaN/Infinity literals are refused."""
+    object is an error (json keeps the last one silently), NaN/Infinity literals are refused,
+    and so are strings holding a lone surrogate and (with `nesting`, else the caller checks
+    it with `check_nesting`) arrays and objects nested deeper than MAX_NESTING."""
 
     def unique_members(pairs):
         obj = {}
@@ -45,10 +111,50 @@ def parse_json(text: str, where: str, what: str) -> Any:
                           fix='write "Infinity", "-Infinity" or "NaN" as a string')
 
     try:
-        return json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant)
+        obj = json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant)
     except json.JSONDecodeError as e:
         raise ParseError(e.msg, path=where, line=e.lineno, column=e.colno,
                          fix=f"the {what} must be valid JSON") from None
+    except RecursionError:
+        raise _too_deep(where, what) from None
+    if nesting:
+        check_nesting(obj, where, what)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is every string looked at
+        _check_strings(obj, where)
+    return obj
+
+
+def _too_deep(where: str, what: str) -> FormatError:
+    return FormatError(f"arrays and objects are nested more than {MAX_NESTING} deep",
+                       where=where, fix=f"no {what} needs that; the file is corrupt or hostile")
+
+
+def check_nesting(obj: Any, where: str, what: str) -> None:
+    """Refuse a parsed JSON value nested deeper than MAX_NESTING (walked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise _too_deep(where, what)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def _check_strings(obj: Any, where: str) -> None:
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        items = list(node.items()) if isinstance(node, dict) else \
+            [(None, v) for v in node] if isinstance(node, list) else [(None, node)]
+        for key, value in items:
+            for text in (key, value):
+                if isinstance(text, str) and LONE_SURROGATE.search(text):
+                    raise FormatError(f"the string {json.dumps(text)} holds a lone surrogate "
+                                      f"escape, which is no character", where=where,
+                                      fix="write a character outside the BMP as a surrogate "
+                                          "pair or as itself")
+            if isinstance(value, (dict, list)):
+                stack.append(value)
 
 
 class AtomicSave:
@@ -80,17 +186,24 @@ class AtomicSave:
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
         tmp = folder / f".{final.name}.{secrets.token_hex(4)}.tmp"
-        # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide, as for any file.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     0o666)
-        self._pending.append((tmp, final))
+        with signals_held():  # an interrupt between create and append would orphan the file
+            # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+            self._pending.append((tmp, final))
         stream = os.fdopen(fd, "wb")
         self._open.append(stream)
         return stream
 
     def write_text(self, final: Path, text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a name holding a lone surrogate, which UTF-8 lacks
+            raise FormatError(f"cannot write {text[e.start:e.end]!r}: a lone surrogate is no "
+                              f"character, and UTF-8 has no form for it", where=str(final),
+                              fix="rename what holds it") from None
         with self.open(final) as f:
-            f.write(text.encode("utf-8"))
+            f.write(data)
 
     def commit(self) -> list[Path]:
         """Make every file durable, then rename each into place; return the final paths."""
@@ -110,9 +223,10 @@ class AtomicSave:
                                   fix="choose another name")
         done = 0
         try:
-            for tmp, final in self._pending:
-                os.replace(tmp, final)
-                done += 1
+            with signals_held():  # all renames or (on an error) none more: never half a save
+                for tmp, final in self._pending:
+                    os.replace(tmp, final)
+                    done += 1
         except OSError as e:
             # Renames within one folder only fail for reasons outside our control (a target
             # that is a folder, permissions); the files not yet renamed are removed.
@@ -123,12 +237,71 @@ class AtomicSave:
         return [final for _, final in self._pending]
 
     def abort(self) -> None:
-        for stream in self._open:
-            if not stream.closed:
-                stream.close()
-        for tmp, _ in self._pending:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-        self._pending.clear()
+        with signals_held():  # a second Ctrl-C or SIGTERM must not stop the cleanup halfway
+            for stream in self._open:
+                if not stream.closed:
+                    stream.close()
+            for tmp, _ in self._pending:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+            self._pending.clear()
+
+
+class StagedSave:
+    """Outputs that become visible only if a later check passes (`convert --verify`).
+
+    The writers save into a hidden folder created beside the outputs (same file system, so
+    moving is a rename); `commit(paths)` renames the staged files into the outputs' folder, and
+    leaving the `with` block removes the staging folder and whatever is still in it, so an
+    output that failed its check, or an interrupted run, leaves nothing behind.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.stage: Path | None = None
+
+    def __enter__(self) -> "StagedSave":
+        if not self.folder.is_dir():
+            raise FormatError("the folder does not exist", where=str(self.folder),
+                              fix="create it first")
+        with signals_held():
+            self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
+                                               dir=self.folder))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        with signals_held():
+            shutil.rmtree(self.stage, ignore_errors=True)
+
+    def path(self, final: str | Path) -> Path:
+        """Where to write the output that will become `final`."""
+        return self.stage / Path(final).name
+
+    def commit(self, staged: list[Path]) -> list[Path]:
+        finals = [self.folder / p.name for p in staged]
+        for final in finals:
+            if final.is_dir():
+                raise FormatError("a folder has the file's name", where=str(final),
+                                  fix="choose another name")
+        with signals_held():
+            for source, final in zip(staged, finals):
+                os.replace(source, final)
+        return finals
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
+    must not stop halfway. Off the main thread, or where signals cannot be masked, a no-op."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
+    before = mask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, before)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParseError
+from ._files import LONE_SURROGATE
 
 __all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote"]
 
@@ -158,7 +159,12 @@ def _directive(comment: str, path: str, line: int, column: int) -> Directive | N
 
 def _decode(literal: str, path: str, line: int, column: int) -> str:
     try:
-        return json.loads(literal, strict=False)
+        text = json.loads(literal, strict=False)
     except json.JSONDecodeError:
         raise ParseError(f"bad escape in string {literal}", path=path, line=line, column=column,
                          fix='use \\" \\\\ \\n \\t or \\uXXXX') from None
+    if LONE_SURROGATE.search(text):
+        raise ParseError(f"string {literal} holds a lone surrogate escape, which is no character",
+                         path=path, line=line, column=column,
+                         fix="write a character outside the BMP as a surrogate pair or as itself")
+    return text

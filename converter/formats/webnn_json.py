@@ -17,9 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import FormatError
 from ..ir import Graph
 from ..schemas import validate
-from ._files import parse_json
+from ._files import check_nesting, parse_json
 from .document import ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl
 
 __all__ = ["parse", "loads", "dumps", "render", "JSON_VERSION"]
@@ -30,7 +31,11 @@ _INIT_KINDS = {"weights": "weights", "scalar": "scalar", "inlineBytes": "bytes"}
 
 def parse(text: str, path: str = "<string>") -> GraphDoc:
     """The GraphDoc of a webnn-graph-json text, checked against its schema."""
-    obj = parse_json(text, path, "graph file")
+    obj = parse_json(text, path, "graph file", nesting=False)
+    # Byte lists are checked here, with numpy, and the schema sees each as an empty list: the
+    # schema checks a list element by element, seconds per megabyte of constants.
+    byte_lists = _take_byte_lists(obj, path)
+    check_nesting(obj, path, "graph file")
     validate(obj, "webnn-graph-json", path)
     name = obj.get("name")
     if name is None:
@@ -49,7 +54,7 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
         elif decl.kind == "scalar":
             decl.value = init["value"]
         else:
-            decl.data = bytes(init["bytes"])
+            decl.data = byte_lists[key]
         doc.consts.append(decl)
     for i, n in enumerate(obj["nodes"]):
         where = f"{path} $.nodes[{i}]"
@@ -64,6 +69,44 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
     for key, operand in obj["outputs"].items():
         doc.outputs.append(OutputDecl(key, operand, _at(path, "outputs", key)))
     return doc
+
+
+def _take_byte_lists(obj: Any, path: str) -> dict[str, bytes]:
+    """Each `inlineBytes` constant's bytes by constant name, checked to be integers 0..255; the
+    lists in `obj` are emptied (anything not where a byte list belongs is left to the schema)."""
+    consts = obj.get("consts") if isinstance(obj, dict) else None
+    if not isinstance(consts, dict):
+        return {}
+    found = {}
+    for key, const in consts.items():
+        init = const.get("init") if isinstance(const, dict) else None
+        if not (isinstance(init, dict) and init.get("kind") == "inlineBytes"
+                and isinstance(init.get("bytes"), list)):
+            continue
+        values = init["bytes"]
+        # bytes() checks "integer in 0..255" in C; only JSON's true/false pass it wrongly (bool
+        # is an int), which the set of element types catches: both cost nanoseconds a byte.
+        try:
+            data = bytes(values)
+            good = set(map(type, values)) <= {int}
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            _byte_list_error(key, values, path)
+        found[key] = data
+        init["bytes"] = []
+    return found
+
+
+def _byte_list_error(key: str, values: list, path: str) -> None:
+    at = f"$.consts[{json.dumps(key)}].init.bytes"
+    for v in values:
+        if type(v) is not int:
+            raise FormatError(f"{at}: {json.dumps(v)} is not an integer", where=path,
+                              fix="bytes are integers 0..255")
+        if not 0 <= v <= 255:
+            raise FormatError(f"{at}: {v} is not a byte", where=path,
+                              fix="bytes are integers 0..255")
 
 
 def _at(path: str, member: str, key: str) -> str:

@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 from .. import dtypes
 from ..errors import ConverterError, ParseError
 from ..ir import Graph
+from ._files import MAX_NESTING
 from ._text_lexer import Directive, Token, is_identifier, quote, tokenize
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, Ref,
                        non_finite_name, unique_name)
@@ -280,7 +281,7 @@ class _Parser:
         node.inputs.append(value)
         node.input_where.append(self.at(tok))
 
-    def value(self) -> Any:
+    def value(self, depth: int = 1) -> Any:
         tok = self.next()
         if tok.kind in ("number", "string"):
             return tok.value
@@ -289,11 +290,14 @@ class _Parser:
                 return {"true": True, "false": False, "null": None}[tok.value]
             return Ref(tok.value)
         if tok.kind == "punct" and tok.value == "[":
+            if depth > MAX_NESTING:  # bounds the recursion, and every walk over the value
+                self.fail(tok, f"lists are nested more than {MAX_NESTING} deep",
+                          "no option needs that; the file is corrupt or hostile")
             items: list[Any] = []
             while not self.is_punct("]"):
                 if items:
                     self.expect(",", "between list items")
-                items.append(self.value())
+                items.append(self.value(depth + 1))
             self.next()
             return items
         self.fail(tok, f"expected a value, found {tok.describe()}",

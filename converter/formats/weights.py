@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..errors import WeightsError
 from ..ir.graph import shape_problem
 from ..ir.operand import ConstantData
 from ..schemas import validate
-from ._files import parse_json, read_text
+from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
 __all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ManifestEntry", "WeightsFile", "check_key",
            "safe_key", "read_manifest", "write_weights", "manifest_text"]
@@ -35,7 +36,7 @@ MAGIC = b"WGWT"
 VERSION = 1
 HEADER_SIZE = 8
 _HEADER = struct.Struct("<4sI")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")  # and lone surrogates
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
@@ -48,6 +49,8 @@ def key_problem(key: str) -> str | None:
     """
     if not key:
         return "is empty"
+    if LONE_SURROGATE.search(key):
+        return "contains a lone surrogate"
     if _CONTROL.search(key):
         return "contains a control character"
     if "\\" in key:
@@ -130,16 +133,13 @@ class WeightsFile:
 
     def _open(self) -> mmap.mmap:
         where = str(self.path)
-        try:
-            with open(self.path, "rb") as f:
-                size = f.seek(0, 2)
-                if size < HEADER_SIZE:
-                    raise WeightsError(f"the file has {size} bytes, less than the 8-byte header",
-                                       where=where, fix="it is not a WGWT weights file")
-                mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except FileNotFoundError:
-            raise WeightsError("the weights file does not exist", where=where,
-                               fix=f"it belongs next to {self.manifest_path.name}") from None
+        with open_model_file(self.path, "weights file", error=WeightsError,
+                             fix=f"it belongs next to {self.manifest_path.name}") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < HEADER_SIZE:
+                raise WeightsError(f"the file has {size} bytes, less than the 8-byte header",
+                                   where=where, fix="it is not a WGWT weights file")
+            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         magic, version = _HEADER.unpack_from(mapping, 0)
         if magic != MAGIC:
             mapping.close()

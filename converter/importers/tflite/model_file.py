@@ -12,6 +12,7 @@ and not halfway through an import.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from ...errors import FormatError
+from ...formats._files import open_model_file
 
 __all__ = ["TfliteModel", "Subgraph", "Tensor", "Operator", "Quantization", "read_tflite",
            "TYPES", "TypeInfo", "OP_NAMES"]
@@ -169,18 +171,48 @@ def read_tflite(source: str | Path | bytes) -> TfliteModel:
                           fix="give a .tflite flatbuffer (TFLite schema version 3)")
     root = struct.unpack_from("<I", buf, 0)[0]
     if root + 4 > len(buf):
-        raise _truncated(where, f"its root table is at byte {root}, past the end")
+        raise _corrupt(where, f"its root table offset {root} points past the end of the file "
+                              f"({len(buf)} bytes)")
+    trail = _Trail()
     try:
-        return _parse(buf, where)
+        return _parse(buf, where, trail)
     except FormatError:
         raise
     except (struct.error, IndexError, ValueError, TypeError, OverflowError) as e:
-        raise _truncated(where, type(e).__name__) from None
+        raise _corrupt(where, f"{_what_broke(e, len(buf))} while reading {trail.at}") from None
 
 
-def _truncated(where: str, detail: str) -> FormatError:
-    return FormatError(f"truncated or corrupt TFLite flatbuffer ({detail})", where=where,
-                       fix="check that the .tflite file is complete")
+class _Trail:
+    """Where the parse is (`subgraph 0, tensor 5`), so that a corrupt offset can be located:
+    the flatbuffer reader only knows the byte it failed on."""
+
+    def __init__(self) -> None:
+        self.at = "the model table"
+
+
+def _what_broke(e: Exception, size: int) -> str:
+    text = str(e)
+    if isinstance(e, struct.error):
+        # "unpack_from requires a buffer of at least N bytes for unpacking K bytes at offset O"
+        words = text.split()
+        if "offset" in words:
+            offset = words[words.index("offset") + 1]
+            return f"an offset points to byte {offset}, past the end of the file ({size} bytes)"
+        return f"an offset is out of range ({text})"
+    if isinstance(e, IndexError):
+        return f"an offset or vector length points outside the file ({size} bytes)"
+    if isinstance(e, ValueError) and "buffer" in text:
+        return f"a vector runs past the end of the file ({size} bytes)"
+    if isinstance(e, TypeError) and text.startswith("bad number"):
+        # flatbuffers' own check of an offset it computed: negative or past 32 bits
+        return f"an offset resolves to {text.split()[2]}, outside the file ({size} bytes)"
+    return f"a field has an impossible value ({type(e).__name__}: {text})"
+
+
+def _corrupt(where: str, detail: str) -> FormatError:
+    return FormatError(f"corrupt or truncated TFLite flatbuffer: {detail}", where=where,
+                       fix="check that the .tflite file is complete and was written by a "
+                           "TFLite converter")
 
 
 def _open(source) -> tuple[str, Any]:
@@ -188,16 +220,14 @@ def _open(source) -> tuple[str, Any]:
         return "<tflite bytes>", memoryview(source).cast("B")
     path = Path(source)
     where = str(path)
-    if not path.is_file():
-        raise FormatError("no such file", where=where)
-    with open(path, "rb") as f:
-        if path.stat().st_size == 0:
+    with open_model_file(path, "TFLite model") as f:
+        if os.fstat(f.fileno()).st_size == 0:
             raise FormatError("not a TFLite model: the file is empty", where=where)
         # The mapping stays alive as long as any weight view into it does.
         return where, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _parse(buf, where: str) -> TfliteModel:
+def _parse(buf, where: str, trail: _Trail) -> TfliteModel:
     model = schema.Model.GetRootAs(buf, 0)
     version = model.Version()
     if version != SCHEMA_VERSION:
@@ -205,18 +235,26 @@ def _parse(buf, where: str) -> TfliteModel:
                           f"{SCHEMA_VERSION}", where=where,
                           fix="re-export the model with a current TFLite converter")
     size = len(buf)
-    buffers = [_buffer(model.Buffers(i), i, buf, size, where) for i in range(model.BuffersLength())]
+    trail.at = "the buffer table"
+    buffers = []
+    for i in range(model.BuffersLength()):
+        trail.at = f"buffer {i}"
+        buffers.append(_buffer(model.Buffers(i), i, buf, size, where))
     codes = []
+    trail.at = "the operator code table"
     for i in range(model.OperatorCodesLength()):
+        trail.at = f"operator code {i}"
         oc = model.OperatorCodes(i)
         # Codes past 127 live in builtin_code; older files only fill the deprecated byte.
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
         custom = oc.CustomCode()
         codes.append((code, custom.decode("utf-8", "replace") if custom else None, oc.Version()))
-    subgraphs = [_subgraph(model.Subgraphs(i), i, buffers, codes, where)
+    trail.at = "the subgraph table"
+    subgraphs = [_subgraph(model.Subgraphs(i), i, buffers, codes, where, trail)
                  for i in range(model.SubgraphsLength())]
     if not subgraphs:
         raise FormatError("the model has no subgraph", where=where)
+    trail.at = "the model description"
     description = model.Description()
     return TfliteModel(where, version, description.decode("utf-8", "replace") if description
                        else "", subgraphs, buffers, size)
@@ -235,10 +273,15 @@ def _buffer(b, index: int, buf, size: int, where: str) -> np.ndarray | None:
     return b.DataAsNumpy()
 
 
-def _subgraph(sg, index: int, buffers: list, codes: list, where: str) -> Subgraph:
+def _subgraph(sg, index: int, buffers: list, codes: list, where: str, trail: _Trail) -> Subgraph:
+    trail.at = f"subgraph {index}"
     name = sg.Name()
     name = name.decode("utf-8", "replace") if name else f"subgraph{index}"
-    tensors = [_tensor(sg.Tensors(i), i, buffers, where) for i in range(sg.TensorsLength())]
+    tensors = []
+    for i in range(sg.TensorsLength()):
+        trail.at = f"subgraph {index}, tensor {i}"
+        tensors.append(_tensor(sg.Tensors(i), i, buffers, where))
+    trail.at = f"subgraph {index}, its input and output lists"
     count = len(tensors)
 
     def indices(values, what: str, optional: bool = False) -> tuple[int, ...]:
@@ -253,6 +296,7 @@ def _subgraph(sg, index: int, buffers: list, codes: list, where: str) -> Subgrap
     outputs = indices(_ints(sg, "Outputs"), "an output")
     operators = []
     for i in range(sg.OperatorsLength()):
+        trail.at = f"subgraph {index}, operator {i}"
         op = sg.Operators(i)
         k = op.OpcodeIndex()
         if not 0 <= k < len(codes):

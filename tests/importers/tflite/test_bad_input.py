@@ -1,6 +1,8 @@
 """Bad .tflite input: each fails with one FormatError line that says what and where."""
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +42,44 @@ def _error(tmp_path: Path, data: bytes) -> str:
 def test_truncated_flatbuffer(tmp_path, keep):
     data = _conv_model().build()
     line = _error(tmp_path, data[:int(len(data) * keep)])
-    assert "truncated or corrupt TFLite flatbuffer" in line
+    size = int(len(data) * keep)
+    # Says which byte is out of range, how long the file is, and which table was being read.
+    assert re.search(rf"corrupt or truncated TFLite flatbuffer: an offset points to byte "
+                     rf"(\d+), past the end of the file \({size} bytes\) while reading the "
+                     rf"(model table|operator code table|buffer \d+)", line), line
+    assert int(re.search(r"byte (\d+)", line).group(1)) >= size
+
+
+def test_a_corrupt_vector_length_names_its_table(tmp_path):
+    data = bytearray(_conv_model().build())
+    # The shape [8, 3, 3, 3] of tensor 1 is a vector whose length precedes its values: make
+    # it run past the end of the file.
+    shape = np.array([4, 8, 3, 3, 3], "<i4").tobytes()
+    assert data.count(shape) == 1
+    at = data.index(shape)
+    data[at:at + 4] = (len(data) * 4).to_bytes(4, "little")
+    line = _error(tmp_path, bytes(data))
+    assert "a vector runs past the end of the file" in line and \
+        "while reading subgraph 0, tensor 1" in line, line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-out", "folder"])
+def test_only_a_regular_file_inside_its_folder_is_read(tmp_path, kind):
+    (tmp_path / "outside.tflite").write_bytes(_conv_model().build())
+    folder = tmp_path / "models"
+    folder.mkdir()
+    path = folder / "model.tflite"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it blocked forever before
+    elif kind == "link-out":
+        path.symlink_to(tmp_path / "outside.tflite")
+    else:
+        path.mkdir()
+    with pytest.raises(FormatError) as info:
+        import_tflite(path)
+    want = {"fifo": "is a FIFO (named pipe), not a file", "folder": "is a folder, not a file",
+            "link-out": "outside the model's folder"}[kind]
+    assert want in info.value.line()
 
 
 def test_a_few_bytes_are_not_a_model(tmp_path):
@@ -83,7 +122,7 @@ def test_operator_reading_a_missing_tensor(tmp_path):
 
 
 def test_missing_and_empty_files(tmp_path):
-    with pytest.raises(FormatError, match="no such file"):
+    with pytest.raises(FormatError, match="does not exist"):
         import_tflite(tmp_path / "absent.tflite")
     empty = tmp_path / "empty.tflite"
     empty.write_bytes(b"")
