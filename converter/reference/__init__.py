@@ -10,7 +10,15 @@ from . import (  # noqa: F401,E402  (importing a family registers its kernels)
     activation,
     conv,
     elementwise,
+    indexing,
     matmul,
+    normalization,
+    pool,
+    quantization,
+    recurrent,
+    reduction,
+    resample,
+    shape,
 )
 
 __all__ = ["KERNELS", "Env", "evaluate", "kernel"]
