@@ -50,6 +50,8 @@ def pad_hw(x: np.ndarray, padding, extra=(0, 0), value=0.0) -> np.ndarray:
     """Pad the two spatial axes of an nchw tensor: [top, bottom, left, right] (+ extra at the
     bottom and right, for windows that run past the padded input)."""
     top, bottom, left, right = padding
+    if not any((top, bottom, left, right, *extra)):
+        return x
     return np.pad(x, ((0, 0), (0, 0), (top, bottom + extra[0]), (left, right + extra[1])),
                   constant_values=value)
 
@@ -68,13 +70,12 @@ def conv2d(op, ins, env):
     oh, ow = (out_shape[2], out_shape[3]) if layout == "nchw" else (out_shape[1], out_shape[2])
     xp = pad_hw(x, op.attr("padding"))
     views = window_views(xp, (kh, kw), (oh, ow), strides, dilations)
-    # cols: [N, groups, outH * outW, inPerGroup * kh * kw], matching w's [in, kh, kw] order.
-    cols = np.stack(views, axis=-1)  # [N, C, oh, ow, kh*kw]
-    cols = cols.reshape(n, groups, in_per_group, oh, ow, kh * kw)
-    cols = cols.transpose(0, 1, 3, 4, 2, 5).reshape(n, groups, oh * ow, in_per_group * kh * kw)
-    wg = w.reshape(groups, out_c // groups, in_per_group * kh * kw).transpose(0, 2, 1)
-    out = np.matmul(cols, wg[None])  # [N, groups, oh*ow, outPerGroup]
-    out = out.transpose(0, 1, 3, 2).reshape(n, out_c, oh, ow)
+    # cols: [N, groups, inPerGroup * kh * kw, outH * outW], rows in w's [in, kh, kw] order;
+    # stacking the views after the channel axis gives that order without a transpose.
+    cols = views[0][:, :, None] if len(views) == 1 else np.stack(views, axis=2)
+    cols = cols.reshape(n, groups, in_per_group * kh * kw, oh * ow)
+    wg = w.reshape(groups, out_c // groups, in_per_group * kh * kw)
+    out = np.matmul(wg[None], cols).reshape(n, out_c, oh, ow)  # [N, groups, outPerGroup, ...]
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return from_nchw(out, layout)

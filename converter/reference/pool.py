@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from .conv import from_nchw, pad_hw, to_nchw, window_views
 from .core import kernel
 
@@ -30,7 +31,17 @@ def _windows(op, x):
     inside = pad_hw(np.ones((1, 1, h, w), dtype=bool), (top, bottom, left, right), extra, False)
     xp = pad_hw(x, (top, bottom, left, right), extra, 0)
     args = (window, (oh, ow), strides, dilations)
-    return window_views(xp, *args), window_views(inside, *args), layout
+    masks = window_views(inside, *args)
+    empty = ~np.logical_or.reduce(masks)[0, 0]
+    if empty.any():
+        # Ceil rounding or outputSizes can start a window past the input's end; the spec
+        # gives such a window no value (an average of nothing), so none is made up here.
+        r, c = (int(i) for i in np.argwhere(empty)[0])
+        raise UnsupportedError(
+            [f"{op.op_type} '{op.name}': output window ({r}, {c}) holds no input element, and "
+             f"the spec defines no value for an empty window"], where="reference",
+            fix="use floor rounding, or padding/strides that keep every window on the input")
+    return window_views(xp, *args), masks, layout
 
 
 @kernel("averagePool2d")
