@@ -105,3 +105,23 @@ def test_reference_agrees_with_the_onnx_lowering(op, data_type):
         assert problems, f"listed as a lowering bug ({known}) but now agrees: remove the entry"
         return
     assert not problems, problems
+
+
+def test_float32_mode_agrees_with_the_lowering_too():
+    """evaluate(..., dtype=float32) runs the same kernels in float32: on every case it agrees
+    with the lowering within the case's bounds, apart from the listed lowering bugs."""
+    disagreeing = set()
+    for op, data_type in CASE_IDS:
+        case = make_case(op, data_type)
+        try:
+            got = converter.run(case.graph, case.feeds)
+        except UnsupportedError:
+            continue
+        want = evaluate(case.graph, case.feeds, dtype=np.float32)
+        for name, value in want.items():
+            if value.dtype.kind == "f":
+                assert value.dtype == np.float32
+                value = value.astype(got[name].dtype)
+            if not compare(name, got[name], value, case.bounds).passed:
+                disagreeing.add((op, data_type))
+    assert disagreeing <= set(KNOWN_LOWERING_BUGS), sorted(disagreeing - set(KNOWN_LOWERING_BUGS))
