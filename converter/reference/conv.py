@@ -106,8 +106,9 @@ def conv_transpose2d(op, ins, env):
             tap = wg[:, :, :, i, j].transpose(1, 2, 0)  # [G, Cg, outPerGroup]
             contribution = np.matmul(xg, tap[None, :, None])  # [N, G, h, w, outPerGroup]
             r, s = i * dilations[0], j * dilations[1]
-            full[:, :, :, r:r + (h - 1) * strides[0] + 1:strides[0],
-                 s:s + (wd - 1) * strides[1] + 1:strides[1]] += contribution.transpose(0, 1, 4, 2, 3)
+            rows = slice(r, r + (h - 1) * strides[0] + 1, strides[0])
+            cols = slice(s, s + (wd - 1) * strides[1] + 1, strides[1])
+            full[:, :, :, rows, cols] += contribution.transpose(0, 1, 4, 2, 3)
     out = full.reshape(n, groups * out_per_group, full_h, full_w)[:, :, top:top + oh,
                                                                    left:left + ow]
     if bias is not None:

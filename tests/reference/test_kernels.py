@@ -24,7 +24,8 @@ def test_gelu_elu_hard_swish_by_formula():
     np.testing.assert_allclose(ref1("elu", x, alpha=0.5),
                                [0.5 * math.expm1(-3), 0.5 * math.expm1(-1), 0, 0.5, 2.0],
                                rtol=1e-15)
-    np.testing.assert_array_equal(ref1("hardSwish", x), [0, -1 * 2 / 6, 0, 0.5 * 3.5 / 6, 2 * 5 / 6])
+    np.testing.assert_array_equal(ref1("hardSwish", x),
+                                  [0, -1 * 2 / 6, 0, 0.5 * 3.5 / 6, 2 * 5 / 6])
 
 
 def test_scalar_options_are_cast_to_the_input_type_first():
