@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
+from ..execute import check_feeds
 from ..ir import Graph
 
 __all__ = ["KERNELS", "kernel", "evaluate", "Env"]
@@ -113,16 +114,11 @@ def evaluate(graph: Graph, feeds, *, keep: Iterable[str] | str | None = None,
         wanted = set(keep or ())
         for name in wanted:
             graph.operand(name)  # raises a clear error for an unknown name
-    values: dict[str, np.ndarray] = {}
-    for name, operand in graph.inputs.items():
-        if name not in feeds:
-            raise ConverterError(f"no value fed for input '{name}'", where="reference",
-                                 fix=f"feed every graph input ({', '.join(graph.inputs)})")
-        arr = np.asarray(feeds[name])
-        if tuple(arr.shape) != operand.shape:
-            raise ConverterError(f"input '{name}' has shape {list(arr.shape)}, the graph "
-                                 f"declares {list(operand.shape)}", where="reference")
-        values[name] = _held(arr, operand.data_type, float_type, f"input '{name}'")
+    # The same checks as the ONNX executor's: every input fed once, exact type and shape.
+    feeds = check_feeds(graph, feeds)
+    values: dict[str, np.ndarray] = {
+        name: _held(feeds[name], operand.data_type, float_type, f"input '{name}'")
+        for name, operand in graph.inputs.items()}
 
     # The last operation reading each operand, so that results are dropped once consumed
     # (a resnet50 graph would otherwise hold every activation at once).
@@ -163,4 +159,6 @@ def evaluate(graph: Graph, feeds, *, keep: Iterable[str] | str | None = None,
     result = {name: value_of(operand) for name, operand in graph.outputs.items()}
     for name in wanted:
         result[name] = value_of(graph.operand(name))
-    return result
+    # A result may be a view of a read-only constant (identity, reshape): hand out arrays the
+    # caller can write to.
+    return {k: v if v.flags.writeable else v.copy() for k, v in result.items()}

@@ -65,10 +65,22 @@ def test_an_op_without_a_kernel_is_named(monkeypatch):
 
 
 def test_missing_or_misshapen_feeds_are_clear_errors():
-    with pytest.raises(ConverterError, match="no value fed for input 'x'"):
+    with pytest.raises(ConverterError, match="input 'x' .* is not fed"):
         evaluate(_graph(), {})
-    with pytest.raises(ConverterError, match=r"shape \[3\]"):
+    with pytest.raises(ConverterError, match=r"the feed has \[3\]"):
         evaluate(_graph(), {"x": np.zeros(3, np.float32)})
+    with pytest.raises(ConverterError, match="input 'x' is float32, the feed is numpy float64"):
+        evaluate(_graph(), {"x": X.astype(np.float64)})
+    with pytest.raises(ConverterError, match="'z' is not an input of the graph"):
+        evaluate(_graph(), {"x": X, "z": X})
+
+
+def test_results_are_writable_even_when_they_view_a_constant():
+    b = GraphBuilder("v")
+    g = b.build({"y": b.reshape(b.constant(np.arange(4, dtype=np.int32)), [2, 2])})  # a view
+    y = evaluate(g, {})["y"]
+    y[0, 0] = 7
+    assert y[0, 0] == 7
 
 
 def test_packed_int4_constants_are_unpacked():
