@@ -270,3 +270,18 @@ def test_pad_modes_and_slice_strides():
     np.testing.assert_array_equal(ref1("pad", x, [1, 0], [0, 0], value=9), [[9, 9, 9], [1, 2, 3]])
     np.testing.assert_array_equal(ref1("slice", np.arange(10, dtype=np.int32), [1], [8],
                                        strides=[3]), [1, 4, 7])
+
+
+def test_gather_and_gather_elements_match_the_spec_examples():
+    x = np.array([[0, 1, 2], [10, 11, 12], [20, 21, 22], [30, 31, 32]], F32)
+    b = GraphBuilder("spec")
+    xi = b.input("x", "float32", [4, 3])
+    i1 = b.constant(np.array([3, 1], np.uint32))
+    i3 = b.constant(np.array([[0, 1], [1, 2]], np.uint32))
+    ie = b.constant(np.array([[3, 1, 1], [2, 0, 3]], np.int32))
+    g = b.build({"g1": b.gather(xi, i1), "g3": b.gather(xi, i3, axis=1),
+                 "e": b.gatherElements(xi, ie)})
+    out = evaluate(g, {"x": x})
+    np.testing.assert_array_equal(out["g1"], [[30, 31, 32], [10, 11, 12]])
+    np.testing.assert_array_equal(out["g3"][1], [[10, 11], [11, 12]])
+    np.testing.assert_array_equal(out["e"], [[30, 11, 12], [20, 1, 32]])
