@@ -111,7 +111,7 @@ def evaluate(graph: Graph, feeds, *, keep: Iterable[str] | str | None = None,
     if keep == "all":
         wanted = {o.name for op in graph.operations for o in op.outputs}
     else:
-        wanted = set(keep or ())
+        wanted = {keep} if isinstance(keep, str) else set(keep or ())  # one name, or several
         for name in wanted:
             graph.operand(name)  # raises a clear error for an unknown name
     # The same checks as the ONNX executor's: every input fed once, exact type and shape.

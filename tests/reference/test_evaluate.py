@@ -39,6 +39,7 @@ def test_keep_returns_named_intermediates_and_all():
     out = evaluate(g, {"x": X}, keep=["h", "c"])
     assert set(out) == {"out", "count", "h", "c"}
     np.testing.assert_array_equal(out["h"], X.astype(np.float64) * 2)
+    assert set(evaluate(g, {"x": X}, keep="sum")) == {"out", "count", "sum"}  # one name
     every = evaluate(g, {"x": X}, keep="all")
     assert {"h", "c", "sum"} <= set(every)
     assert every["sum"][0, 1] == -8.0  # relu's input (-5 * 2 + 2), before it clamps
