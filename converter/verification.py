@@ -18,9 +18,14 @@ import numpy as np
 
 from .errors import ConverterError
 from .ir import Graph
-from .parity import Bounds, OutputParity, compare, default_bounds
+from .parity import Bounds, OutputParity, compare, default_bounds, judge
+from .source_runs import SESSION_OPTIONS, run_source, run_source_f64, source_alternates
 
-__all__ = ["VerifyReport", "verify", "make_inputs"]
+__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT"]
+
+
+BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
+               "its budget (`--dump DIR` writes it as a .webnn with its inputs)")
 
 
 @dataclass
@@ -33,6 +38,10 @@ class VerifyReport:
     inputs: dict[str, dict[str, Any]]
     outputs: list[OutputParity] = field(default_factory=list)
     others: dict[str, list[OutputParity]] = field(default_factory=dict)
+    session_options: str = ""
+    oracle: str | None = None  # how the float64 values were computed, or why they were not
+    source_f64: str | None = None  # whether the source ran in float64, and how
+    noise_runs: list[str] = field(default_factory=list)  # the source's other runs
 
     @property
     def passed(self) -> bool:
@@ -40,13 +49,18 @@ class VerifyReport:
             o.passed for results in self.others.values() for o in results)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "source": self.source, "graph": self.graph, "seed": self.seed,
             "sourceRuntime": self.source_runtime, "graphRuntime": self.graph_runtime,
             "inputs": self.inputs, "passed": self.passed,
             "outputs": [o.to_json() for o in self.outputs],
             "others": {k: [o.to_json() for o in v] for k, v in self.others.items()},
+            "sessionOptions": self.session_options, "oracle": self.oracle,
+            "sourceFloat64": self.source_f64, "sourceNoiseRuns": self.noise_runs,
         }
+        if not self.passed:
+            out["hint"] = BISECT_HINT
+        return out
 
 
 def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = None
@@ -75,14 +89,24 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
            feeds: Mapping[str, np.ndarray] | None = None,
            known_inputs: Mapping[str, np.ndarray] | None = None, atol: float | None = None,
            rtol: float | None = None, ulp: int | None = None, runtime: str = "ort",
-           graph_path: str | None = None, also: Mapping[str, str] | None = None) -> VerifyReport:
-    """Run the source on its own runtime and the WebNN graph on `runtime`; compare every output.
+           graph_path: str | None = None, also: Mapping[str, str] | None = None,
+           oracle: str = "auto") -> VerifyReport:
+    """Run the source on its own runtime and the WebNN graph on `runtime`; judge every output.
+
+    An output within the budget of the source's run passes. One that is not is judged
+    against the truth (`parity.judge`): the graph evaluated in float64 by the reference
+    interpreter, the source's own float32 noise (its runtime run other ways) and, where its
+    runtime can, the source run in float64. `oracle`: "auto" computes those only when an output
+    is outside the budget, "always" for every report (the figures are then in every row),
+    "never" keeps the plain comparison.
 
     `also` maps a label to a model file written from the graph (an exported `.tflite`), which
     its own runtime runs on the same inputs as a further opinion, compared with the source.
     """
     from .execute import run
 
+    if oracle not in ("auto", "always", "never"):
+        raise ConverterError(f"unknown oracle mode '{oracle}'", fix="use auto, always or never")
     source = Path(source)
     src = _source_kind(source)
     if graph is None:
@@ -103,36 +127,78 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
     for name, value in (known_inputs or {}).items():  # fixed in the graph, fed to the source
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion"}
-    want = src.run(source, source_feeds)
+    want = run_source(source, source_feeds)
     got = run(graph, drawn, runtime=runtime)
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
-                          "webnn-onnx" if runtime == "ort" else runtime, described)
-    report.outputs = _compare_all(graph, want, got, str(source), atol, rtol, ulp)
+                          "webnn-onnx" if runtime == "ort" else runtime, described,
+                          session_options=SESSION_OPTIONS[source.suffix.lower()])
+    bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
+    report.outputs = _compare_all(graph, want, got, str(source), bounds)
+    if oracle == "always" or (oracle == "auto" and not all(o.passed for o in report.outputs)):
+        truth, report.oracle = _float64_oracle(graph, drawn)
+        double, report.source_f64 = run_source_f64(source, source_feeds)
+        floats = {n for n, o in graph.inputs.items() if o.data_type in ("float32", "float16")}
+        alternates = source_alternates(source, source_feeds, floats)
+        report.noise_runs = list(alternates)
+        report.outputs = [
+            judge(name, got[name], _as_webnn(want[name]),
+                  None if truth is None else truth.get(name), bounds[name],
+                  graph.outputs[name].data_type,
+                  source_f64=None if double is None else double.get(name),
+                  alternates={k: _as_webnn(v[name]) for k, v in alternates.items() if name in v})
+            for name in want]
     for label, path in (also or {}).items():  # further opinions: e.g. an exported .tflite
         other = _source_kind(Path(path)).run(Path(path), drawn)
-        report.others[label] = _compare_all(graph, want, other, str(path), atol, rtol, ulp)
+        report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
 
 
+def _float64_oracle(graph: Graph, feeds: Mapping[str, np.ndarray]
+                    ) -> tuple[dict[str, np.ndarray] | None, str]:
+    """The graph's outputs computed in float64 by the reference interpreter, and a note."""
+    try:
+        from .reference import evaluate
+    except ImportError as e:  # pragma: no cover - the interpreter ships with the converter
+        return None, f"no float64 oracle: {e}"
+    try:
+        return evaluate(graph, feeds, dtype=np.float64), \
+            "the graph in float64 (reference interpreter)"
+    except ConverterError as e:
+        return None, f"no float64 oracle: {e.line()}"
+    except NotImplementedError as e:  # an op the interpreter has no kernel for
+        return None, f"no float64 oracle: {e}"
+
+
+def _as_webnn(value: np.ndarray) -> np.ndarray:
+    value = np.asarray(value)
+    return value.view(np.uint8) if value.dtype == np.bool_ else value
+
+
+def _bounds(graph: Graph, name: str, atol, rtol, ulp) -> Bounds:
+    """The bounds of one output under the policy for its data type and the user's overrides."""
+    operand = graph.outputs.get(name)
+    if operand is None:
+        raise ConverterError(f"no output '{name}' in the graph where the source has one",
+                             where=f"graph '{graph.name}'")
+    bounds = default_bounds(operand.data_type)
+    if atol is not None or rtol is not None:
+        bounds = Bounds(atol=atol if atol is not None else bounds.atol or 0.0,
+                        rtol=rtol if rtol is not None else bounds.rtol or 0.0,
+                        cosine=bounds.cosine)
+    if ulp is not None:
+        bounds = Bounds(ulp=ulp)
+    return bounds
+
+
 def _compare_all(graph: Graph, want: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
-                 where: str, atol, rtol, ulp) -> list[OutputParity]:
-    """Every output of `want` compared with `got` under the policy for its data type."""
+                 where: str, bounds: Mapping[str, Bounds]) -> list[OutputParity]:
+    """Every output of `want` compared with `got` under its bounds."""
     results = []
     for name, expected in want.items():
         if name not in got:
             raise ConverterError(f"no output '{name}' where the source has one", where=where)
-        operand = graph.outputs[name]
-        bounds = default_bounds(operand.data_type)
-        if atol is not None or rtol is not None:
-            bounds = Bounds(atol=atol if atol is not None else bounds.atol or 0.0,
-                            rtol=rtol if rtol is not None else bounds.rtol or 0.0,
-                            cosine=bounds.cosine)
-        if ulp is not None:
-            bounds = Bounds(ulp=ulp)
-        expected = np.asarray(expected)
-        if expected.dtype == np.bool_:
-            expected = expected.view(np.uint8)
-        results.append(compare(name, got[name], expected, bounds, operand.data_type))
+        results.append(compare(name, got[name], _as_webnn(expected), bounds[name],
+                               graph.outputs[name].data_type))
     return results
 
 
@@ -145,16 +211,9 @@ class _SourceKind:
     int_limits: Callable[[Path], dict[str, int]]
 
 
-def _run_tflite_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    from .runtimes.litert import run_litert
-
-    return run_litert(path, feeds)
-
-
 _SOURCES = {
-    ".onnx": _SourceKind("onnxruntime", lambda p, f: _run_onnx_source(p, f),
-                         lambda p: _embedding_limits(p)),
-    ".tflite": _SourceKind("litert", _run_tflite_source, lambda p: {}),
+    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p)),
+    ".tflite": _SourceKind("litert", run_source, lambda p: {}),
 }
 
 
@@ -164,40 +223,6 @@ def _source_kind(path: Path) -> _SourceKind:
         raise ConverterError(f"cannot verify a {path.suffix or 'suffix-less'} source",
                              where=str(path), fix=f"give one of {', '.join(_SOURCES)}")
     return kind
-
-
-_ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
-              "tensor(double)": np.float64, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
-              "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64, "tensor(int8)": np.int8,
-              "tensor(uint8)": np.uint8, "tensor(int16)": np.int16, "tensor(uint16)": np.uint16,
-              "tensor(bool)": np.bool_}
-
-
-def _run_onnx_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    import onnxruntime as ort
-
-    try:
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    except Exception as e:  # ORT's own errors: the source cannot be the reference
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConverterError(f"ONNX Runtime cannot load the source model: {first}",
-                             where=str(path), fix="the source runtime must run the model to "
-                                                  "verify against it") from None
-    model_inputs = {i.name: i for i in session.get_inputs()}
-    ort_feeds = {}
-    for name, value in feeds.items():
-        info = model_inputs.get(name)
-        if info is None:
-            continue
-        np_type = _ORT_TYPES.get(info.type)
-        ort_feeds[name] = np.asarray(value).astype(np_type) if np_type else value
-    names = [o.name for o in session.get_outputs()]
-    try:
-        return dict(zip(names, session.run(names, ort_feeds)))
-    except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConverterError(f"ONNX Runtime failed running the source model: {first}",
-                             where=str(path)) from None
 
 
 def _embedding_limits(path: Path) -> dict[str, int]:

@@ -8,6 +8,8 @@ import click
 import converter
 from converter.convert import load_any
 
+from converter.verification import BISECT_HINT
+
 from ..options import shape_options, tolerance_options
 
 
@@ -29,20 +31,55 @@ def print_report(report) -> None:
                           "-" if o.worst_index is None else str(o.worst_index),
                           "pass" if o.passed else f"FAIL: {o.reason}")
         console.print(table)
+    for o in report.outputs:  # the verdict against the float64 oracle, when it was computed
+        figures = []
+        if "sourceVsF64" in o.extra:
+            figures.append(f"source vs f64 {o.extra['sourceVsF64']:.3g}, webnn vs f64 "
+                           f"{o.extra['webnnVsF64']:.3g}")
+        if "sourceNoise" in o.extra:
+            figures.append(f"source's own spread {o.extra['sourceNoise']:.3g} "
+                           f"({o.extra['sourceNoiseFrom']})")
+        if "sourceF64VsF64" in o.extra:
+            figures.append(f"source in float64 vs f64 {o.extra['sourceF64VsF64']:.3g}")
+        if figures or o.rule.endswith("normwise"):
+            rule = (f"normwise {o.norm_error:.3g} <= {o.norm_bound:.3g} replaces cosine; "
+                    if o.rule.endswith("normwise") else "")
+            console.print(f"{o.name}: {rule}{'; '.join(figures)}")
+        if "decidedBy" in o.extra:
+            console.print(f"  decided by: {o.extra['decidedBy']}")
     bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
               for o in report.outputs}
-    console.print(f"seed {report.seed}; bounds {bounds}")
+    console.print(f"seed {report.seed}; bounds {bounds}; {report.session_options}")
+    if report.oracle:
+        console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
     console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
+    if not report.passed:
+        console.print(f"hint: {BISECT_HINT}")
 
 
-def finish(report, as_json: bool) -> None:
-    """Print a parity report (as JSON or a table); exit 1 when it did not pass."""
+def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
+    """Print a parity report (as JSON or a table), and a bisection's finding when one ran;
+    exit 1 when it did not pass."""
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        out = report.to_json()
+        if bisected:
+            out["bisect"] = None if finding is None else finding.to_json()
+        click.echo(json.dumps(out, indent=2, default=_number))
     else:
         print_report(report)
+        if bisected:
+            click.echo(finding.describe() if finding is not None else
+                       "bisect: every operation keeps within its budget against the float64 "
+                       "oracle (conversion and executor)")
     if not report.passed:
         raise SystemExit(1)
+
+
+def _number(value):
+    """numpy scalars in a report (from a graph's options) as plain JSON numbers."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 @click.command("verify")
@@ -56,16 +93,37 @@ def finish(report, as_json: bool) -> None:
               show_default=True,
               help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
                    "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
+@click.option("--oracle", type=click.Choice(["auto", "always", "never"]), default="auto",
+              show_default=True,
+              help="When to judge against the graph evaluated in float64 and the source's own "
+                   "noise: auto = for outputs outside the budget of the source's run.")
+@click.option("--bisect", "do_bisect", is_flag=True,
+              help="On a mismatch, find the first operation that leaves its budget against the "
+                   "float64 oracle, and the source node it came from.")
+@click.option("--dump", "dump_dir", type=click.Path(file_okay=False),
+              help="With --bisect: write that operation as DIR/subgraph.webnn with its inputs "
+                   "and expected result as .npy files.")
 def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rtol, ulp, as_json,
-            runtime):
+            runtime, oracle, do_bisect, dump_dir):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
     same seeded inputs; reports per output the max abs and rel error, max
-    ULP, cosine and the worst element. Exit 0 pass, 1 mismatch, 2 error.
+    ULP, cosine and the worst element. An output outside the budget is judged against the
+    graph evaluated in float64 and the source runtime's own noise (see the README's verdict
+    rules). Exit 0 pass, 1 mismatch, 2 error.
     """
+    if dump_dir and not do_bisect:
+        raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
     graph = load_any(graph_path) if graph_path else None
+    if graph is None and do_bisect:
+        graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path, runtime=runtime)
-    finish(report, as_json)
+                              graph_path=graph_path, runtime=runtime, oracle=oracle)
+    finding = None
+    if do_bisect and not report.passed:
+        from converter.bisect import bisect
+
+        finding = bisect(source, graph, seed=seed, known_inputs=known_inputs, dump=dump_dir)
+    finish(report, as_json, finding, bisected=do_bisect and not report.passed)

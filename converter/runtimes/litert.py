@@ -21,21 +21,28 @@ import numpy as np
 
 from ..errors import ConverterError
 
-__all__ = ["run_litert", "LITERT_NAME"]
+__all__ = ["run_litert", "LITERT_NAME", "KERNEL_SETS"]
 
 LITERT_NAME = "litert"
+KERNEL_SETS = ("default", "builtin")
 
 
 def run_litert(model: str | Path | bytes, feeds: Mapping[str, np.ndarray], *,
-               num_threads: int | None = None,
-               tensors: Sequence[str] = ()) -> dict[str, np.ndarray]:
+               num_threads: int | None = None, tensors: Sequence[str] = (),
+               kernels: str = "default") -> dict[str, np.ndarray]:
     """Run the model once on `feeds`; returns {output tensor name: ndarray} (copies).
 
     `tensors` names intermediate tensors to return as well (LiteRT then keeps every tensor,
     instead of reusing their memory): for comparing inside a model, not only at its outputs.
+    `kernels`: "default" (LiteRT's choice: XNNPACK where it applies) or "builtin" (LiteRT's
+    own reference-style kernels, no delegate): two kernel sets, to measure LiteRT's own noise.
     """
+    if kernels not in KERNEL_SETS:
+        raise ConverterError(f"unknown LiteRT kernel set '{kernels}'",
+                             fix=f"use one of {', '.join(KERNEL_SETS)}")
     where = "<tflite bytes>" if isinstance(model, (bytes, bytearray)) else str(model)
-    interpreter = _interpreter(model, where, num_threads, keep_all=bool(tensors))
+    interpreter = _interpreter(model, where, num_threads, keep_all=bool(tensors),
+                               kernels=kernels)
     inputs = interpreter.get_input_details()
     problems: list[str] = []
     arrays: dict[int, np.ndarray] = {}
@@ -84,10 +91,14 @@ def run_litert(model: str | Path | bytes, feeds: Mapping[str, np.ndarray], *,
                              where=where) from None
 
 
-def _interpreter(model, where: str, num_threads: int | None, keep_all: bool = False):
-    from ai_edge_litert.interpreter import Interpreter
+def _interpreter(model, where: str, num_threads: int | None, keep_all: bool = False,
+                 kernels: str = "default"):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     kwargs = {"num_threads": num_threads, "experimental_preserve_all_tensors": keep_all}
+    if kernels == "builtin":
+        kwargs["experimental_op_resolver_type"] = \
+            OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     if isinstance(model, (bytes, bytearray)):
         kwargs["model_content"] = bytes(model)
     else:

@@ -1,0 +1,489 @@
+"""Where a mismatch starts: the first WebNN operation whose result leaves its budget.
+
+    found = bisect("model.onnx", graph, seed=0, dump="bug/")
+    print(found.describe())
+
+The float64 reference interpreter evaluates the graph once, keeping every intermediate value
+(the oracle). Then, in topological order, two questions are asked of every operation:
+
+  * conversion: does the operation compute what its source node computes? The source model is
+    run with every node's output kept (ONNX Runtime, LiteRT), and each node's output is compared
+    with the oracle's value of the WebNN operand it became. A value is off when it is outside
+    the whole-model bounds and beyond 2x the source's own spread there (the same run with other
+    kernels or optimisation level, and with the input moved by one ULP), as the verdict judges
+    outputs. The first node that is off while the values it reads are not is where the
+    conversion changed the model's meaning.
+  * executor: does the executor compute the operation right? Every operation is run alone on
+    the oracle's own inputs (rounded to their data type, so noise from earlier operations does
+    not accumulate), and compared with the interpreter's float64 result on the same inputs
+    under the op's ULP budget (shared tolerances: conv2d kh*kw*Cin/groups*2, softmax 3n+3 ...).
+
+An operation's source node is read from its name: importers name each operation
+`<ONNX node name>/<op>` or `<TFLITE_OP>_<index>/<op>`, and passes derive the names of the
+operations they make from the names they replace.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import dtypes
+from .errors import ConverterError
+from .ir import Graph, Operation
+from .parity import NOISE_FACTOR, compare, default_bounds, ulp_distance
+from .verification import make_inputs
+
+__all__ = ["Finding", "bisect", "op_ulp_budget", "isolate", "source_node_of"]
+
+
+@dataclass
+class Finding:
+    """The first operation that leaves its budget, and how far."""
+
+    stage: str  # "conversion" or "executor"
+    op: str
+    op_type: str
+    source_nodes: list[str]
+    input_shapes: list[list[int] | None]
+    output_shapes: list[list[int]]
+    options: dict[str, Any]
+    error_before: float  # max |value - oracle| over the operation's inputs
+    error_after: float  # max |value - oracle| at its result
+    budget: str
+    detail: str
+    dumped: list[str] = field(default_factory=list)
+    op_output: str = ""  # the result that left its budget
+    # what that result should be (the source's value for a conversion finding); for --dump
+    expected: np.ndarray | None = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        options = ", ".join(f"{k}={v}" for k, v in self.options.items())
+        lines = [f"first operation out of budget ({self.stage}): {self.op_type} '{self.op}'",
+                 f"  from source node(s): {', '.join(self.source_nodes) or 'unknown'}",
+                 f"  inputs {self.input_shapes} -> outputs {self.output_shapes}",
+                 f"  options: {options or '-'}",
+                 f"  error against the float64 oracle: before {self.error_before:.3g}, "
+                 f"after {self.error_after:.3g} ({self.budget})",
+                 f"  {self.detail}"]
+        if self.dumped:
+            lines.append(f"  written: {', '.join(self.dumped)}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, "op": self.op, "opType": self.op_type,
+                "sourceNodes": self.source_nodes, "inputShapes": self.input_shapes,
+                "outputShapes": self.output_shapes,
+                "options": {k: _jsonable(v) for k, v in self.options.items()},
+                "errorBefore": self.error_before, "errorAfter": self.error_after,
+                "budget": self.budget, "detail": self.detail, "dumped": self.dumped}
+
+
+def bisect(source: str | Path, graph: Graph, *, seed: int = 0,
+           feeds: Mapping[str, np.ndarray] | None = None,
+           known_inputs: Mapping[str, np.ndarray] | None = None,
+           dump: str | Path | None = None) -> Finding | None:
+    """The first operation of `graph` whose result leaves its budget against the float64
+    oracle, or None when every operation keeps within it. `dump` writes its one-op graph
+    (`subgraph.webnn`), its inputs (`<input>.npy`) and the expected result (`expected_*.npy`).
+    """
+    from .reference import evaluate
+
+    source = Path(source)
+    drawn, _ = make_inputs(graph, seed)
+    drawn.update({k: np.asarray(v) for k, v in (feeds or {}).items()})
+    try:
+        oracle = evaluate(graph, drawn, keep="all", dtype=np.float64)
+    except NotImplementedError as e:
+        raise ConverterError(f"cannot bisect: {e}", where=f"graph '{graph.name}'") from None
+    oracle.update({n: np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f"
+                   else np.asarray(v) for n, v in drawn.items()})
+    source_feeds = dict(drawn)
+    source_feeds.update({k: np.asarray(v) for k, v in (known_inputs or {}).items()})
+    floats = {n for n, o in graph.inputs.items() if o.data_type in dtypes.FLOAT_TYPES}
+    trace = _source_trace(source, source_feeds, floats)
+    found = _conversion_stage(trace, graph, oracle)
+    if found is None:
+        found = _executor_stage(graph, oracle, trace)
+    if found is not None and dump is not None:
+        found.dumped = _dump(graph, graph.producers()[found.op_output], oracle, Path(dump),
+                             found)
+    return found
+
+
+# -- the conversion stage ----------------------------------------------------------------------
+@dataclass
+class _Node:
+    """One node of the source model: its label, the values it reads and writes."""
+
+    label: str
+    name: str  # the name the importer gives its operations' prefix
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class _Trace:
+    """The source model run once with every node's output kept."""
+
+    nodes: list[_Node]
+    values: dict[str, np.ndarray]
+    # the same run made other ways (other kernels or optimisation level, the input moved by
+    # one ULP): how far they spread is the source's own noise at each value
+    others: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def spread(self, name: str) -> float:
+        mine = np.asarray(self.values[name], np.float64)
+        return max((float(np.nanmax(np.abs(np.asarray(o[name], np.float64) - mine)))
+                    for o in self.others if name in o and np.shape(o[name]) == mine.shape
+                    and mine.size), default=0.0)
+
+    def label_of(self, op: Operation) -> list[str]:
+        for node in self.nodes:
+            if any(o.name in node.outputs for o in op.outputs):
+                return [node.label]
+        node = source_node_of(op.name, [n.name for n in self.nodes])
+        if node is not None:
+            return [n.label for n in self.nodes if n.name == node][:1]
+        return _labels(op.name)
+
+
+def _source_trace(source: Path, feeds, float_inputs: set[str]) -> _Trace:
+    moved = {n: np.nextafter(v, np.inf).astype(v.dtype) if n in float_inputs else v
+             for n, v in ((n, np.asarray(v)) for n, v in feeds.items())}
+    if source.suffix.lower() == ".tflite":
+        from .importers.tflite.model_file import read_tflite
+        from .runtimes.litert import run_litert
+
+        sub = read_tflite(source).subgraphs[0]
+        name = {t.index: t.name for t in sub.tensors}
+        nodes = [_Node(f"TFLite op #{op.index} ({op.name})", f"{op.name}_{op.index}",
+                       [name[i] for i in op.inputs if i >= 0],
+                       [name[i] for i in op.outputs if i >= 0]) for op in sub.operators]
+        kept = sorted({o for n in nodes for o in n.outputs})
+        return _Trace(nodes, run_litert(source, feeds, tensors=kept),
+                      [run_litert(source, feeds, tensors=kept, kernels="builtin"),
+                       run_litert(source, moved, tensors=kept)])
+    import onnx
+
+    from .source_runs import run_onnx
+
+    model = onnx.load(str(source))
+    nodes = []
+    for i, node in enumerate(model.graph.node):
+        name = node.name or f"{node.op_type}_{i}"  # as the ONNX importer names it
+        nodes.append(_Node(f"ONNX node '{name}' ({node.op_type})", name,
+                           [x for x in node.input if x], [x for x in node.output if x]))
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    known = {o.name for o in model.graph.output}
+    for node in nodes:
+        for out in node.outputs:
+            if out not in known:
+                exposed.graph.output.append(onnx.ValueInfoProto(name=out))
+                known.add(out)
+    where = f"{source} (every node output)"
+    data = exposed.SerializeToString()
+    return _Trace(nodes, run_onnx(data, feeds, where=where),
+                  [run_onnx(data, feeds, level="all", where=where),
+                   run_onnx(data, moved, where=where)])
+
+
+def _conversion_stage(trace: _Trace, graph: Graph, oracle) -> Finding | None:
+    """The first source node whose value is off the oracle's value of the operand it became,
+    while every value it reads is not. Off: outside the whole-model bounds and beyond
+    NOISE_FACTOR x the source's own spread at that value (as the verdict judges outputs)."""
+    values = trace.values
+    # The WebNN operand each source value became: an operand of the same name and shape (the
+    # importers name results after the values they stand for, and a .webnn file keeps operand
+    # names), else the last result (in graph order) of the operations named `<node>/...`.
+    operand_of: dict[str, str] = {n: n for n in graph.inputs}
+    for name, out in graph.outputs.items():
+        if name in values:
+            operand_of[name] = out.name
+    by_node: dict[str, list[Operation]] = {}
+    for op in graph.operations:
+        node = source_node_of(op.name, [n.name for n in trace.nodes])
+        if node is not None:
+            by_node.setdefault(node, []).append(op)
+    for node in trace.nodes:
+        for out in (o for o in node.outputs if o in values and o not in operand_of):
+            shape = tuple(np.shape(values[out]))
+            if graph.has_operand(out) and graph.operand(out).shape == shape:
+                operand_of[out] = out
+            elif len(node.outputs) == 1 and by_node.get(node.name) and \
+                    by_node[node.name][-1].outputs[0].shape == shape:
+                operand_of[out] = by_node[node.name][-1].outputs[0].name
+    for node in trace.nodes:
+        outs = [o for o in node.outputs if o in operand_of and o not in graph.inputs
+                and _comparable(values[o], oracle.get(operand_of[o]))]
+        if not outs:
+            continue
+        reads = [i for i in node.inputs if i in operand_of and i in values
+                 and _comparable(values[i], oracle.get(operand_of[i]))]
+        before = [_error(values[i], oracle[operand_of[i]]) for i in reads]
+        if any(_off(r, trace.spread(i)) for r, i in zip(before, reads)):
+            continue  # already off where it reads: not where the trouble starts
+        for out in outs:
+            after = _error(values[out], oracle[operand_of[out]])
+            if not _off(after, trace.spread(out)):
+                continue
+            op = graph.producers()[operand_of[out]]
+            return _finding("conversion", op, [node.label],
+                            max((r.max_abs for r in before), default=0.0), after.max_abs,
+                            f"whole-model bounds atol 1e-4, rtol 1e-3; source's own spread "
+                            f"{trace.spread(out):.3g}",
+                            f"the source computes something else here: {after.reason} "
+                            f"(source vs f64 at '{out}')", operand_of[out],
+                            expected=np.asarray(values[out]))
+    return None
+
+
+def _off(result, spread: float) -> bool:
+    return not result.passed and result.max_abs > NOISE_FACTOR * spread
+
+
+def _comparable(source_value, oracle_value) -> bool:
+    """Both float (a quantized source keeps integers where the graph may hold floats)."""
+    return oracle_value is not None and np.asarray(source_value).dtype.kind == "f" \
+        and np.asarray(oracle_value).dtype.kind == "f" \
+        and np.shape(source_value) == np.shape(oracle_value)
+
+
+def _error(got, want):
+    want = np.asarray(want)
+    got = np.asarray(got)
+    if want.dtype.kind == "f":
+        return compare("v", got.astype(np.float64), want.astype(np.float64),
+                       default_bounds("float32"), "float32")
+    return compare("v", got, want.astype(got.dtype) if got.dtype != want.dtype else want)
+
+
+# -- the executor stage ------------------------------------------------------------------------
+def _executor_stage(graph: Graph, oracle, trace: _Trace) -> Finding | None:
+    from .execute import run
+    from .reference import evaluate
+
+    ops = [op for op in graph.operations
+           if all(o.data_type in dtypes.FLOAT_TYPES for o in op.outputs)]
+    if not ops:
+        return None
+    alone, feeds = isolate(graph, ops, oracle)
+    expected = evaluate(alone, feeds, dtype=np.float64)
+    got = run(alone, feeds)
+    full = run(_exposed(graph), {n: _rounded(oracle[n], o.data_type)
+                                 for n, o in graph.inputs.items()})
+    for op in ops:
+        for out in op.outputs:
+            want = expected[out.name].astype(dtypes.numpy_dtype(out.data_type))
+            budget = op_ulp_budget(op)
+            ok, worst = _within_ulp(got[out.name], want, budget)
+            if ok:
+                continue
+            before = max((_max_abs(full.get(i.name), oracle.get(i.name)) for i in op.inputs
+                          if i is not None and i.kind != "constant"), default=0.0)
+            after = _max_abs(full.get(out.name), oracle.get(out.name))
+            return _finding("executor", op, trace.label_of(op), before, after,
+                            f"{budget} ULP", f"run alone on the oracle's inputs it is {worst} "
+                            f"ULP from the float64 result", out.name)
+    return None
+
+
+def isolate(graph: Graph, ops: list[Operation], values: Mapping[str, np.ndarray]
+            ) -> tuple[Graph, dict[str, np.ndarray]]:
+    """One graph holding every op in `ops` alone: each reads graph inputs (named
+    `<op>:<slot>`) fed with `values` of what it read, rounded to their data type; constants
+    are shared. Outputs keep their operand names."""
+    alone = Graph(f"{graph.name}_alone")
+    feeds: dict[str, np.ndarray] = {}
+    for op in ops:
+        inputs = []
+        for slot, operand in enumerate(op.inputs):
+            if operand is None:
+                inputs.append(None)
+            elif operand.kind == "constant":
+                if not alone.has_operand(operand.name):
+                    alone.add_constant(operand.name, operand.constant)
+                inputs.append(alone.operand(operand.name))
+            else:
+                name = f"{op.name}:{slot}"
+                inputs.append(alone.add_input(name, operand.data_type, operand.shape))
+                feeds[name] = _rounded(values[operand.name], operand.data_type)
+        new = alone.add_operation(op.op_type, inputs, dict(op.attrs), name=op.name,
+                                  output_names=[o.name for o in op.outputs])
+        for out in new.outputs:
+            alone.set_output(out.name, out)
+    return alone, feeds
+
+
+def _exposed(graph: Graph) -> Graph:
+    """A copy of `graph` whose every operation result is also an output."""
+    copy = Graph(graph.name)
+    for name, operand in graph.inputs.items():
+        copy.add_input(name, operand.data_type, operand.shape)
+    for name, operand in graph.constants.items():
+        copy.add_constant(name, operand.constant)
+    for op in graph.operations:
+        inputs = [None if o is None else copy.operand(o.name) for o in op.inputs]
+        new = copy.add_operation(op.op_type, inputs, dict(op.attrs), name=op.name,
+                                 output_names=[o.name for o in op.outputs])
+        for out in new.outputs:
+            copy.set_output(out.name, out)
+    return copy
+
+
+# -- budgets -----------------------------------------------------------------------------------
+# Fixed float32 budgets from the shared tolerances; data movement, comparisons and logic are
+# exact (0), as are relu, clamp and maxPool2d (they select one of their inputs).
+_FIXED = {"sigmoid": 34, "elu": 18, "gelu": 18, "softplus": 18, "batchNormalization": 6,
+          "hardSwish": 4, "softsign": 3, "hardSigmoid": 2, "linear": 2, "leakyRelu": 1,
+          "prelu": 1, "add": 1, "sub": 1, "mul": 1, "relu": 0, "clamp": 0, "maxPool2d": 0,
+          "div": 2, "max": 0, "min": 0, "neg": 0, "abs": 0}
+_MOVEMENT = {"reshape", "transpose", "slice", "gather", "gatherElements", "gatherND", "concat",
+             "split", "expand", "pad", "tile", "reverse", "identity", "cast", "where",
+             "triangular"}
+# Not in the shared table: transcendental functions, normalisations, resampling. 32 ULP is the
+# order of a float32 libm's error on exp/log/tanh/erf (a few ULP) times the handful of steps
+# an implementation chains (range reduction, polynomial, reconstruction), with room to spare;
+# a converter bug (a wrong axis, a wrong op) is off by far more.
+_OTHER = 32
+
+
+def op_ulp_budget(op: Operation) -> int:
+    """The float32 ULP budget of one operation (shared/reference/tolerances.md)."""
+    t = op.op_type
+    if t in _FIXED:
+        return _FIXED[t]
+    if t in _MOVEMENT or t.startswith(("equal", "greater", "lesser", "logical", "not")):
+        return 0
+    if t in ("conv2d", "convTranspose2d"):
+        filt = op.input("filter")
+        out_channels = _channels(op)
+        k = filt.desc.size // max(out_channels // (op.attr("groups") or 1), 1) \
+            if t == "convTranspose2d" else filt.desc.size // max(out_channels, 1)
+        return int(k) * 2
+    if t in ("gemm", "matmul"):
+        a = op.inputs[0].shape
+        k = a[-2] if t == "gemm" and op.attr("aTranspose") else a[-1]
+        return int(k) * 2 + (3 if t == "gemm" else 0)
+    if t == "softmax":
+        return int(op.inputs[0].shape[op.attr("axis")]) * 3 + 3
+    if t.startswith("reduce"):
+        n = max(op.inputs[0].desc.size // max(op.output.desc.size, 1), 1)
+        return 2 * n + 1 if t == "reduceL2" else n
+    if t in ("averagePool2d", "l2Pool2d"):
+        window = op.attr("windowDimensions")
+        n = int(np.prod(window)) if window else op.inputs[0].desc.size // op.output.desc.size
+        return 2 * n + 1
+    return _OTHER
+
+
+def _channels(op: Operation) -> int:
+    shape = op.output.shape
+    return shape[3] if op.attr("inputLayout") == "nhwc" else shape[1]
+
+
+def _within_ulp(got: np.ndarray, want: np.ndarray, budget: int) -> tuple[bool, int]:
+    """ULP distance within `budget`, or |diff| within `budget` ULPs of the tensor's largest
+    magnitude: a sum that cancels to near zero keeps the absolute error of its terms, which
+    ULPs of the tiny result would overstate."""
+    got, want = np.asarray(got), np.asarray(want)
+    if want.dtype.kind != "f":
+        return bool(np.array_equal(got, want)), 0
+    u = ulp_distance(got.astype(want.dtype), want)
+    same = (np.isnan(got) & np.isnan(want)) | (got == want)
+    scale = float(np.nanmax(np.abs(want[np.isfinite(want)]))) if np.isfinite(want).any() else 0
+    floor = budget * float(np.spacing(want.dtype.type(scale)))
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    bad = ~same & (u > budget) & ~(diff <= floor)
+    return not bool(bad.any()), int(u[bad].max()) if bad.any() else 0
+
+
+# -- reporting ---------------------------------------------------------------------------------
+def source_node_of(op_name: str, node_names: list[str]) -> str | None:
+    """The source node an operation came from: the longest node name that prefixes
+    `<node>/`."""
+    best = None
+    for name in node_names:
+        if op_name.startswith(name + "/") and (best is None or len(name) > len(best)):
+            best = name
+    return best
+
+
+_TFLITE = re.compile(r"^([A-Z][A-Z0-9_]*)_(\d+)/")
+
+
+def _labels(op_name: str) -> list[str]:
+    m = _TFLITE.match(op_name)
+    if m:
+        return [f"TFLite op #{m.group(2)} ({m.group(1)})"]
+    return [f"ONNX node '{op_name.rsplit('/', 1)[0]}'"] if "/" in op_name else []
+
+
+def _finding(stage, op: Operation, sources, before, after, budget, detail, output,
+             expected=None) -> Finding:
+    return Finding(stage, op.name, op.op_type, sources,
+                   [None if o is None else list(o.shape) for o in op.inputs],
+                   [list(o.shape) for o in op.outputs], dict(op.attrs), float(before),
+                   float(after), budget, detail, op_output=output,
+                   expected=expected)
+
+
+def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
+    from . import save
+
+    folder.mkdir(parents=True, exist_ok=True)
+    alone, feeds = isolate(graph, [op], oracle)
+    safe = {name: _safe(name) for name in feeds}
+    renamed = Graph(f"{graph.name}_{_safe(op.name)}")
+    for name, operand in alone.inputs.items():
+        renamed.add_input(safe[name], operand.data_type, operand.shape)
+    for name, operand in alone.constants.items():
+        renamed.add_constant(name, operand.constant)
+    only = alone.operations[0]
+    new = renamed.add_operation(
+        only.op_type, [None if o is None else renamed.operand(safe.get(o.name, o.name))
+                       for o in only.inputs], dict(only.attrs), name=only.name,
+        output_names=[o.name for o in only.outputs])
+    for out in new.outputs:
+        renamed.set_output(out.name, out)
+    written = [str(p) for p in save(renamed, folder / "subgraph.webnn")]
+    for name, value in feeds.items():
+        path = folder / f"{safe[name]}.npy"
+        np.save(path, value)
+        written.append(str(path))
+    for out in op.outputs:  # the source's value (conversion), else the float64 result
+        path = folder / f"expected_{_safe(out.name)}.npy"
+        value = found.expected if found.expected is not None and out.name == found.op_output \
+            else oracle[out.name]
+        np.save(path, _rounded(value, out.data_type))
+        written.append(str(path))
+    return written
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip(".") or "value"
+
+
+def _rounded(value, data_type: str) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(value).astype(dtypes.numpy_dtype(data_type))
+
+
+def _max_abs(got, want) -> float:
+    if got is None or want is None:
+        return float("nan")
+    return compare("v", np.asarray(got).astype(np.float64),
+                   np.asarray(want).astype(np.float64), default_bounds("float32"),
+                   "float32").max_abs
+
+
+def _jsonable(v):
+    if isinstance(v, (np.generic,)):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
