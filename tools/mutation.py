@@ -255,7 +255,7 @@ def plan(files: list[Path], base: dict, only_lines: set[tuple[str, int]] | None)
     failed = set(base["failed"])
     mutants: list[Mutant] = []
     for f in files:
-        tree = ast.parse(f.read_text(), str(f))
+        tree = ast.parse(source_of(f), str(f))
         stmt_span = _statement_spans(tree)
         by_line = base["lines"].get(str(f), {})
         rel = str(f.relative_to(ROOT))
@@ -299,8 +299,17 @@ def _statement_spans(tree: ast.Module) -> dict[int, tuple[int, int]]:
     return spans
 
 
+_SOURCES: dict[Path, str] = {}   # read once, before any fork: edits during a run don't leak in
+
+
+def source_of(path: Path) -> str:
+    if path not in _SOURCES:
+        _SOURCES[path] = path.read_text()
+    return _SOURCES[path]
+
+
 def mutated_code(path: Path, index: int):
-    tree = ast.parse(path.read_text(), str(path))
+    tree = ast.parse(source_of(path), str(path))
     cands = candidates(tree)
     cands[index].apply()
     ast.fix_missing_locations(tree)
