@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import converter
 from converter import dtypes
@@ -117,6 +118,62 @@ def test_a_constant_beyond_int32_keeps_its_group_int64():
     feeds = {"x": np.array([5, -6], np.int64), "f": np.array([3.0, -4.0], np.float32)}
     out = converter.run(g, feeds)
     assert out["y"].tolist() == [2**40 + 5, -5] and out["z"].tolist() == [9, 16]
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+@pytest.mark.parametrize("value, fits", [
+    (INT32_MIN, True), (INT32_MAX, True), (INT32_MIN - 1, False), (INT32_MAX + 1, False),
+    (-(2**40), False), (2**40, False), (-(2**63), False), (0, True),
+])
+@pytest.mark.parametrize("form", ["array", "scalar"])
+def test_int32_fit_checks_both_bounds(value, fits, form):
+    # A constant at either int32 bound converts; one past either bound (large negative ones
+    # included) keeps its group int64, and the numbers are the same as before the pass.
+    b = GraphBuilder("bounds")
+    x = b.input("x", "int64", [2])
+    c = b.constant(np.array([value, 1], np.int64), name="c") if form == "array" \
+        else b.constant("int64", value, name="c")
+    g = b.build({"y": b.add(x, c, name="y")})
+    # sums stay inside int32 where the constant does (run-time values are assumed to fit)
+    feeds = {"x": np.array([0, 1 if value < 0 else -1], np.int64)}
+    before = converter.run(g, feeds)
+
+    result = retype(g, target("ops_without_int64", io_types=dtypes.SPEC_DATA_TYPES))
+
+    if fits:  # int64 only at the boundary: the input, and the cast back for the output
+        assert int64_operands(g) == ["x", "y"]
+        assert g.operand("c").data_type == "int32"
+        assert [n for n in result.notes if "kept int64" in n] == []
+    else:
+        assert int64_operands(g) == ["c", "x", "y"]
+        [note] = [n for n in result.notes if "kept int64" in n]
+        assert "constant 'c' has values outside int32" in note
+    after = converter.run(g, feeds)
+    assert after["y"].dtype == np.int64
+    np.testing.assert_array_equal(after["y"], before["y"])
+
+
+@pytest.mark.parametrize("value, fits", [(INT32_MIN, True), (INT32_MIN - 1, False),
+                                         (INT32_MAX, True), (INT32_MAX + 1, False)])
+def test_pad_value_fit_checks_both_bounds(value, fits):
+    b = GraphBuilder("pad")
+    x = b.input("x", "int64", [2])
+    g = b.build({"y": b.pad(x, [1], [1], mode="constant", value=value, name="y")})
+    before = converter.run(g, {"x": np.array([3, -4], np.int64)})
+
+    result = retype(g, target("ops_without_int64", io_types=dtypes.SPEC_DATA_TYPES))
+
+    inside = [op for op in g.operations if op.op_type == "pad"]
+    assert (inside[0].outputs[0].data_type == "int32") == fits
+    notes = [n for n in result.notes if "kept int64" in n]
+    assert bool(notes) == (not fits)
+    if not fits:
+        assert f"pads with {value}, outside int32" in notes[0]
+    after = converter.run(g, {"x": np.array([3, -4], np.int64)})
+    np.testing.assert_array_equal(after["y"], before["y"])
+    assert after["y"].tolist() == [value, 3, -4, value]
 
 
 def test_a_target_with_int64_changes_nothing():

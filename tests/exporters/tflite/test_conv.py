@@ -67,6 +67,23 @@ def test_grouped_and_depthwise_conv2d(w_shape, groups, op):
     assert op in ops_of(graph)
 
 
+@pytest.mark.parametrize("opts", [
+    dict(strides=[2, 1], padding=[1, 1, 1, 1]), dict(strides=[1, 3], padding=[0, 0, 1, 1]),
+    dict(strides=[3, 2], dilations=[1, 2], padding=[2, 1, 0, 2]),
+    dict(dilations=[2, 1], padding=[2, 2, 1, 1]), dict(strides=[2, 1], dilations=[1, 3]),
+])
+@pytest.mark.parametrize("input_layout", ["nchw", "nhwc"])
+def test_depthwise_conv2d_unequal_strides_and_dilations(opts, input_layout):
+    # DEPTHWISE_CONV_2D keeps stride and dilation per axis: a 9x7 input makes a swapped
+    # height/width change the output's size or values.
+    x_shape = (1, 4, 9, 7) if input_layout == "nchw" else (1, 9, 7, 4)
+    w_shape = (8, 1, 3, 3) if input_layout == "nchw" else (8, 3, 3, 1)
+    layout = {} if input_layout == "nchw" else dict(inputLayout="nhwc", filterLayout="ohwi")
+    graph, got = _conv(x_shape, w_shape, groups=4, **layout, **opts)
+    assert "DEPTHWISE_CONV_2D" in ops_of(graph)
+    assert "CONV_2D" not in ops_of(graph)
+
+
 @pytest.mark.parametrize("layout,perm", [("oihw", (0, 1, 2, 3)), ("hwio", (2, 3, 1, 0)),
                                          ("ohwi", (0, 2, 3, 1)), ("ihwo", (1, 2, 3, 0))])
 @pytest.mark.parametrize("input_layout", ["nchw", "nhwc"])

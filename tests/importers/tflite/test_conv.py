@@ -79,6 +79,42 @@ def test_depthwise_conv_2d_strided_dilated_matches_litert():
     check(model, {"x": x}, atol(1e-6))
 
 
+@pytest.mark.parametrize("padding, strides, dilations, out_hw", [
+    (SAME, (2, 1), (1, 1), (5, 7)),
+    (SAME, (1, 3), (1, 1), (9, 3)),
+    (VALID, (3, 1), (1, 2), (3, 3)),
+    (SAME, (1, 2), (2, 1), (9, 4)),
+    (VALID, (1, 1), (2, 1), (5, 5)),
+])
+def test_depthwise_conv_2d_unequal_strides_and_dilations_match_litert(padding, strides,
+                                                                      dilations, out_hw):
+    # A 9x7 input and a 3x3 filter: with stride or dilation height != width, reading the
+    # options the wrong way round changes the output size or which rows/columns are summed.
+    x, w, b = rand(1, 9, 7, 2), rand(1, 3, 3, 4), rand(4)
+    model = one_op("DEPTHWISE_CONV_2D", [Input("x", x.shape), Const(w), Const(b)],
+                   [Output("y", [1, *out_hw, 4])], padding=padding, strideH=strides[0],
+                   strideW=strides[1], depthMultiplier=2, dilationHFactor=dilations[0],
+                   dilationWFactor=dilations[1])
+    graph, got = check(model, {"x": x}, atol(1e-6))
+    assert got["y"].shape == (1, *out_hw, 4)
+    conv = op_named(graph, "conv2d")
+    assert conv.attrs["strides"] == list(strides)
+    assert conv.attrs["dilations"] == list(dilations)
+
+
+def test_depthwise_conv_2d_stride_per_axis_hand_values():
+    # A 1-channel 4x4 ramp, a 1x1 filter of 1: the output samples every strideH-th row and
+    # every strideW-th column.
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    model = one_op("DEPTHWISE_CONV_2D", [Input("x", x.shape),
+                                         Const(np.ones((1, 1, 1, 1), np.float32)),
+                                         Const(np.zeros(1, np.float32))],
+                   [Output("y", [1, 2, 4, 1])], padding=VALID, strideH=2, strideW=1,
+                   depthMultiplier=1)
+    _, got = check(model, {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"].reshape(2, 4), [[0, 1, 2, 3], [8, 9, 10, 11]])
+
+
 def test_transpose_conv_places_each_input_at_stride_offsets():
     # One input pixel per position, filter of ones 2x2, stride 2, VALID: every input value is
     # copied to a 2x2 block.
