@@ -15,5 +15,7 @@ from . import (  # noqa: F401
     resize,
     shape_ops,
     indexing,
+    integer_math,
+    losses,
     constants,
 )
