@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     reduction,
     resize,
     shape_ops,
+    spectral,
     indexing,
     integer_math,
     losses,
