@@ -19,4 +19,5 @@ from . import (  # noqa: F401
     integer_math,
     losses,
     constants,
+    control_flow,
 )
