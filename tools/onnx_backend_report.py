@@ -58,8 +58,11 @@ def main() -> None:
               ", ".join(f"{k} {v}" for k, v in sorted(mine.items())) +
               f"; pass rate {rate:.1%}; all outcomes: {dict(total)}")
     if args.write_failures:
-        failing = {n: f"{o}: {d}"[:300] for n, (c, o, d, _) in results.items()
-                   if c and o != "pass"}
+        # A listed case keeping its kind of outcome keeps its reason: some are written by
+        # hand (why the case itself is wrong, say), not the importer's message.
+        listed = json.loads(FAILURES.read_text()) if FAILURES.exists() else {}
+        failing = {n: listed[n] if listed.get(n, "").startswith(f"{o}:") else f"{o}: {d}"[:300]
+                   for n, (c, o, d, _) in results.items() if c and o != "pass"}
         FAILURES.write_text(json.dumps(dict(sorted(failing.items())), indent=1) + "\n")
         print(f"wrote {len(failing)} entries to {FAILURES}")
 

@@ -132,6 +132,9 @@ class ImportContext:
         v = self.value(name)
         if v.operand is not None:
             return v.operand.desc
+        if v.onnx_type not in ONNX_TO_WEBNN:
+            raise Unsupported(f"'{name}' has data type "
+                              f"{onnx.TensorProto.DataType.Name(v.onnx_type)}, which WebNN lacks")
         dtype = ONNX_TO_WEBNN[v.onnx_type][0]
         return TensorDesc(dtype, v.known_shape)
 

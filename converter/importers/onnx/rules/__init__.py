@@ -14,6 +14,10 @@ from . import (  # noqa: F401
     reduction,
     resize,
     shape_ops,
+    spectral,
     indexing,
+    integer_math,
+    losses,
     constants,
+    control_flow,
 )

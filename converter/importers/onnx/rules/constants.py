@@ -1,6 +1,5 @@
 """ONNX ops whose results are known at conversion time: Shape, Size, EyeLike (from the static
-shape alone), Constant, ConstantOfShape and Range (from known inputs); If (its branch is chosen
-at conversion time); and RandomNormal / RandomUniform, which WebNN cannot express.
+shape alone), Constant, ConstantOfShape and Range (from known inputs); and RandomNormal / RandomUniform, which WebNN cannot express.
 
 A node whose inputs are all known is folded before any rule runs, so these rules mostly see
 the rest: Shape, Size and EyeLike of a run-time value still have a known result (WebNN shapes
@@ -15,11 +14,8 @@ import math
 import numpy as np
 import onnx
 
-from ....ir import Operand
 from ..context import ImportContext, OnnxNode
-from ..model_file import tensor_array
-from ..registry import DEFAULT_DOMAINS, Unsupported, onnx_op
-from .shape_ops import known_scalar
+from ..registry import Unsupported, onnx_op
 
 
 # -- values from the static shape -----------------------------------------------------------------
@@ -105,101 +101,3 @@ def range_(ctx: ImportContext, node: OnnxNode):
 def random(ctx: ImportContext, node: OnnxNode):
     raise Unsupported("it draws new random values on every run; WebNN has no random number "
                       "generator")
-
-
-# -- If ----------------------------------------------------------------------------------------
-@onnx_op("If", webnn=("where",))
-def if_(ctx: ImportContext, node: OnnxNode):
-    """A known condition imports only the chosen branch, inline. An unknown one imports both
-    branches and picks each output with `where`: the same values, as long as both branches
-    give their outputs one shape and type (and neither has side effects: ONNX ops have none)."""
-    cond = ctx.known(node.input(0))
-    if cond is not None:
-        taken = bool(known_scalar(ctx, node.input(0), "the condition"))
-        return _import_branch(ctx, node, "then_branch" if taken else "else_branch")
-    then_out = _import_branch(ctx, node, "then_branch")
-    else_out = _import_branch(ctx, node, "else_branch")
-    selector = ctx.operand(node.input(0))
-    if selector.size != 1:
-        raise Unsupported(f"the condition has shape {list(selector.shape)}; it must hold one "
-                          f"value")
-    if selector.rank:  # a [1] condition must not add an axis to the outputs
-        selector = ctx.emit("reshape", [selector], {"newShape": []}, suffix="cond")
-    results = []
-    for i, (a, b) in enumerate(zip(then_out, else_out)):
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) \
-                and a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b):
-            results.append(a)
-            continue
-        a, b = _as_operand(ctx, a), _as_operand(ctx, b)
-        if a.desc != b.desc:
-            raise Unsupported(f"the condition is computed at run time and output {i} differs "
-                              f"between branches ({a.desc} vs {b.desc}); WebNN shapes are "
-                              f"static")
-        results.append(ctx.emit("where", [selector, a, b], suffix=f"select_{i}"))
-    return results
-
-
-def _as_operand(ctx: ImportContext, value) -> Operand:
-    return value if isinstance(value, Operand) else ctx.constant(value)
-
-
-def _import_branch(ctx: ImportContext, node: OnnxNode, attr: str) -> list:
-    """Import a branch's nodes into the current graph, as if they stood in place of the If.
-
-    Branch nodes may read any value of the enclosing graph (ONNX names are unique across
-    scopes, so the branch's own names cannot shadow outer ones). Returns the branch outputs as
-    operands or known arrays.
-    """
-    from .. import import_node  # the importer's per-node step (imported late: it imports us)
-
-    branch = node.attr(attr)
-    if branch is None:
-        raise Unsupported(f"it has no {attr}")
-    for t in branch.initializer:
-        ctx.set(t.name, tensor_array(t, where=f"{node} {attr}"), t.data_type,
-                known_shape=tuple(int(d) for d in t.dims))
-    types = _branch_types(ctx, branch)
-    outer = ctx.node
-    try:
-        for index, proto in enumerate(branch.node):
-            domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
-            inner = OnnxNode(proto, ctx.opsets.get(domain, 0), index)
-            ctx.node = inner
-            try:
-                import_node(ctx, inner, types)
-            except Unsupported as e:
-                raise Unsupported(f"in its {attr}, {inner}: {e}") from None
-    finally:
-        ctx.node = outer
-    results = []
-    for vi in branch.output:
-        value = ctx.value(vi.name)
-        results.append(value.operand if value.operand is not None else ctx.known(vi.name))
-    return results
-
-
-def _branch_types(ctx: ImportContext, branch: onnx.GraphProto) -> dict[str, int]:
-    """ONNX element types of the branch's values (so bool results stay bool), by running ONNX
-    type inference on the branch with the outer values it reads as inputs."""
-    made = {o for n in branch.node for o in n.output} | {t.name for t in branch.initializer}
-    read = [n for node in branch.node for n in node.input
-            if n and n not in made and n in ctx.values]
-    inputs = []
-    for n in dict.fromkeys(read):
-        v = ctx.values[n]
-        if v.onnx_type == onnx.TensorProto.UNDEFINED:  # an unsupported node's placeholder
-            continue
-        dims = v.known_shape if v.known is not None else v.operand.shape
-        inputs.append(onnx.helper.make_tensor_value_info(n, v.onnx_type, dims))
-    graph = onnx.helper.make_graph(branch.node, "branch", inputs, branch.output,
-                                   initializer=branch.initializer)
-    opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            onnx.helper.make_model(graph, opset_imports=opsets), strict_mode=False).graph
-    except Exception:  # inference only refines types; every rule still types its results
-        return {}
-    return {vi.name: vi.type.tensor_type.elem_type
-            for vi in (*inferred.value_info, *inferred.output)
-            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}

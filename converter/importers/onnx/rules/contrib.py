@@ -1,5 +1,5 @@
 """com.microsoft contrib ops around transformers: (Skip)(Simplified)LayerNormalization (and
-ai.onnx SimplifiedLayerNormalization), the Gelu family and FusedMatMul. Their semantics are ONNX
+ai.onnx SimplifiedLayerNormalization and RMSNormalization), the Gelu family and FusedMatMul. Their semantics are ONNX
 Runtime's, which defines them; the tests compare against it."""
 from __future__ import annotations
 
@@ -47,6 +47,19 @@ def _simplified_layer_norm(ctx: ImportContext, node: OnnxNode):
 _NORM_OPS = ("reduceMean", "mul", "add", "sqrt", "reciprocal", "cast")
 onnx_op("SimplifiedLayerNormalization", webnn=_NORM_OPS)(_simplified_layer_norm)
 onnx_op("SimplifiedLayerNormalization", domain=MS, webnn=_NORM_OPS)(_simplified_layer_norm)
+
+
+@onnx_op("RMSNormalization", since=23, webnn=_NORM_OPS)
+def rms_normalization(ctx: ImportContext, node: OnnxNode):
+    """ONNX's RMSNormalization: the same formula as SimplifiedLayerNormalization (statistics in
+    stash_type, normalized value cast back, then times the broadcast scale), one output."""
+    x, scale = ctx.operand(node.input(0)), ctx.operand(node.input(1))
+    axis = int(node.attr("axis", -1))
+    if not -x.rank <= axis < x.rank:
+        raise Unsupported(f"axis {axis} is out of range for rank {x.rank}")
+    y, _ = _rms_normalize(ctx, x, scale, list(range(axis % x.rank, x.rank)),
+                          float(node.attr("epsilon", 1e-5)), _stash_type(node, x))
+    return [y]
 
 
 def _skip_sum(ctx, node: OnnxNode, bias_index: int) -> Operand:

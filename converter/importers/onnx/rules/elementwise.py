@@ -12,6 +12,7 @@ import onnx
 from ..context import ImportContext, OnnxNode
 from ..model_file import ONNX_TO_WEBNN
 from ..registry import Unsupported, onnx_op
+from .integer_math import integer_mod
 
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div",
            "Equal": "equal", "Greater": "greater", "Less": "lesser",
@@ -118,12 +119,13 @@ def cast_like(ctx: ImportContext, node: OnnxNode):
     return [_cast_to(ctx, ctx.operand(node.input(0)), to, ctx.onnx_type(node.input(0)))]
 
 
-@onnx_op("Mod", webnn=("div", "floor", "sign", "abs", "mul", "sub", "isInfinite", "where"))
+@onnx_op("Mod", webnn=("div", "floor", "sign", "abs", "mul", "sub", "isInfinite", "where",
+                       "lesser", "greater", "logicalAnd", "logicalOr", "logicalNot", "add"))
 def mod(ctx: ImportContext, node: OnnxNode):
     a, b = ctx.operand(node.input(0)), ctx.operand(node.input(1))
     fmod = node.attr("fmod", 0)
     if a.data_type not in ("float32", "float16"):
-        raise Unsupported("integer Mod: WebNN has no integer division with a remainder")
+        return [integer_mod(ctx, a, b, bool(fmod))]
     q = ctx.emit("div", [a, b])
     if fmod:  # C fmod: truncate toward zero, keeps the dividend's sign
         q = ctx.emit("mul", [ctx.emit("sign", [q]), ctx.emit("floor", [ctx.emit("abs", [q])])])

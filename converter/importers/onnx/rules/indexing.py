@@ -1,5 +1,5 @@
 """Indexing ONNX ops: Gather, GatherElements, GatherND, ScatterElements (and the older Scatter),
-ScatterND, OneHot, ArgMax, ArgMin, Compress and NonZero.
+ScatterND, OneHot, ArgMax, ArgMin, TopK, Compress and NonZero.
 
 WebNN's gather and scatter ops take negative indices as ONNX does (counting from the end), so
 indices pass through unchanged. Ops whose result shape depends on input values (NonZero, and
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import dtypes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
@@ -178,3 +179,57 @@ def non_zero(ctx: ImportContext, node: OnnxNode):
     # Reached only when the input is not known (known inputs are folded before rules run).
     raise Unsupported("its output shape is the number of nonzero elements of a value computed "
                       "at run time; WebNN shapes are static")
+
+
+# -- TopK ----------------------------------------------------------------------------------------
+# Each of the k results is one argMax (argMin) step, so k is bounded to keep graphs small.
+TOPK_LIMIT = 256
+
+
+@onnx_op("TopK", webnn=("argMax", "argMin", "gatherElements", "equal", "where", "concat",
+                        "reshape"))
+def top_k(ctx: ImportContext, node: OnnxNode):
+    """The k largest (smallest) values along an axis and their indices, in order, with k known
+    at conversion time: k rounds of argMax (argMin), each reading its value with
+    gatherElements and then masking the chosen position with -inf (+inf; the type's extreme
+    for integers). Equal values come out lowest index first where argMax picks the first
+    extreme (ONNX's order; WebNN leaves ties to the backend, as for ArgMax). A value equal
+    to the mask itself is still output correctly, though its index may repeat."""
+    x = ctx.operand(node.input(0))
+    axis = normalize_axis(node.attr("axis", -1), x.rank)
+    if node.opset < 10:
+        k = int(node.attr("k"))
+    else:
+        k = int(np.asarray(ctx.require_known(node.input(1), "K")).reshape(-1)[0])
+    size = x.shape[axis]
+    if not 0 < k <= size:
+        raise Unsupported(f"k={k} is outside 1..{size}, the length of axis {axis}")
+    if k > TOPK_LIMIT:
+        raise Unsupported(f"k={k} is more than {TOPK_LIMIT}: TopK is unrolled into one "
+                          f"argMax step per result")
+    largest = bool(node.attr("largest", 1))
+    np_type = np.dtype(dtypes.numpy_dtype(x.data_type))
+    if np_type.kind == "f":
+        mask_value = -np.inf if largest else np.inf
+    else:
+        info = np.iinfo(np_type)
+        mask_value = info.min if largest else info.max
+    mask = ctx.scalar(mask_value, x.data_type)
+    along = [1] * x.rank
+    along[axis] = size
+    positions = ctx.constant(np.arange(size, dtype=np.int64).reshape(along), "int64")
+    rest, values, indices = x, [], []
+    for step in range(k):
+        index = ctx.emit("argMax" if largest else "argMin", [rest],
+                         {"axis": axis, "keepDimensions": True, "outputDataType": "int64"},
+                         suffix=f"pick_{step}")
+        values.append(ctx.emit("gatherElements", [x, index], {"axis": axis}))
+        indices.append(index)
+        if step + 1 < k:
+            chosen = ctx.emit("equal", [positions, index])
+            rest = ctx.emit("where", [chosen, mask, rest])
+
+    def joined(parts):
+        return parts[0] if len(parts) == 1 else ctx.emit("concat", parts, {"axis": axis})
+
+    return [joined(values), joined(indices)]
