@@ -81,7 +81,9 @@ def apply_index(ctx: ImportContext, x: Operand, index: tuple) -> Operand:
         axis += 1
     if flips:
         x = emit(ctx, "reverse", x, axes=flips)
-    if starts != [0] * len(shape) or sizes != shape:
+    # A strided window can span the whole axis ((7 - 1) // 2 * 2 + 1 == 7) and still skip
+    # elements: only starts at 0, full sizes and unit steps are no slice at all.
+    if starts != [0] * len(shape) or sizes != shape or any(s != 1 for s in steps):
         attrs = dict(starts=starts, sizes=sizes)
         if any(s != 1 for s in steps):
             attrs["strides"] = steps
