@@ -69,7 +69,7 @@ def import_model(model: TfliteModel, *,
         except _Skipped:
             _poison(ctx, op)
     ctx.op = None
-    _outputs(ctx)
+    _outputs(ctx, report)
     if report:
         raise UnsupportedError(report.items(), where=model.where,
                                fix="these have no WebNN form; see `webnn-convert ops`")
@@ -166,12 +166,16 @@ def _inputs(ctx: ImportContext, overrides: Mapping[str, Sequence[int]],
         ctx.values[index] = Value(t, operand=operand)
 
 
-def _outputs(ctx: ImportContext) -> None:
+def _outputs(ctx: ImportContext, report: _Report) -> None:
     for index in ctx.subgraph.outputs:
         value = ctx.values.get(index)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
         t = value.tensor
+        if value.operand is None and value.known.size == 0:
+            report.add_model(f"output '{t.name}' is empty (shape {list(value.known.shape)}); "
+                             f"WebNN has no empty tensors")
+            continue
         operand = value.operand
         if operand is None:
             operand = ctx.constant(value.known, t.info.webnn, name=t.name)

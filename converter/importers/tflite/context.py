@@ -118,6 +118,9 @@ class ImportContext:
     def operand(self, k: int) -> Operand:
         """Input k as stored; a known value becomes a graph constant (not copied)."""
         v = self.value(k)
+        if v.operand is None and v.known.size == 0:
+            raise Unsupported(f"it reads {v.tensor}, which is empty (shape "
+                              f"{list(v.known.shape)}); WebNN has no empty tensors")
         if v.operand is None:
             v.operand = self.constant(v.known, self._webnn_type(v.tensor), name=v.tensor.name)
         return v.operand
