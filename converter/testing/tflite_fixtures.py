@@ -46,6 +46,7 @@ _TYPES = {
     "uint32": (schema.TensorType.UINT32, np.uint32),
     "uint64": (schema.TensorType.UINT64, np.uint64),
     "float64": (schema.TensorType.FLOAT64, np.float64),
+    "complex64": (schema.TensorType.COMPLEX64, np.complex64),
 }
 
 # Each builtin op's options table (the union member of BuiltinOptions), for ops that have one.

@@ -7,7 +7,8 @@ as stored (CONV_2D "ohwi", DEPTHWISE_CONV_2D "ihwo"), TRANSPOSE_CONV becomes con
 "ohwi", pools take layout "nhwc", so a plain CNN imports without a single transpose. Weights
 stay views into the mapped file; float16 weights reach the graph through DEQUANTIZE as cast,
 sparse ones through DENSIFY (densified here), quantized tensors through dequantizeLinear and
-quantizeLinear. What cannot be imported (other custom ops, control flow, resource variables,
+quantizeLinear; complex64 tensors (RFFT2D's result) as pairs of float32 parts (see
+rules/spectral.py). What cannot be imported (other custom ops, control flow, resource variables,
 several subgraphs, ops without a WebNN form) is collected over the whole model and reported at
 once, by name.
 """
@@ -24,6 +25,7 @@ from . import rules  # noqa: F401  (registers every op family's rules)
 from .context import ImportContext, Value, stored_array
 from .model_file import Operator, TfliteModel, read_tflite
 from .registry import NOT_IMPORTED, Unsupported, known_ops, rule_for
+from .rules.spectral import PART_BY_PART, part_by_part
 
 __all__ = ["import_tflite", "import_model", "read_tflite", "known_ops"]
 
@@ -69,7 +71,7 @@ def import_model(model: TfliteModel, *,
         except _Skipped:
             _poison(ctx, op)
     ctx.op = None
-    _outputs(ctx)
+    _outputs(ctx, report)
     if report:
         raise UnsupportedError(report.items(), where=model.where,
                                fix="these have no WebNN form; see `webnn-convert ops`")
@@ -96,7 +98,10 @@ def import_op(ctx: ImportContext, op: Operator) -> None:
     for index in op.inputs:
         if index >= 0 and ctx.values.get(index) is _POISON:
             raise _Skipped()
-    results = list(rule(ctx, op))
+    if op.name in PART_BY_PART and any(ctx.is_complex(k) for k in range(len(op.inputs))):
+        results = part_by_part(ctx, op, rule)
+    else:
+        results = list(rule(ctx, op))
     if len(results) != len(op.outputs):
         raise AssertionError(f"the {op.name} rule gave {len(results)} results for "
                              f"{len(op.outputs)} outputs")
@@ -166,12 +171,20 @@ def _inputs(ctx: ImportContext, overrides: Mapping[str, Sequence[int]],
         ctx.values[index] = Value(t, operand=operand)
 
 
-def _outputs(ctx: ImportContext) -> None:
+def _outputs(ctx: ImportContext, report: _Report) -> None:
     for index in ctx.subgraph.outputs:
         value = ctx.values.get(index)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
         t = value.tensor
+        if value.parts is not None:
+            report.add_model(f"output '{t.name}' is complex64: WebNN has no complex type "
+                             f"(output its REAL and IMAG parts, or its COMPLEX_ABS, instead)")
+            continue
+        if value.operand is None and value.known.size == 0:
+            report.add_model(f"output '{t.name}' is empty (shape {list(value.known.shape)}); "
+                             f"WebNN has no empty tensors")
+            continue
         operand = value.operand
         if operand is None:
             operand = ctx.constant(value.known, t.info.webnn, name=t.name)

@@ -24,8 +24,8 @@ from ...ir.operand import unpack4
 from .model_file import Operator, Quantization, Subgraph, Tensor
 from .registry import Unsupported
 
-__all__ = ["Value", "ImportContext", "ACT_NONE", "ACT_RELU", "ACT_RELU_N1_TO_1", "ACT_RELU6",
-           "ACT_TANH", "ACT_SIGN_BIT"]
+__all__ = ["Value", "Complex", "ImportContext", "ACT_NONE", "ACT_RELU", "ACT_RELU_N1_TO_1",
+           "ACT_RELU6", "ACT_TANH", "ACT_SIGN_BIT"]
 
 # ActivationFunctionType
 ACT_NONE, ACT_RELU, ACT_RELU_N1_TO_1, ACT_RELU6, ACT_TANH, ACT_SIGN_BIT = range(6)
@@ -34,12 +34,24 @@ _ACT_NAMES = {ACT_RELU: "RELU", ACT_RELU_N1_TO_1: "RELU_N1_TO_1", ACT_RELU6: "RE
 _QUANTIZED_STORAGE = ("int8", "uint8", "int32", "int64")
 
 
+@dataclass(frozen=True)
+class Complex:
+    """A COMPLEX64 tensor as the import carries it (WebNN has no complex type): its real and
+    imaginary parts, two float32 operands of the tensor's shape. Rules for complex ops read
+    it with `ctx.complex(k)` and return one for a complex output; any other reader is refused,
+    and so is a complex graph output."""
+
+    real: Operand
+    imag: Operand
+
+
 @dataclass
 class Value:
     tensor: Tensor
     operand: Operand | None = None  # as stored: int8 for an int8 quantized tensor
     known: np.ndarray | None = None  # stored form (BOOL as uint8), with the logical shape
     real: Operand | None = None  # the dequantized form, made once when a rule asks for it
+    parts: Complex | None = None  # a complex tensor's parts (then operand and known are None)
 
 
 class ImportContext:
@@ -70,9 +82,37 @@ class ImportContext:
         v = self.values.get(t.index)
         if v is None:
             raise Unsupported(f"{t} is read before any operator writes it")
+        if v.parts is not None:
+            raise Unsupported(f"it reads {t}, which is complex64: WebNN has no complex type, "
+                              f"and {self.op.name} is imported for real tensors only")
         if v.operand is None and v.known is None and self.op.name != "DENSIFY":
             raise Unsupported(f"{t} is sparse; only DENSIFY can read it")
         return v
+
+    def is_complex(self, k: int) -> bool:
+        t = self.tensor(k)
+        return t is not None and t.type_name == "COMPLEX64"
+
+    def complex(self, k: int) -> Complex:
+        """Input k, a COMPLEX64 tensor, as its two float32 parts (a stored constant too)."""
+        t = self.tensor(k)
+        if t is None or not self.is_complex(k):
+            raise Unsupported(f"input {k} must be complex64, not "
+                              f"{t.type_name if t is not None else 'omitted'}")
+        v = self.values.get(t.index)
+        if v is None and t.data is not None and t.sparsity is None:
+            count = int(np.prod(t.shape, dtype=np.int64))
+            if t.data.size != 8 * count:
+                raise Unsupported(f"{t} has {t.data.size} bytes; its shape {list(t.shape)} "
+                                  f"of complex64 needs {8 * count}")
+            stored = t.data.view("<c8").reshape(t.shape)
+            v = Value(t, parts=Complex(
+                self.constant(np.ascontiguousarray(stored.real), "float32", name=f"{t.name}/re"),
+                self.constant(np.ascontiguousarray(stored.imag), "float32", name=f"{t.name}/im")))
+            self.values[t.index] = v
+        if v is None or v.parts is None:
+            raise Unsupported(f"{t} is read before any operator writes it")
+        return v.parts
 
     def known(self, k: int) -> np.ndarray | None:
         """Input k's value if known at conversion time (stored form, BOOL as uint8)."""
@@ -118,6 +158,9 @@ class ImportContext:
     def operand(self, k: int) -> Operand:
         """Input k as stored; a known value becomes a graph constant (not copied)."""
         v = self.value(k)
+        if v.operand is None and v.known.size == 0:
+            raise Unsupported(f"it reads {v.tensor}, which is empty (shape "
+                              f"{list(v.known.shape)}); WebNN has no empty tensors")
         if v.operand is None:
             v.operand = self.constant(v.known, self._webnn_type(v.tensor), name=v.tensor.name)
         return v.operand
@@ -247,6 +290,12 @@ class ImportContext:
         """Record output k: a real-valued result is quantized to a quantized output tensor's
         type; the operand takes the tensor's name when it is free."""
         t = self.out_tensor(k)
+        if isinstance(result, Complex) or t.type_name == "COMPLEX64":
+            if not (isinstance(result, Complex) and t.type_name == "COMPLEX64"):
+                raise Unsupported(f"output {t} is {t.type_name}, the result "
+                                  f"{'complex' if isinstance(result, Complex) else 'real'}")
+            self.values[t.index] = Value(t, parts=result)
+            return
         webnn_type = self._webnn_type(t)
         if isinstance(result, Operand):
             q = self.out_quant(k)

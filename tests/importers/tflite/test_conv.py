@@ -9,7 +9,7 @@ import pytest
 
 from converter.testing.tflite_fixtures import RELU, SAME, VALID, Const, Input, Output, one_op
 
-from .helpers import EXACT, atol, check, op_named, ops_of, rand
+from .helpers import EXACT, atol, check, op_named, ops_of, rand, refused
 
 
 def test_conv_2d_keeps_nhwc_and_ohwi_with_same_padding():
@@ -176,6 +176,24 @@ def test_fully_connected_is_gemm_with_transposed_weights():
     gemm = op_named(graph, "gemm")
     assert gemm.attrs["bTranspose"] is True and gemm.input("c") is not None
     assert "transpose" not in ops_of(graph)
+
+
+@pytest.mark.parametrize("bias_shape", [[1, 1, 1, 5], [1, 5]])
+def test_fully_connected_bias_of_higher_rank_is_a_vector_for_gemm(bias_shape):
+    """Issue 17: litert-torch folds a layer scale into a bias stored as [1, 1, 1, N]; the
+    kernel reads its N values, gemm needs them as [N]."""
+    x, w, b = rand(3, 4), rand(5, 4), rand(*bias_shape)
+    model = one_op("FULLY_CONNECTED", [Input("x", x.shape), Const(w), Const(b)],
+                   [Output("y", [3, 5])])
+    graph, got = check(model, {"x": x}, atol(1e-6))
+    np.testing.assert_allclose(got["y"], x @ w.T + b.reshape(5), atol=1e-6)
+    assert op_named(graph, "gemm").input("c").shape == (5,)
+
+
+def test_fully_connected_bias_of_the_wrong_size_is_refused():
+    model = one_op("FULLY_CONNECTED", [Input("x", [3, 4]), Const(rand(5, 4)),
+                                       Const(rand(1, 6))], [Output("y", [3, 5])])
+    assert "bias" in str(refused(model))
 
 
 @pytest.mark.parametrize("keep, out_shape", [(False, [6, 5]), (True, [2, 3, 5])])

@@ -52,6 +52,20 @@ def test_strided_slice_negative_stride_is_reverse_then_slice():
     assert op_named(graph, "slice").attrs["strides"] == [1, 1, 2]
 
 
+@pytest.mark.parametrize("n", [7, 5])
+def test_strided_slice_stride_two_over_an_odd_axis_still_slices(n):
+    """Issue 17: over an odd axis, stride 2 from 0 walks a window as long as the axis
+    ((n - 1) // 2 * 2 + 1 == n), which must not read as "the whole axis, no slice"."""
+    x = np.arange(2 * n * n * 3, dtype=np.float32).reshape(2, n, n, 3)
+    want = x[:, ::2, ::2, :]
+    model = one_op("STRIDED_SLICE", [Input("x", x.shape), _i32([0, 0, 0, 0]),
+                                     _i32([2, n, n, 3]), _i32([1, 2, 2, 1])],
+                   [Output("y", list(want.shape))])
+    graph, got = check(model, {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], want)
+    assert op_named(graph, "slice").attrs["strides"] == [1, 2, 2, 1]
+
+
 def test_slice_with_size_minus_one():
     model = one_op("SLICE", [Input("x", [2, 3, 4]), _i32([1, 1, 0]), _i32([1, -1, 3])],
                    [Output("y", [1, 2, 3])])

@@ -148,7 +148,15 @@ def fully_connected(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input {list(x.shape)} does not split into rows of {depth}")
     rows = x.size // depth
     x2 = reshape(ctx, x, [rows, depth], "rows")
-    y = emit(ctx, "gemm", x2, w, _bias(ctx, 2), bTranspose=True)
+    bias = _bias(ctx, 2)
+    if bias is not None:
+        # The kernel reads the bias as its N values whatever its shape; litert-torch stores a
+        # folded layer scale as [1, 1, 1, N]. gemm broadcasts c, so it takes them as [N].
+        if bias.size != units:
+            raise Unsupported(f"its bias {list(bias.shape)} has {bias.size} values for "
+                              f"{units} units")
+        bias = reshape(ctx, bias, [units], "bias")
+    y = emit(ctx, "gemm", x2, w, bias, bTranspose=True)
     keep = o is not None and o.keepNumDims
     if keep:
         y = reshape(ctx, y, list(x.shape[:-1]) + [units])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import dtypes
 from ....ir import Operand
 from ..context import ImportContext
 from ..model_file import Operator
@@ -81,7 +82,9 @@ def apply_index(ctx: ImportContext, x: Operand, index: tuple) -> Operand:
         axis += 1
     if flips:
         x = emit(ctx, "reverse", x, axes=flips)
-    if starts != [0] * len(shape) or sizes != shape:
+    # A strided window can span the whole axis ((7 - 1) // 2 * 2 + 1 == 7) and still skip
+    # elements: only starts at 0, full sizes and unit steps are no slice at all.
+    if starts != [0] * len(shape) or sizes != shape or any(s != 1 for s in steps):
         attrs = dict(starts=starts, sizes=sizes)
         if any(s != 1 for s in steps):
             attrs["strides"] = steps
@@ -109,13 +112,27 @@ def strided_slice(ctx: ImportContext, op: Operator):
     if not len(begin) == len(end) == len(strides):
         raise Unsupported("its begin, end and strides differ in length")
     index = strided_index(ctx.shape(0), begin, end, strides, op.options)
+    empty = _empty_result(ctx, index)
+    if empty is not None:
+        return [empty]
     known, x = _moved(ctx)
     if known is not None:
-        try:
-            return [known[index]]
-        except IndexError as e:
-            raise Unsupported(f"its index is out of range ({e})") from None
+        return [known[index]]
     return [apply_index(ctx, x, index)]
+
+
+def _empty_result(ctx: ImportContext, index: tuple) -> np.ndarray | None:
+    """What `index` selects when that is nothing: an empty array known now, refused only where
+    an op needs it as an operand (WebNN has no empty tensors)."""
+    # Indexing a zero-strided view finds the result's shape without allocating the input.
+    view = np.broadcast_to(np.zeros((), np.uint8), ctx.shape(0))
+    try:
+        shape = view[index].shape
+    except IndexError as e:
+        raise Unsupported(f"its index is out of range ({e})") from None
+    if 0 not in shape:
+        return None
+    return np.zeros(shape, dtypes.numpy_dtype(ctx.desc(0).data_type))
 
 
 @tflite_op("SLICE", webnn=("slice",))
@@ -126,9 +143,12 @@ def slice_op(ctx: ImportContext, op: Operator):
     if len(begin) != len(shape) or len(size) != len(shape):
         raise Unsupported(f"its begin {begin} and size {size} do not fit rank {len(shape)}")
     size = [n - b if s == -1 else s for n, b, s in zip(shape, begin, size)]
-    if any(b < 0 or s <= 0 or b + s > n for b, s, n in zip(begin, size, shape)):
+    if any(b < 0 or s < 0 or b + s > n for b, s, n in zip(begin, size, shape)):
         raise Unsupported(f"begin {begin} and size {size} leave the input {list(shape)}")
     index = tuple(slice(b, b + s) for b, s in zip(begin, size))
+    empty = _empty_result(ctx, index)
+    if empty is not None:
+        return [empty]
     known, x = _moved(ctx)
     if known is not None:
         return [known[index]]

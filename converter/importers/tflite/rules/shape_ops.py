@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import dtypes
 from ....ir import Operand
 from ..context import ImportContext
 from ..model_file import Operator
@@ -113,6 +114,11 @@ def concatenation(ctx: ImportContext, op: Operator):
         raise Unsupported("a fused activation on CONCATENATION, which LiteRT's kernel rejects")
     ks = [k for k in range(len(op.inputs)) if ctx.has(k)]
     axis = axis_of(o.axis, ctx.rank(0))
+    # Empty inputs (an empty split part, a slice of nothing) add nothing: left out.
+    filled = [k for k in ks if ctx.known(k) is None or ctx.known(k).size]
+    if not filled:
+        return [np.concatenate([ctx.known(k) for k in ks], axis=axis)]
+    ks = filled
     known = _known_moved(ctx, *ks)
     if known is not None:
         return [np.concatenate(known, axis=axis)]
@@ -148,19 +154,26 @@ def split(ctx: ImportContext, op: Operator):
 
 @tflite_op("SPLIT_V", webnn=("split",))
 def split_v(ctx: ImportContext, op: Operator):
-    """SPLIT_V(value, size_splits, axis): one size may be -1, the rest of the dimension."""
+    """SPLIT_V(value, size_splits, axis): one size may be -1, the rest of the dimension.
+
+    A part of size 0 (audio front ends split off an empty remainder) is an empty array known
+    now: nothing to compute, so it costs nothing unless an op needs it as an operand, which
+    is refused there by name (WebNN has no empty tensors)."""
     shape = ctx.shape(0)
     axis = axis_of(ctx.require_known(2, "axis"), len(shape))
     sizes = [int(s) for s in ctx.require_known(1, "size_splits").reshape(-1)]
     if sizes.count(-1) == 1:
         sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
-    if sum(sizes) != shape[axis] or any(s <= 0 for s in sizes):
-        raise Unsupported(f"its sizes {sizes} do not split a dimension of {shape[axis]} into "
-                          f"non-empty parts")
+    if sum(sizes) != shape[axis] or any(s < 0 for s in sizes):
+        raise Unsupported(f"its sizes {sizes} do not split a dimension of {shape[axis]}")
     known = _known_moved(ctx, 0)
     if known is not None:
         return np.split(known[0], np.cumsum(sizes)[:-1], axis=axis)
-    return _split(ctx, ctx.passthrough(0), sizes, axis)
+    filled = [s for s in sizes if s > 0]
+    parts = iter(_split(ctx, ctx.passthrough(0), filled, axis)) if filled else iter(())
+    empty = np.zeros([0 if d == axis else n for d, n in enumerate(shape)],
+                     dtypes.numpy_dtype(ctx.desc(0).data_type))
+    return [next(parts) if s > 0 else empty for s in sizes]
 
 
 @tflite_op("PACK", webnn=("reshape", "concat"))

@@ -1,0 +1,89 @@
+"""Zero-sized tensors (issue 17): a SPLIT_V part of size 0, a slice of nothing. WebNN has no
+empty tensors, so they are arrays known at conversion time: dropped when nothing reads them,
+left out of a concatenation, and refused by name only where an op needs one as an operand or
+the model outputs one. Checked against LiteRT, which runs them all."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converter.runtimes.litert import run_litert
+from converter.testing.tflite_fixtures import TfliteBuilder
+
+from .helpers import EXACT, check, op_named, ops_of, rand, refused
+
+
+def _split_v(b: TfliteBuilder, x: int, sizes: list[int], width: int = 6) -> list[int]:
+    """SPLIT_V of x [2, width] along axis 1; a size of -1 takes the rest."""
+    s = b.constant("sizes", np.array(sizes, np.int32))
+    axis = b.constant("axis", np.array(1, np.int32))
+    rest = width - sum(n for n in sizes if n >= 0)
+    parts = [b.tensor(f"part{i}", [2, n if n >= 0 else rest]) for i, n in enumerate(sizes)]
+    b.op("SPLIT_V", [x, s, axis], parts, numSplits=len(sizes))
+    return parts
+
+
+@pytest.mark.parametrize("sizes", [[2, 0, 4], [0, 6], [6, 0], [2, 0, -1], [0, 3, 0, 3]])
+def test_split_v_drops_an_unused_empty_part(sizes):
+    b = TfliteBuilder()
+    x = b.input("x", [2, 6])
+    parts = _split_v(b, x, sizes)
+    used = [p for p, n in zip(parts, sizes) if n != 0]
+    xv = rand(2, 6)
+    graph, got = check(b.build(used), {"x": xv}, EXACT)
+    names = [f"part{i}" for i, n in enumerate(sizes) if n != 0]
+    assert set(got) == set(names)
+    np.testing.assert_array_equal(np.concatenate([got[n] for n in names], axis=1), xv)
+    assert ops_of(graph) == (["split"] if len(names) > 1 else ["identity"])
+
+
+def test_split_v_empty_part_concatenated_is_left_out():
+    """SPLIT_V [4, 0] then CONCATENATION of both parts: only the filled one is concatenated."""
+    b = TfliteBuilder()
+    x = b.input("x", [2, 4])
+    a, empty = _split_v(b, x, [4, 0])
+    y = b.input("y", [2, 3])
+    z = b.tensor("z", [2, 7])
+    b.op("CONCATENATION", [a, empty, y], [z], axis=1)
+    xv, yv = rand(2, 4), rand(2, 3)
+    graph, got = check(b.build([z]), {"x": xv, "y": yv}, EXACT)
+    np.testing.assert_array_equal(got["z"], np.concatenate([xv, yv], axis=1))
+    assert len(op_named(graph, "concat").inputs) == 2
+
+
+def test_empty_strided_slice_feeding_a_concatenation():
+    b = TfliteBuilder()
+    x = b.input("x", [2, 5])
+    begin = b.constant("begin", np.array([0, 3], np.int32))
+    end = b.constant("end", np.array([2, 3], np.int32))
+    strides = b.constant("strides", np.array([1, 1], np.int32))
+    empty = b.tensor("nothing", [2, 0])
+    b.op("STRIDED_SLICE", [x, begin, end, strides], [empty])
+    z = b.tensor("z", [2, 5])
+    b.op("CONCATENATION", [empty, x], [z], axis=1)
+    xv = rand(2, 5)
+    graph, got = check(b.build([z]), {"x": xv}, EXACT)
+    np.testing.assert_array_equal(got["z"], xv)
+
+
+def test_an_empty_part_an_op_needs_is_refused_by_name():
+    b = TfliteBuilder()
+    x = b.input("x", [2, 6])
+    a, empty, c = _split_v(b, x, [2, 0, 4])
+    y = b.tensor("doubled", [2, 0])
+    b.op("ADD", [empty, empty], [y])
+    model = b.build([a, y])
+    assert run_litert(model, {"x": rand(2, 6)})["doubled"].shape == (2, 0)
+    message = str(refused(model))
+    assert "ADD (op 1 -> 'doubled'): it reads tensor" in message
+    assert "'part1', which is empty (shape [2, 0]); WebNN has no empty tensors" in message
+
+
+def test_an_empty_graph_output_is_refused_by_name():
+    b = TfliteBuilder()
+    x = b.input("x", [2, 6])
+    parts = _split_v(b, x, [2, 0, 4])
+    model = b.build(parts)
+    assert run_litert(model, {"x": rand(2, 6)})["part1"].shape == (2, 0)
+    assert "output 'part1' is empty (shape [2, 0]); WebNN has no empty tensors" \
+        in str(refused(model))
