@@ -276,6 +276,10 @@ class TransposeMover(LayoutEditor):
         if operand.is_input:
             return _UpPlan("transpose", operand, perm, cost=1)
         op = operand.producer
+        if op is None:
+            # A constant foldable() refuses (packed 4-bit weights): its bytes cannot be
+            # re-laid out now, and a transpose of it is what moving up was meant to avoid.
+            return None
         if op.op_type == "transpose":
             alone = len(operand.uses()) == 1 and not operand.is_graph_output()
             combined = compose(perm_of(op), perm)
