@@ -264,7 +264,10 @@ def _optimize(editor: TransposeMover) -> None:
                 made_all.extend(made_below)
             elif made_below is None and reader.op_type == "reshape" \
                     and not editor.push_into_dense(t, reader):
-                made_all.extend(editor.split_for_reshape(t, reader) or ())
+                made = editor.split_for_reshape(t, reader)
+                if made is None:
+                    made = editor.push_through_order_free(t, reader)
+                made_all.extend(made or ())
         return made_all
 
     _drain(editor, _transposes(graph), push_down)

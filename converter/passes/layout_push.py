@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ir import Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
+from .layout_order_free import order_free_exits
 from .layout_perms import align, apply, compose, extend, inverse, is_identity, is_invariant
 from .layout_rules import OpView, reshape_groups, rule_for
 
@@ -136,6 +137,8 @@ class TransposeMover(LayoutEditor):
         readers = list(out.uses())
         for use in readers:
             op = use.op
+            if op.op_type not in ("gemm", "matmul"):
+                return False  # (any other reader may have no second operand to look at)
             weights_ok = use.index == 0 and self.foldable(op.inputs[1]) \
                 and op.inputs[1].rank == 2
             if op.op_type == "gemm":
@@ -202,6 +205,37 @@ class TransposeMover(LayoutEditor):
         self.stats["transposes_split"] += 1
         return self.push_down(second.producer, reshape)
 
+    def push_through_order_free(self, t: Operation, reshape: Operation
+                                ) -> list[Operation] | None:
+        """transpose(x, perm) read by a reshape that starts an order-free region (a one-group
+        GroupNorm, layout_order_free.py): the region reads x's order instead, and each reshape
+        back to y's shape becomes a reshape to x's shape and the transpose. Moves when t has
+        no other reader and one exit, else when a look ahead sees every new transpose
+        absorbed."""
+        y, perm = t.output, perm_of(t)
+        if reshape.inputs[0] is not y:
+            return None
+        exits = order_free_exits(y.shape, perm, reshape)
+        if exits is None:
+            return None
+        shared = y.is_graph_output() or any(u.op is not reshape for u in y.uses())
+        if shared or len(exits) > 1:
+            memo: dict = {}
+            if not all(self._absorbed(e.output, perm, _LOOKAHEAD, memo) for e in exits):
+                return None
+        x = t.inputs[0]
+        reshape.replace_input(0, x)
+        made = []
+        for e in exits:
+            back = self.graph.add_operation("reshape", [e.inputs[0]], {"newShape": list(x.shape)},
+                                            name=self.graph.fresh_name(e.name), before=e)
+            out = self.transpose(back.output, perm, before=e)
+            self.swap(e, [out])
+            made.append(out.producer)
+        self.remove_if_dead(t)
+        self.stats["order_free_regions_passed"] += 1
+        return made
+
     def _absorbed(self, operand: Operand, q, depth: int, memo: dict) -> bool:
         """Whether a transpose by `q` put on `operand` would, pushed on down, be cancelled by
         another transpose, become a reshape's business, or reach a graph output; other
@@ -226,6 +260,12 @@ class TransposeMover(LayoutEditor):
             rule = rule_for(reader.op_type)
             if rule.opaque or depth == 0:
                 return False
+            if reader.op_type == "reshape" and rule.remap(OpView.of(reader), list(q)) is None:
+                exits = order_free_exits(operand.shape, q, reader)
+                if exits is None or not all(self._absorbed(e.output, q, depth - 1, memo)
+                                            for e in exits):
+                    return False
+                continue
             carried = rule.carried_slots(len(reader.inputs))
             if any(u.op is reader and u.index not in carried for u in operand.uses()):
                 return False
@@ -276,6 +316,10 @@ class TransposeMover(LayoutEditor):
         if operand.is_input:
             return _UpPlan("transpose", operand, perm, cost=1)
         op = operand.producer
+        if op is None:
+            # A constant foldable() refuses (packed 4-bit weights): its bytes cannot be
+            # re-laid out now, and a transpose of it is what moving up was meant to avoid.
+            return None
         if op.op_type == "transpose":
             alone = len(operand.uses()) == 1 and not operand.is_graph_output()
             combined = compose(perm_of(op), perm)

@@ -24,7 +24,7 @@ from .cleanup import collapse_reshape_chains, replace_results
 from .rank_limits import rank_problems, rank_window
 from .rank_rules import RULES, Plan
 
-__all__ = ["rank"]
+__all__ = ["rank", "plan_rank"]
 
 
 def _reshaped(graph: Graph, x: Operand, shape: tuple[int, ...], before: Operation) -> Operand:
@@ -58,6 +58,24 @@ def _plan_fits(op: Operation, plan: Plan, low: int, high: float) -> str | None:
     if not all(low <= r <= high for r in ranks):
         return f"the planned op still has ranks {ranks}, outside {low}..{high}"
     return None
+
+
+def plan_rank(target, op: Operation) -> Plan | str | None:
+    """What the pass does with `op` on `target`: None when its ranks fit, a Plan when its
+    rule rewrites it into range, else the reason it stays (what `check` quotes)."""
+    if not rank_problems(target, op):
+        return None
+    rule = RULES.get(op.op_type)
+    if rule is None:
+        return f"{op.op_type} has no rank rewrite"
+    keys = rule.keys(op)
+    fixed = sorted({key for key, _ in rank_problems(target, op)} - set(keys))
+    if fixed:
+        return f"the rank rewrite leaves {', '.join(fixed)} as it is"
+    low, high = rank_window(target, op.op_type, keys)
+    plan = rule.plan(op, low, high)
+    why = plan if isinstance(plan, str) else _plan_fits(op, plan, low, high)
+    return plan if why is None else why
 
 
 def _apply(graph: Graph, op: Operation, plan: Plan) -> int:
@@ -94,23 +112,11 @@ def rank(graph: Graph, ctx: PassContext) -> PassResult:
     counts = {"ops_rewritten": 0, "reshapes_added": 0, "reshapes_merged": 0}
     reasons: dict[str, str] = {}
     for op in list(graph.operations):
-        problems = rank_problems(target, op)
-        if not problems:
+        plan = plan_rank(target, op)
+        if plan is None:
             continue
-        rule = RULES.get(op.op_type)
-        if rule is None:
-            reasons[op.name] = f"{op.op_type} has no rank rewrite"
-            continue
-        keys = rule.keys(op)
-        fixed = sorted({key for key, _ in problems} - set(keys))
-        if fixed:
-            reasons[op.name] = f"the rank rewrite leaves {', '.join(fixed)} as it is"
-            continue
-        low, high = rank_window(target, op.op_type, keys)
-        plan = rule.plan(op, low, high)
-        why = plan if isinstance(plan, str) else _plan_fits(op, plan, low, high)
-        if why is not None:
-            reasons[op.name] = why
+        if isinstance(plan, str):
+            reasons[op.name] = plan
             continue
         counts["reshapes_added"] += _apply(graph, op, plan)
         counts["ops_rewritten"] += 1

@@ -29,7 +29,7 @@ from ..ir import Operation
 from ..ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
 from ..ops.reduction import REDUCE_OPS
 
-__all__ = ["Plan", "Rule", "RULES"]
+__all__ = ["Plan", "Rule", "RULES", "rank_rule"]
 
 Shape = tuple[int, ...]
 
@@ -44,6 +44,40 @@ class Plan:
 class Rule:
     keys: Callable[[Operation], list[str]]  # the limits keys whose rank the plan changes
     plan: Callable[[Operation, int, float], "Plan | str"]
+
+
+RULES: dict[str, Rule] = {}
+
+
+def _all_slots(op: Operation) -> list[str]:
+    from .rank_limits import operand_slots
+
+    return sorted({key for key, _ in operand_slots(op)})
+
+
+def rank_rule(*op_types: str, keys: Callable[[Operation], list[str]] = _all_slots):
+    """Register the decorated plan function as the rank rule of `op_types`.
+
+    keys: the limits keys (operands and results) whose rank the plan changes; by default every
+    one the op has. An op whose problem lies outside its keys is left alone (and noted).
+    """
+
+    def register(fn):
+        for name in op_types:
+            if name in RULES:
+                raise ValueError(f"rank rule for {name} registered twice")
+            RULES[name] = Rule(keys, fn)
+        return fn
+
+    return register
+
+
+def _data_and_result(op: Operation) -> list[str]:
+    return [op.opdef.operands[0], "output"]
+
+
+_SAME_AS_INPUT = ("cast", "clamp", "elu", "gelu", "hardSigmoid", "hardSwish", "leakyRelu",
+                  "linear", "relu", "sigmoid", "softplus", "softsign", "tanh")
 
 
 # -- grouping dimensions ---------------------------------------------------------------------
@@ -133,6 +167,8 @@ def _trim(shape: Shape, rank: int, low: int) -> Shape:
     return shape
 
 
+@rank_rule(*BINARY, *COMPARISON, *LOGICAL_BINARY, *PREDICATES, *UNARY, *_SAME_AS_INPUT,
+           "where", "prelu")
 def _elementwise(op: Operation, low: int, high: float) -> Plan | str:
     shapes = [x.shape for x in op.inputs]
     result = _broadcast_plan(op.outputs[0].shape, shapes, low, high)
@@ -141,6 +177,7 @@ def _elementwise(op: Operation, low: int, high: float) -> Plan | str:
     return Plan(dict(enumerate(result[0])), dict(op.attrs))
 
 
+@rank_rule("expand")
 def _expand(op: Operation, low: int, high: float) -> Plan | str:
     result = _broadcast_plan(op.output.shape, [op.inputs[0].shape], low, high)
     if isinstance(result, str):
@@ -149,6 +186,7 @@ def _expand(op: Operation, low: int, high: float) -> Plan | str:
     return Plan({0: shape}, dict(op.attrs, newShape=list(out)))
 
 
+@rank_rule("matmul")
 def _matmul(op: Operation, low: int, high: float) -> Plan | str:
     a, b = op.inputs
     result = _broadcast_plan(op.output.shape, [a.shape[:-2] + (1, 1), b.shape[:-2] + (1, 1)],
@@ -183,6 +221,7 @@ def _reshape_for(shape: Shape, groups, pad: int, trailing: bool = False) -> Shap
     return tuple(shape) + (1,) * pad if trailing else (1,) * pad + tuple(shape)
 
 
+@rank_rule("softmax", "argMin", "argMax", "cumulativeSum", "concat", "split")
 def _one_axis(op: Operation, low: int, high: float) -> Plan | str:
     trailing = op.op_type == "batchNormalization"
     axis = op.attr("axis")
@@ -199,6 +238,7 @@ def _one_axis(op: Operation, low: int, high: float) -> Plan | str:
 
 
 # -- reductions --------------------------------------------------------------------------------
+@rank_rule(*REDUCE_OPS)
 def _reduce(op: Operation, low: int, high: float) -> Plan | str:
     shape = op.inputs[0].shape
     rank = len(shape)
@@ -225,6 +265,7 @@ def _reduce(op: Operation, low: int, high: float) -> Plan | str:
 
 
 # -- transpose ---------------------------------------------------------------------------------
+@rank_rule("transpose")
 def _transpose(op: Operation, low: int, high: float) -> Plan | str:
     shape = op.inputs[0].shape
     rank = len(shape)
@@ -281,6 +322,7 @@ def _per_dim(op: Operation, low: int, high: float, touched: list, rebuild
     return Plan({0: merged(shape, groups)}, rebuild(groups, 0))
 
 
+@rank_rule("slice")
 def _slice(op: Operation, low: int, high: float) -> Plan | str:
     shape = op.inputs[0].shape
     starts, sizes, strides = op.attr("starts"), op.attr("sizes"), op.attr("strides")
@@ -304,6 +346,7 @@ def _slice(op: Operation, low: int, high: float) -> Plan | str:
     return _per_dim(op, low, high, touched, rebuild)
 
 
+@rank_rule("pad")
 def _pad_op(op: Operation, low: int, high: float) -> Plan | str:
     begin, end = op.attr("beginningPadding"), op.attr("endingPadding")
     touched = [None if not (b or e) else "fixed" for b, e in zip(begin, end)]
@@ -319,6 +362,7 @@ def _pad_op(op: Operation, low: int, high: float) -> Plan | str:
     return _per_dim(op, low, high, touched, rebuild)
 
 
+@rank_rule("reverse")
 def _reverse(op: Operation, low: int, high: float) -> Plan | str:
     rank = op.inputs[0].rank
     axes = op.attr("axes")
@@ -334,33 +378,19 @@ def _reverse(op: Operation, low: int, high: float) -> Plan | str:
     return _per_dim(op, low, high, touched, rebuild)
 
 
-# -- the table ---------------------------------------------------------------------------------
-_SAME_AS_INPUT = ("cast", "clamp", "elu", "gelu", "hardSigmoid", "hardSwish", "leakyRelu",
-                  "linear", "relu", "sigmoid", "softplus", "softsign", "tanh")
+@rank_rule("tile")
+def _tile(op: Operation, low: int, high: float) -> Plan | str:
+    reps = op.attr("repetitions")
+    touched = [None if r == 1 else "fixed" for r in reps]
+
+    def rebuild(groups, pad):
+        if pad:
+            return dict(op.attrs, repetitions=[1] * pad + list(reps))
+        return dict(op.attrs, repetitions=[reps[g[0]] if len(g) == 1 else 1 for g in groups])
+
+    return _per_dim(op, low, high, touched, rebuild)
 
 
-def _all_slots(op: Operation) -> list[str]:
-    from .rank_limits import operand_slots
+rank_rule("batchNormalization", keys=_data_and_result)(_one_axis)
 
-    return sorted({key for key, _ in operand_slots(op)})
-
-
-def _data_and_result(op: Operation) -> list[str]:
-    return [op.opdef.operands[0], "output"]
-
-
-RULES: dict[str, Rule] = {}
-for _name in (*BINARY, *COMPARISON, *LOGICAL_BINARY, *PREDICATES, *UNARY, *_SAME_AS_INPUT,
-              "where", "prelu"):
-    RULES[_name] = Rule(_all_slots, _elementwise)
-RULES["expand"] = Rule(_all_slots, _expand)
-RULES["matmul"] = Rule(_all_slots, _matmul)
-for _name in ("softmax", "argMin", "argMax", "cumulativeSum", "concat"):
-    RULES[_name] = Rule(_all_slots, _one_axis)
-RULES["batchNormalization"] = Rule(_data_and_result, _one_axis)
-for _name in REDUCE_OPS:
-    RULES[_name] = Rule(_all_slots, _reduce)
-RULES["transpose"] = Rule(_all_slots, _transpose)
-RULES["slice"] = Rule(_all_slots, _slice)
-RULES["pad"] = Rule(_all_slots, _pad_op)
-RULES["reverse"] = Rule(_all_slots, _reverse)
+from . import rank_rules_indexing  # noqa: E402,F401  (registers the indexing and norm rules)

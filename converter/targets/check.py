@@ -12,6 +12,9 @@ The rules, in the order they are reported:
      graph constants;
   3. every tensor's byte length within `maxTensorByteLength`.
 
+Each violation's `fix` comes from the advice table (advice.py): it names the pass that fixes
+it only where that pass does, else it begins "no pass"; `advice` is the entry's key.
+
 An operand the target file lists no limits for (an older browser's dump has no rankRange, for
 instance) is not checked on that point: the file states no limit. Ops the target emulates are
 not violations; `Target.emulates(op)` says how they run.
@@ -23,16 +26,11 @@ from dataclasses import dataclass
 from .. import dtypes
 from ..ir import Graph, Operand, Operation
 from . import Target, builtin_targets, load_target
+from .advice import Situation, advise
 
 __all__ = ["Violation", "KINDS", "check", "check_all"]
 
 KINDS = ("unsupported-op", "data-type", "rank", "tensor-size", "not-constant")
-
-# Families whose ops compute element by element: reshaping them to fewer dimensions (leading
-# dimensions collapsed) keeps every value.
-_ELEMENTWISE_FAMILIES = frozenset({"elementwise", "activation"})
-_NO_SHAPE_CHANGE = ("a graph's inputs and outputs are its interface: no pass changes their "
-                    "shape; reshape them in the source model")
 
 
 @dataclass(frozen=True)
@@ -43,6 +41,7 @@ class Violation:
     operand: the op's operand name in the spec (`input`, `filter`, `output`...), or `input`,
     `constant`, `output` for the graph's own. tensor: the graph operand's name. found: what
     the graph has. rule: what the target allows. fix: the pass or option that would fix it.
+    advice: the key of the advice table's entry `fix` comes from.
     """
 
     target: str
@@ -54,6 +53,7 @@ class Violation:
     node: str | None = None
     operand: str | None = None
     tensor: str | None = None
+    advice: str | None = None
 
     def where(self) -> str:
         if self.op is None:
@@ -74,7 +74,7 @@ class Violation:
     def to_json(self) -> dict:
         return {"target": self.target, "kind": self.kind, "op": self.op, "node": self.node,
                 "operand": self.operand, "tensor": self.tensor, "found": self.found,
-                "rule": self.rule, "fix": self.fix}
+                "rule": self.rule, "fix": self.fix, "advice": self.advice}
 
 
 def check(graph: Graph, target: Target | str) -> list[Violation]:
@@ -85,19 +85,19 @@ def check(graph: Graph, target: Target | str) -> list[Violation]:
                         ("output", graph.outputs)):
         limits = target.io_limits(kind)
         for name, operand in table.items():
-            found += _tensor(target, limits, operand.desc, fix_rank=_NO_SHAPE_CHANGE
-                             if kind != "constant" else None, operand=kind, tensor=name)
+            found += _tensor(target, limits, operand, graph_kind=kind, operand=kind,
+                             tensor=name)
     for op in graph.operations:
         found += _operation(target, op)
     if target.max_tensor_bytes is not None:
         for operand in graph.operands():
             size = dtypes.byte_length(operand.data_type, operand.shape)
             if size > target.max_tensor_bytes:
+                entry, fix = advise(Situation(target, "tensor-size", operand=operand))
                 found.append(_at(operand, Violation(
                     target.name, "tensor-size", f"{size} bytes",
                     f"{target.name} takes at most {target.max_tensor_bytes} bytes a tensor",
-                    "no pass splits a tensor: give smaller dimensions (--dim, --input-shape) "
-                    "or split the model")))
+                    fix, advice=entry.key)))
     return found
 
 
@@ -131,27 +131,22 @@ def _result_name(op: Operation, index: int) -> str:
 
 def _operation(target: Target, op: Operation) -> list[Violation]:
     if not target.supports(op.op_type):
-        from ..passes.decompositions import decomposable_ops
-
-        fix = (f"`convert --target {target.name}` decomposes {op.op_type} into ops it has "
-               f"(the 'decompose' pass)"
-               if op.op_type in decomposable_ops() else
-               f"no decomposition of {op.op_type} exists; the model cannot run on {target.name}")
+        entry, fix = advise(Situation(target, "unsupported-op", op))
         return [Violation(target.name, "unsupported-op", f"{op.op_type} is not supported",
-                          f"{target.name} has no {op.op_type} op", fix,
-                          op=op.op_type, node=op.name)]
+                          f"{target.name} has no {op.op_type} op", fix, op=op.op_type,
+                          node=op.name, advice=entry.key)]
     opdef = op.opdef
     names = [opdef.operands[0]] * len(op.inputs) if opdef.variadic else list(opdef.slots)
     found: list[Violation] = []
     where = {"op": op.op_type, "node": op.name}
     for name, operand in zip(names, op.inputs):
         if operand is not None:
-            found += _tensor(target, target.operand_limits(op.op_type, name), operand.desc,
-                             operand=name, tensor=operand.name, **where)
+            found += _tensor(target, target.operand_limits(op.op_type, name), operand,
+                             op_=op, operand=name, tensor=operand.name, **where)
     for i, result in enumerate(op.outputs):
         name = _result_name(op, i)
-        found += _tensor(target, target.operand_limits(op.op_type, name), result.desc,
-                         operand=name, tensor=result.name, **where)
+        found += _tensor(target, target.operand_limits(op.op_type, name), result,
+                         op_=op, operand=name, tensor=result.name, **where)
     for name in target.must_be_constant(op.op_type):
         operand = op.input(name)
         if operand is not None and not operand.is_constant:
@@ -159,74 +154,40 @@ def _operation(target: Target, op: Operation) -> list[Violation]:
     return found
 
 
-def _tensor(target: Target, limits: dict | None, desc, *, fix_rank: str | None = None,
-            **where) -> list[Violation]:
+def _tensor(target: Target, limits: dict | None, value: Operand, *, op_: Operation | None = None,
+            graph_kind: str | None = None, **where) -> list[Violation]:
     """Data type and rank of one tensor against one `{dataTypes, rankRange}` entry."""
     if limits is None:
         return []
     found = []
+    desc = value.desc
     allowed = limits["dataTypes"]
     if desc.data_type not in allowed:
+        entry, fix = advise(Situation(target, "data-type", op_, value, graph_kind,
+                                      desc.data_type, tuple(allowed)))
         found.append(Violation(
             target.name, "data-type", f"data type {desc.data_type}",
-            f"{target.name} takes {', '.join(allowed) or 'no data type'}",
-            _type_fix(desc.data_type, allowed), **where))
+            f"{target.name} takes {', '.join(allowed) or 'no data type'}", fix,
+            advice=entry.key, **where))
     ranks = limits.get("rankRange")
     if ranks is not None and not ranks["min"] <= len(desc.shape) <= ranks["max"]:
         lo, hi = ranks["min"], ranks["max"]
         span = f"rank {lo}" if lo == hi else f"ranks {lo} to {hi}"
+        entry, fix = advise(Situation(target, "rank", op_, value, graph_kind))
         found.append(Violation(
             target.name, "rank", f"rank {len(desc.shape)}", f"{target.name} takes {span}",
-            fix_rank or _rank_fix(where.get("op"), len(desc.shape), lo, hi), **where))
+            fix, advice=entry.key, **where))
     return found
-
-
-def _type_fix(data_type: str, allowed: list[str]) -> str:
-    if data_type == "int64" and "int32" in allowed:
-        return "the 'data_types' pass narrows int64 to int32 (constants checked for overflow)"
-    return (f"no pass converts {data_type} here: the source model must compute in one of "
-            f"{', '.join(allowed) or 'the target types'}")
-
-
-def _rank_fix(op: str | None, rank: int, lo: int, hi: int) -> str:
-    from ..ops.registry import get_op
-
-    if op is None:  # a graph constant
-        return "the 'rank' pass, where the ops that read the constant can run at another rank"
-    if rank == 0 and lo >= 1:
-        return "the 'rank' pass reshapes the scalar to [1]"
-    if op == "batchNormalization" and rank > hi:
-        return "the 'rank' pass merges the trailing spatial dimensions of batchNormalization"
-    if rank > hi and get_op(op).family in _ELEMENTWISE_FAMILIES:
-        return f"the 'rank' pass collapses {op}'s leading dimensions"
-    return f"no pass changes {op}'s rank: the target cannot run it at rank {rank}"
 
 
 def _not_constant(target: Target, op: Operation, name: str, operand: Operand) -> Violation:
     if operand.is_input:
-        found, fix = "a graph input", None
+        found = "a graph input"
     else:
         producer = operand.producer
         found = f"computed by {producer.op_type} '{producer.name}'"
-        fix = (None if _reads_graph_inputs(operand) else
-               "the 'fold_constants' pass computes it at conversion time")
+    entry, fix = advise(Situation(target, "not-constant", op, operand))
     return Violation(
         target.name, "not-constant", found, f"{target.name} needs {op.op_type} {name} to be a "
-        f"graph constant", fix or f"the 'constant_operands' pass decomposes {op.op_type} into "
-                                  f"ops that need no constant operands, where it can",
-        op=op.op_type, node=op.name, operand=name, tensor=operand.name)
-
-
-def _reads_graph_inputs(operand: Operand) -> bool:
-    """Whether any graph input flows into `operand` (if none does, folding makes it constant)."""
-    stack, seen = [operand], {id(operand)}
-    while stack:
-        current = stack.pop()
-        if current.is_input:
-            return True
-        if current.producer is not None:
-            for source in current.producer.inputs:
-                if source is not None and id(source) not in seen:
-                    seen.add(id(source))
-                    stack.append(source)
-    return False
+        f"graph constant", fix, op=op.op_type, node=op.name, operand=name, tensor=operand.name,
+        advice=entry.key)

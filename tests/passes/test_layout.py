@@ -498,3 +498,24 @@ def test_a_conv1d_between_reshapes_keeps_its_transposes_at_the_boundary():
     assert only_shapes(graph, "reshape") == [[2, 1, 10, 4], [2, 10, 6], [2, 1, 10, 6],
                                              [2, 10, 2]]
     assert result.counts["transposes_after_inside"] == 0
+
+
+def test_a_transpose_above_packed_int4_weights_stays_where_it_is():
+    # A MatMulNBits-style decoder layer: int4 weights dequantized, then transposed. Pushing the
+    # transpose up meets a constant that cannot be re-laid out (its producer is None).
+    def build():
+        b = GraphBuilder("int4")
+        x = b.input("x", "float32", [2, 8])
+        w = b.constant("int4", [4, 8], np.arange(32, dtype=np.int8).reshape(4, 8) % 8 - 4)
+        scale = b.constant(np.full((4, 1), 0.5, np.float32))
+        zero = b.constant("int4", [4, 1], np.zeros((4, 1), np.int8))
+        weights = b.dequantizeLinear(w, scale, zero)
+        return b.build({"y": b.matmul(x, b.transpose(weights, permutation=[1, 0]))})
+
+    for layout in ("nchw", "nhwc"):
+        after, result = check_numbers(build, layout)
+        assert types(after) == ["dequantizeLinear", "transpose", "matmul"]
+        assert result.counts["transposes_after"] == 1
+    feeds = feeds_for(build())
+    w = (np.arange(32).reshape(4, 8) % 8 - 4).astype(np.float32) * 0.5
+    np.testing.assert_allclose(converter.run(after, feeds)["y"], feeds["x"] @ w.T, rtol=1e-6)

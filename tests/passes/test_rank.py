@@ -260,11 +260,12 @@ def test_slice_and_concat_merge_the_dimensions_they_leave_alone():
 
 
 def test_ops_without_a_rank_rule_are_noted():
-    t = target("gather2", {"gather": (1, 2)})
-    b = GraphBuilder("gather")
+    # gatherND's index coordinates name input's leading dimensions: none may merge.
+    t = target("gathernd2", {"gatherND": (1, 2)})
+    b = GraphBuilder("gather_nd")
     x = b.input("x", "float32", [2, 3, 4])
-    idx = b.constant(np.array([1, 0], np.int32))
-    g = b.build({"y": b.gather(x, idx, axis=1)})
+    idx = b.constant(np.array([[1, 0]], np.int32))
+    g = b.build({"y": b.gatherND(x, idx)})
 
     result = rank_pass(g, t)
 

@@ -96,12 +96,14 @@ def test_ranks_beyond_the_target_and_their_fixes():
         ("batchNormalization", "input", "rank 6", "coreml takes ranks 3 to 5"),
         ("batchNormalization", "output", "rank 6", "coreml takes ranks 3 to 5"),
     ]
-    assert rank[0].fix.startswith("a graph's inputs and outputs are its interface")
+    assert rank[0].fix.startswith("no pass changes a graph input's or output's shape")
     assert rank[1].fix == rank[0].fix
-    assert rank[2].fix == "the 'rank' pass collapses relu's leading dimensions"
-    assert rank[4].fix == "no pass changes reshape's rank: the target cannot run it at rank 6"
-    assert rank[6].fix == ("the 'rank' pass merges the trailing spatial dimensions of "
-                           "batchNormalization")
+    assert rank[2].fix == "the 'rank' pass runs relu at rank 5 between reshapes"
+    # relu and batchNormalization are rewritten around it: the reshape merges with theirs.
+    assert rank[4].fix.startswith("the 'rank' pass rewrites the ops on its out-of-range side")
+    assert rank[6].fix == "the 'rank' pass runs batchNormalization at rank 5 between reshapes"
+    assert [v.advice for v in rank] == ["interface-rank"] * 2 + ["op-rank"] * 2 + \
+        ["reshape-merges"] * 2 + ["op-rank"] * 2
     assert check(g, "directml") == []  # DirectML goes to rank 8
 
 
@@ -114,7 +116,7 @@ def test_a_scalar_where_the_target_takes_none(tmp_path):
     (v,) = check(g, target)
     assert (v.kind, v.op, v.operand, v.found, v.rule) == ("rank", "relu", "input", "rank 0",
                                                           "custom takes ranks 1 to 5")
-    assert v.fix == "the 'rank' pass reshapes the scalar to [1]"
+    assert v.fix == "the 'rank' pass runs relu at rank 1 between reshapes"
 
 
 def test_tensors_over_the_byte_limit():
@@ -146,7 +148,8 @@ def test_constant_operands_computed_from_inputs_need_the_constant_operands_pass(
                                                            "bn", "mean", "mean")
     assert v.found == "computed by reduceMean 'mean'"
     assert v.rule == "coreml needs batchNormalization mean to be a graph constant"
-    assert v.fix.startswith("the 'constant_operands' pass decomposes batchNormalization")
+    assert v.fix == ("the 'constant_operands' pass rewrites batchNormalization: it decomposes "
+                     "it into ops that need no constant operands")
     assert check(g, "chromium-litert") == []
 
 
@@ -157,7 +160,7 @@ def test_constant_operands_computed_from_constants_need_folding_only():
     g = b.build({"y": _batch_norm(b, x, mean)})
     (v,) = check(g, "coreml")
     assert v.kind == "not-constant" and v.found == "computed by add 'mean'"
-    assert v.fix == "the 'fold_constants' pass computes it at conversion time"
+    assert v.fix.startswith("it depends on constants only: the 'fold_constants' pass computes")
 
 
 def test_recurrent_weights_given_as_graph_inputs():

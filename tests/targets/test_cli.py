@@ -115,7 +115,7 @@ def test_check_against_a_target_that_cannot_take_the_model_lists_every_reason():
                              "operand": "input", "tensor": "sr", "found": "data type int64",
                              "rule": "coreml takes float32, float16, int32",
                              "fix": "the 'data_types' pass narrows int64 to int32 (constants "
-                                    "checked for overflow)"}
+                                    "checked for overflow)", "advice": "int64-to-int32"}
 
 
 def test_check_against_a_target_file(tmp_path):

@@ -1,0 +1,256 @@
+"""What `check` says would fix a violation: a table of advice, each naming the pass that fixes
+it and the condition under which that pass does.
+
+    @advice("rank", "op-rank", fixed_by=("rank",), when="the op's rank rule plans it into range")
+    def _op_rank(s: Situation) -> str | None:
+        ...   # the sentence when the condition holds, else None
+
+For a violation, the entries of its kind are tried in table order and the first one whose
+condition holds gives the sentence; each kind ends with an entry no pass backs, whose sentence
+begins "no pass". So `check` never names a pass for a case that pass leaves alone: the rank
+advice asks the rank pass's own planner (`passes.rank.plan_rank`), the constant advice the
+constant_operands pass's own tables. tests/targets/test_advice.py builds a graph for every
+entry and runs the target pipeline to prove the named pass fixes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from ..ir import Operand, Operation
+
+if TYPE_CHECKING:
+    from . import Target
+
+__all__ = ["Situation", "Advice", "ADVICE", "advice", "advise"]
+
+
+@dataclass(frozen=True)
+class Situation:
+    """One violation as the advice sees it. `op` is None for a graph input, constant or
+    output (then `graph_kind` says which); `operand` is the tensor at fault, if any."""
+
+    target: "Target"
+    kind: str
+    op: Operation | None = None
+    operand: Operand | None = None
+    graph_kind: str | None = None
+    data_type: str | None = None
+    allowed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Advice:
+    kind: str
+    key: str
+    fixed_by: tuple[str, ...]  # the passes that fix it (one is enough); (): no pass does
+    when: str  # the condition, in words
+    sentence: Callable[[Situation], "str | None"]
+
+
+ADVICE: list[Advice] = []
+
+
+def advice(kind: str, key: str, *, fixed_by: tuple[str, ...], when: str):
+    """Register the decorated function as one piece of advice (tried in registration order)."""
+
+    def register(fn):
+        if any(a.key == key for a in ADVICE):
+            raise ValueError(f"advice {key} registered twice")
+        ADVICE.append(Advice(kind, key, fixed_by, when, fn))
+        return fn
+
+    return register
+
+
+def advise(s: Situation) -> tuple[Advice, str]:
+    """The first advice of the violation's kind whose condition holds, and its sentence."""
+    for entry in ADVICE:
+        if entry.kind == s.kind:
+            sentence = entry.sentence(s)
+            if sentence is not None:
+                return entry, sentence
+    raise AssertionError(f"no advice for a {s.kind} violation: the table must end each kind "
+                         f"with an entry that always applies")
+
+
+# -- unsupported ops ---------------------------------------------------------------------------
+@advice("unsupported-op", "decompose", fixed_by=("decompose",),
+        when="the decomposition table has a rule for the op")
+def _decompose(s: Situation) -> str | None:
+    from ..passes.decompositions import decomposable_ops
+
+    if s.op.op_type not in decomposable_ops():
+        return None
+    return (f"`convert --target {s.target.name}` decomposes {s.op.op_type} into ops it has "
+            f"(the 'decompose' pass)")
+
+
+@advice("unsupported-op", "no-decomposition", fixed_by=(), when="otherwise")
+def _no_decomposition(s: Situation) -> str:
+    return (f"no pass rewrites {s.op.op_type}: no decomposition of it exists; the model cannot "
+            f"run on {s.target.name}")
+
+
+# -- data types --------------------------------------------------------------------------------
+@advice("data-type", "int64-to-int32", fixed_by=("data_types",),
+        when="the tensor is int64 and the target takes int32 there")
+def _int64(s: Situation) -> str | None:
+    if s.data_type != "int64" or "int32" not in s.allowed:
+        return None
+    return "the 'data_types' pass narrows int64 to int32 (constants checked for overflow)"
+
+
+@advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
+def _no_type_change(s: Situation) -> str:
+    return (f"no pass converts {s.data_type} here: the source model must compute in one of "
+            f"{', '.join(s.allowed) or 'the target types'}")
+
+
+# -- ranks -------------------------------------------------------------------------------------
+@advice("rank", "interface-rank", fixed_by=(), when="a graph input or output")
+def _interface(s: Situation) -> str | None:
+    if s.op is not None or s.graph_kind == "constant":
+        return None
+    return ("no pass changes a graph input's or output's shape: they are the graph's "
+            "interface; reshape them in the source model")
+
+
+def _readers_plans(s: Situation) -> list | None:
+    """The rank pass's plans for every op that reads a graph constant, as (op, plan); None when
+    one of them keeps its rank (the constant then keeps its own)."""
+    from ..passes.rank import plan_rank
+
+    found = []
+    for op in {id(u.op): u.op for u in s.operand.uses()}.values():
+        plan = plan_rank(s.target, op)
+        if plan is None or isinstance(plan, str):
+            return None
+        found.append((op, plan))
+    return found or None
+
+
+@advice("rank", "constant-rank", fixed_by=("rank",),
+        when="a graph constant whose every reader the rank pass rewrites, giving the constant "
+             "an accepted rank")
+def _constant(s: Situation) -> str | None:
+    if s.graph_kind != "constant":
+        return None
+    found = _readers_plans(s)
+    if found is None:
+        return None
+    limits = (s.target.io_limits("constant") or {}).get("rankRange") or {}
+    ranks = set()
+    for op, plan in found:
+        for slot, x in enumerate(op.inputs):
+            if x is s.operand:
+                if slot not in plan.shapes:
+                    return None
+                ranks.add(len(plan.shapes[slot]))
+    if not all(limits.get("min", 0) <= r <= limits.get("max", r) for r in ranks):
+        return None
+    # One reader: the constant is stored at the new shape; several: reshaped, then folded.
+    return (f"the 'rank' pass gives the constant rank {', '.join(map(str, sorted(ranks)))} "
+            f"when it rewrites the ops that read it")
+
+
+@advice("rank", "constant-rank-stays", fixed_by=(), when="any other graph constant")
+def _constant_stays(s: Situation) -> str | None:
+    if s.graph_kind != "constant":
+        return None
+    return ("no pass rewrites this: the ops that read the constant keep their rank, so the "
+            "constant keeps its own; reshape it in the source model")
+
+
+@advice("rank", "op-rank", fixed_by=("rank",), when="the op's rank rule plans it into range")
+def _op_rank(s: Situation) -> str | None:
+    from ..passes.rank import plan_rank
+
+    plan = plan_rank(s.target, s.op)
+    if plan is None or isinstance(plan, str):
+        return None
+    ranks = sorted({len(shape) for shape in plan.shapes.values()})
+    return (f"the 'rank' pass runs {s.op.op_type} at rank "
+            f"{', '.join(map(str, ranks))} between reshapes")
+
+
+@advice("rank", "reshape-merges", fixed_by=("rank",),
+        when="a reshape whose out-of-range side only meets ops the rank pass rewrites: the "
+             "reshapes it adds around them merge with this one")
+def _reshape_merges(s: Situation) -> str | None:
+    from ..passes.rank import plan_rank
+
+    op = s.op
+    if op.op_type != "reshape":
+        return None
+    def rewritten(other: Operation | None) -> bool:
+        return other is not None and not isinstance(plan_rank(s.target, other),
+                                                    (str, type(None)))
+
+    def side_ok(key: str, value: Operand, others: list) -> bool:
+        """In range, or every op across that side is rewritten (its reshapes merge in)."""
+        window = (s.target.operand_limits("reshape", key) or {}).get("rankRange") or {}
+        if window.get("min", 0) <= value.rank <= window.get("max", value.rank):
+            return True
+        return bool(others) and not value.is_graph_output() and not value.is_input \
+            and all(rewritten(o) for o in others)
+
+    out, x = op.output, op.inputs[0]
+    readers = list({id(u.op): u.op for u in out.uses()}.values())
+    only_reader = all(u.op is op for u in x.uses())
+    if not (side_ok("output", out, readers)
+            and side_ok("input", x, [x.producer] if only_reader else [])):
+        return None
+    return ("the 'rank' pass rewrites the ops on its out-of-range side between reshapes, and "
+            "this reshape merges with theirs")
+
+
+@advice("rank", "op-rank-stays", fixed_by=(), when="otherwise")
+def _op_rank_stays(s: Situation) -> str:
+    from ..passes.rank import plan_rank
+
+    why = plan_rank(s.target, s.op)
+    why = why if isinstance(why, str) else f"{s.op.op_type}'s operands are outside the range"
+    return f"no pass rewrites {s.op.op_type} at another rank: {why}"
+
+
+# -- constant operands -------------------------------------------------------------------------
+@advice("not-constant", "fold", fixed_by=("fold_constants", "constant_operands"),
+        when="the operand depends on constants only")
+def _fold(s: Situation) -> str | None:
+    from ..passes.constant_operands import constant_rooted
+
+    if s.operand.is_input or not constant_rooted(s.operand):
+        return None
+    return ("it depends on constants only: the 'fold_constants' pass computes it at conversion "
+            "time (the 'constant_operands' pass does where folding would grow the weights)")
+
+
+@advice("not-constant", "rewrite", fixed_by=("constant_operands",),
+        when="the op has a detaching rule for the operand or a decomposition")
+def _rewrite(s: Situation) -> str | None:
+    from ..passes.decompositions import decomposable_ops, get_detaching
+
+    detach = get_detaching(s.op.op_type)
+    names = [n for n in s.target.must_be_constant(s.op.op_type)
+             if s.op.input(n) is not None and not s.op.input(n).is_constant]
+    if detach is not None and set(names) <= set(detach.operands):
+        how = "detaches the operand"
+    elif s.op.op_type in decomposable_ops():
+        how = "decomposes it into ops that need no constant operands"
+    else:
+        return None
+    return f"the 'constant_operands' pass rewrites {s.op.op_type}: it {how}"
+
+
+@advice("not-constant", "stays-computed", fixed_by=(), when="otherwise")
+def _stays_computed(s: Situation) -> str:
+    return (f"no pass rewrites {s.op.op_type} so that it takes a computed operand; give it a "
+            f"constant in the source model")
+
+
+# -- tensor size -------------------------------------------------------------------------------
+@advice("tensor-size", "too-big", fixed_by=(), when="always")
+def _too_big(s: Situation) -> str:
+    return ("no pass splits a tensor: give smaller dimensions (--dim, --input-shape) or split "
+            "the model")

@@ -1,0 +1,124 @@
+"""Layout through order-free regions: a transpose passes a reshape chain whose ops normalise or
+reduce over a whole sample (one-group GroupNorm, LayerNorm over every non-batch axis), and CNNs
+made only of ops with an NHWC form have no interior transposes at an NHWC target."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import converter
+from converter.builder import GraphBuilder
+from converter.importers.onnx import import_model
+from converter.passes.layout import count_transposes
+from converter.targets.check import check
+from converter.targets.pipeline import convert_for_target
+
+from . import cnn_blocks
+from .layout_helpers import check_numbers, conv, seeded, types
+
+
+def _group_norm_block(kind: str):
+    """conv (nchw) -> one-group GroupNorm -> per-channel affine -> avg pool -> sub."""
+    def build():
+        b = GraphBuilder(f"gn_{kind}")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        if kind == "instance":  # ONNX InstanceNormalization over [N, 1, C*H*W], imported
+            flat = b.reshape(y, [1, 1, 120, 1])
+            normed = b.instanceNormalization(flat, scale=b.constant(np.ones(1, np.float32)),
+                                             bias=b.constant(np.zeros(1, np.float32)))
+        elif kind == "layer":  # ONNX GroupNormalization(num_groups=1), imported
+            normed = b.layerNormalization(b.reshape(y, [1, 1, 120]), axes=[2])
+        else:  # written out: mean and variance over the whole sample
+            flat = b.reshape(y, [1, 120])
+            centered = b.sub(flat, b.reduceMean(flat, axes=[1], keepDimensions=True))
+            var = b.reduceMean(b.mul(centered, centered), axes=[1], keepDimensions=True)
+            normed = b.div(centered, b.sqrt(b.add(var, b.constant("float32", 1e-5))))
+        back = b.reshape(normed, [1, 4, 6, 5])
+        affine = b.add(b.mul(back, b.constant(seeded((4, 1, 1), 1))),
+                       b.constant(seeded((4, 1, 1), 2)))
+        pooled = b.averagePool2d(affine, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                 strides=[1, 1])
+        return b.build({"y": b.sub(pooled, affine)})
+    return build
+
+
+@pytest.mark.parametrize("kind", ["instance", "layer", "written"])
+def test_a_one_group_group_norm_lets_the_transposes_through(kind):
+    build = _group_norm_block(kind)
+    before = build()
+    assert count_transposes(before)["total"] == 0
+
+    after, result = check_numbers(build, "nhwc")
+
+    # Only the graph boundary: into the conv, out of the final sub.
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["transposes_after"] == 2
+    assert result.counts["order_free_regions_passed"] >= 1
+    # The normalization now reads the conv's nhwc result directly.
+    first = next(op for op in after.operations if op.op_type == "reshape")
+    assert first.inputs[0].producer.op_type == "conv2d"
+
+
+def test_per_position_operands_stop_the_region():
+    # A scale shaped like the whole sample is not order-free: the transposes stay around it.
+    def build():
+        b = GraphBuilder("per_position")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [1, 120])
+        scaled = b.mul(flat, b.constant(seeded((1, 120), 3)))
+        back = b.reshape(scaled, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+    assert types(after).count("transpose") == 4
+
+
+def test_a_reduction_over_part_of_the_sample_stops_the_region():
+    def build():
+        b = GraphBuilder("partial")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        grouped = b.reshape(y, [1, 2, 60])  # two groups: the order between them matters
+        centered = b.sub(grouped, b.reduceMean(grouped, axes=[2], keepDimensions=True))
+        back = b.reshape(centered, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    _, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+
+
+# -- whole networks, imported from ONNX ------------------------------------------------------
+NETWORKS = {
+    "poolformer (GroupNorm as InstanceNormalization)": lambda: cnn_blocks.poolformer("instance"),
+    "poolformer (GroupNormalization)": lambda: cnn_blocks.poolformer("group"),
+    "convnext": cnn_blocks.convnext,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_cnn_blocks_have_no_interior_transposes_at_an_nhwc_target(name):
+    model = NETWORKS[name]()
+    graph = import_model(model)
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    reference = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+    report = convert_for_target(graph, "chromium-litert")
+
+    counts = count_transposes(graph)
+    assert counts["inside"] == 0, str(graph)
+    assert counts["boundary"] == 1  # the nchw input into the first conv
+    assert report.passed and check(graph, "chromium-litert") == []
+    got = converter.run(graph, feeds)
+    [key] = want
+    np.testing.assert_allclose(got[key], want[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[key], reference, rtol=1e-4, atol=1e-5)

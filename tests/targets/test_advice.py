@@ -1,0 +1,180 @@
+"""Every piece of advice `check` can print, proved: a graph that gets it, and the target
+pipeline run on that graph. Advice naming a pass must see that pass change the graph and the
+violation gone; advice naming none must begin "no pass" and see the violation stay."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from converter.builder import GraphBuilder
+from converter.errors import UnsupportedError
+from converter.targets import Target, load_target
+from converter.targets.advice import ADVICE
+from converter.targets.check import check
+from converter.targets.pipeline import convert_for_target
+
+
+def _spec(edit=None, **extra) -> Target:
+    spec = load_target("spec")
+    limits = copy.deepcopy(spec.limits)
+    if edit:
+        edit(limits)
+    return Target(name="custom", limits=limits, **extra)
+
+
+def _ones(b, *shape):
+    return b.constant(np.ones(shape, np.float32))
+
+
+def _decompose():
+    b = GraphBuilder("g")
+    g = b.build({"y": b.gelu(b.input("x", "float32", [2, 3]), name="act")})
+    return g, _spec(lambda d: d.pop("gelu")), "act"
+
+
+def _no_decomposition():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3, 4])
+    g = b.build({"y": b.gatherND(x, b.constant(np.array([[1, 0]], np.int32)), name="g_nd")})
+    return g, _spec(lambda d: d.pop("gatherND")), "g_nd"
+
+
+def _int64():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [4, 5])
+    g = b.build({"y": b.gather(x, b.constant(np.array([3, 0], np.int64)), axis=0, name="gat")})
+    return g, load_target("coreml"), "gat"
+
+
+def _no_type_change():
+    b = GraphBuilder("g")
+    a = b.input("a", "float32", [2])
+    g = b.build({"y": b.cast(b.cast(a, "uint64", name="wide"), "float32", name="back")})
+    return g, load_target("coreml"), "wide"
+
+
+def _interface_rank():
+    b = GraphBuilder("g")
+    g = b.build({"y": b.relu(b.input("x6", "float32", [1, 2, 3, 2, 2, 2]), name="act")})
+    return g, load_target("coreml"), None
+
+
+def _constant_rank():
+    # A rank-6 constant broadcast against a rank-5 input, summed back to rank 5: add and
+    # reduceSum run at rank 5, and the constant is stored at rank 5.
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3, 4, 5, 6])
+    c = b.constant(np.arange(2, dtype=np.float32).reshape(2, 1, 1, 1, 1, 1), name="c6")
+    g = b.build({"y": b.reduceSum(b.add(x, c, name="sum"), axes=[0], name="total")})
+    return g, load_target("coreml"), None
+
+
+def _constant_rank_stays():
+    b = GraphBuilder("g")
+    c = b.constant(np.arange(64, dtype=np.float32).reshape(2, 2, 2, 2, 2, 2), name="c6")
+    idx = b.input("i", "int32", [1, 2])
+    g = b.build({"y": b.gatherND(c, idx, name="pick")})
+    return g, load_target("coreml"), None
+
+
+def _op_rank():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3, 4, 5, 6])
+    g = b.build({"y": b.reduceMax(b.reshape(x, [2, 3, 4, 5, 3, 2], name="split6"), axes=[5],
+                                  name="peak")})
+    return g, load_target("coreml"), "peak"
+
+
+def _reshape_merges():
+    graph, target, _ = _op_rank()
+    return graph, target, "split6"
+
+
+def _op_rank_stays():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3, 4, 5, 6])
+    six = b.reshape(x, [1, 2, 3, 4, 5, 6], name="to6")
+    g = b.build({"y": b.gatherND(six, b.input("i", "int32", [1, 2]), name="pick")})
+    return g, load_target("coreml"), "pick"
+
+
+def _batch_norm(b, x, mean, name="bn"):
+    return b.batchNormalization(x, mean, _ones(b, 3), scale=_ones(b, 3), bias=_ones(b, 3),
+                                name=name)
+
+
+def _fold():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [1, 3, 4, 4])
+    mean = b.add(_ones(b, 3), _ones(b, 3), name="mean")
+    return b.build({"y": _batch_norm(b, x, mean)}), load_target("coreml"), "bn"
+
+
+def _rewrite():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [1, 3, 4, 4])
+    mean = b.reduceMean(x, axes=[0, 2, 3], name="mean")
+    return b.build({"y": _batch_norm(b, x, mean)}), load_target("coreml"), "bn"
+
+
+def _stays_computed():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [1, 3, 4, 4])
+    w = b.input("w", "float32", [2, 3, 1, 1])
+    g = b.build({"y": b.conv2d(x, w, name="conv")})
+    return g, _spec(constant_operands={"conv2d": ["filter"]}), "conv"
+
+
+def _too_big():
+    b = GraphBuilder("g")
+    g = b.build({"y": b.relu(b.input("x", "float32", [2**29]), name="act")})
+    return g, load_target("coreml"), None
+
+
+CASES = {
+    "decompose": _decompose,
+    "no-decomposition": _no_decomposition,
+    "int64-to-int32": _int64,
+    "no-type-change": _no_type_change,
+    "interface-rank": _interface_rank,
+    "constant-rank": _constant_rank,
+    "constant-rank-stays": _constant_rank_stays,
+    "op-rank": _op_rank,
+    "reshape-merges": _reshape_merges,
+    "op-rank-stays": _op_rank_stays,
+    "fold": _fold,
+    "rewrite": _rewrite,
+    "stays-computed": _stays_computed,
+    "too-big": _too_big,
+}
+
+
+def test_every_piece_of_advice_has_a_case():
+    assert sorted(CASES) == sorted(a.key for a in ADVICE)
+
+
+def _matching(violations, key, node):
+    return [v for v in violations if v.advice == key and (node is None or v.node == node)]
+
+
+@pytest.mark.parametrize("entry", ADVICE, ids=lambda a: a.key)
+def test_advice_is_what_the_named_pass_does(entry):
+    graph, target, node = CASES[entry.key]()
+    found = _matching(check(graph, target), entry.key, node)
+    assert found, f"the case does not trigger '{entry.key}'"
+    assert {v.kind for v in found} == {entry.kind}
+
+    if entry.fixed_by:
+        assert all(any(f"'{name}' pass" in v.fix for name in entry.fixed_by) for v in found)
+        report = convert_for_target(graph, target)  # raises if anything is left
+        assert report.passed
+        changed = {name for name, result in report.passes if result.changed}
+        assert changed & set(entry.fixed_by), (entry.key, changed)
+    else:
+        assert all(v.fix.startswith("no pass") for v in found), [v.fix for v in found]
+        with pytest.raises(UnsupportedError) as caught:
+            convert_for_target(graph, target)
+        left = _matching(caught.value.violations, entry.key, node)
+        assert [(v.kind, v.tensor) for v in left] == [(v.kind, v.tensor) for v in found]
