@@ -265,16 +265,17 @@ def _quantize(op, dt):
 def _dequantize(op, dt):
     r = rng(op, dt)
     b = GraphBuilder(f"{op}_{dt}")
-    lo, hi = (-8, 7) if dt == "int4" else (0, 20)
+    four_bit = dt in ("int4", "uint4")
+    lo, hi = {"int4": (-8, 7), "uint4": (0, 15)}.get(dt, (0, 20))
     data = values(r, dt, (2, 4), lo, hi)
-    if dt == "int4":  # 4-bit data comes packed in constants, as MatMulNBits weights do
-        x = b.constant("int4", [2, 4], data)
+    if four_bit:  # 4-bit data comes packed in constants, as MatMulNBits weights do
+        x = b.constant(dt, [2, 4], data)
         feeds = {}
     else:
         x = b.input("x", dt, [2, 4])
         feeds = {"x": data}
     scale = b.constant(np.array([[0.5, 0.25, 1.0, 2.0]], np.float32))
-    zero = b.constant("int4", [1, 4], [0, 3, -2, 1]) if dt == "int4" else \
+    zero = b.constant(dt, [1, 4], [0, 3, -2 if dt == "int4" else 2, 1]) if four_bit else \
         b.constant(np.array([[0, 3, 2, 1]], dt))
     y = b.dequantizeLinear(x, scale, zero)
     # (x - zeroPoint) * scale: exact for these small integers and power-of-two scales.
