@@ -255,7 +255,10 @@ def _quantize(op, dt):
     b = GraphBuilder(f"{op}_{dt}")
     x = b.input("x", "float32", [2, 4])
     scale = b.constant(np.array([[0.5, 0.25, 1.0, 2.0]], np.float32))
-    zero = b.constant(np.array([[0, 3, 10, 1]], dt))
+    if dt in ("int4", "uint4"):  # packed, as 4-bit constants are held
+        zero = b.constant(dt, [1, 4], [0, 3, -5 if dt == "int4" else 10, 1])
+    else:
+        zero = b.constant(np.array([[0, 3, 10, 1]], dt))
     feeds = {"x": values(r, "float32", (2, 4), -3, 3)}
     feeds["x"][0] = [0.25, 0.375, 2.5, -3.0]  # exact halves: round half to even
     return built(op, dt, b, b.quantizeLinear(x, scale, zero), feeds, exact())
