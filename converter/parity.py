@@ -133,7 +133,10 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, bounds: Bounds | None 
         rule = "ulp"
     else:
         bad, rule = ~(diff <= bounds.atol + bounds.rtol * np.abs(w64)), "elementwise"
-    bad = bad & ~both_nan & ~same_inf  # NaN where NaN is expected, or the same infinity, match
+    # A NaN or an infinity matches only the same value in the same place: no bound may pass a
+    # non-finite value against another (atol + rtol*inf is inf; inf is one ULP from max).
+    odd = ~(np.isfinite(g64) & np.isfinite(w64))
+    bad = (bad | odd) & ~both_nan & ~same_inf
     mismatched = int(np.count_nonzero(bad))
     passed = mismatched == 0
     reason = "" if passed else f"{mismatched} of {want.size} elements outside the bounds"

@@ -80,20 +80,6 @@ NONFINITE_MISMATCHES = [
 ]
 
 
-def _wrong_today(a: float, b: float, side: str, dtype, bound: str) -> str | None:
-    """Where compare() (converter/parity.py as of this test) breaks the policy; reported to
-    the lead, not fixed here. strict: once parity.py is right these XPASS and fail, and the
-    mark must go."""
-    want = b if side == "got" else a
-    got = a if side == "got" else b
-    if np.isinf(want) and not np.isnan(got) and got != want and \
-            bound in ("default", "loose", "fp16rule"):
-        return "an infinite expected value makes atol + rtol*|want| infinite: anything passes"
-    if bound == "ulp4" and float(np.finfo(dtype).max) in (abs(a), abs(b)):
-        return "inf is one ULP from the largest finite value: an ULP budget lets them match"
-    return None
-
-
 def _nonfinite_cases():
     for side in ("got", "want"):
         for a, b in NONFINITE_MISMATCHES:
@@ -101,9 +87,7 @@ def _nonfinite_cases():
                 big = float(np.finfo(dtype).max)
                 fa, fb = (big if v == "max" else float(v) for v in (a, b))
                 for bound in BOUND_KINDS:
-                    why = _wrong_today(fa, fb, side, dtype, bound)
-                    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-                    yield pytest.param(fa, fb, side, dtype, bound, marks=marks,
+                    yield pytest.param(fa, fb, side, dtype, bound,
                                        id=f"{side}-{a}-vs-{b}-{np.dtype(dtype).name}-{bound}")
 
 
