@@ -109,7 +109,8 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, bounds: Bounds | None 
                             None, None, None, int(want.size), bounds,
                             reason=f"shape {list(got.shape)} differs from {list(want.shape)}")
     g64, w64 = got.astype(np.float64), want.astype(np.float64)
-    diff = np.abs(g64 - w64)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: the non-finite rule below decides
+        diff = np.abs(g64 - w64)
     both_nan = np.isnan(g64) & np.isnan(w64)
     diff = np.where(both_nan, 0.0, diff)
     same_inf = np.isinf(g64) & (g64 == w64)
