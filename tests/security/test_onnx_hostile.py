@@ -636,3 +636,13 @@ def test_a_graph_output_nothing_produces(tmp_path):
     line = _convert_refused(src, tmp_path / "out")
     assert str(src) in line
     assert "graph output 'ghost' is not produced by any node, initializer or input" in line
+
+
+def test_a_model_path_that_is_a_fifo_is_refused_without_blocking(tmp_path, no_hang):
+    os.mkfifo(tmp_path / "m.onnx")
+    line = _convert_refused(tmp_path / "m.onnx", tmp_path / "out")
+    assert "m.onnx: not a regular file" in line
+
+
+def test_a_model_path_that_does_not_exist(tmp_path):
+    assert "m.onnx: no such file" in _convert_refused(tmp_path / "m.onnx", tmp_path / "out")

@@ -32,8 +32,11 @@ def read_model(path: str | Path, *, max_tensor_bytes: int | str | None = None,
     from .wire import WireError, map_model
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FormatError("no such file", where=str(path))
+    if not path.is_file():
+        raise FormatError("not a regular file", where=str(path),
+                          fix="give the path of an .onnx file")
     try:
         stripped, raws, _ = map_model(path)
         model = onnx.load_model_from_string(stripped)
