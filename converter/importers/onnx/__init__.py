@@ -184,14 +184,13 @@ def import_node(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) ->
     if can_fold(ctx, node):
         # Computed here only within the memory budget; past it a node that has a rule stays a
         # WebNN op (its rule keeps big values as graph ops), and one without fails clearly.
-        need = folded_bytes(ctx, node)
+        need = folded_bytes(ctx, node)  # an upper bound, or exact when near the limits
         if need is None or ctx.budget.fits(need) or rule is None:
-            if need is not None:
-                ctx.budget.claim(need, f"computing {node} at conversion time", where=ctx.where)
+            what = f"computing {node} at conversion time"
+            if need is not None and not ctx.budget.fits(need):
+                ctx.budget.claim(need, what, where=ctx.where)  # raises, naming the flag
             results = fold(ctx, node)
-            if need is None:
-                ctx.budget.claim(sum(r.nbytes for r in results),
-                                 f"computing {node} at conversion time", where=ctx.where)
+            ctx.budget.claim(sum(r.nbytes for r in results), what, where=ctx.where)
             for out, arr in zip(node.outputs, results):
                 if out is not None:
                     ctx.set(out, arr, inferred.get(out) or _onnx_type_of_array(arr))

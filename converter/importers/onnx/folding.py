@@ -6,6 +6,8 @@ shape arithmetic follows ONNX's semantics exactly.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 
@@ -42,9 +44,47 @@ def can_fold(ctx: ImportContext, node: OnnxNode) -> bool:
 _INFER_WITH_VALUES = 1024
 
 
+# Ops whose results have as many elements as their first input, or as the broadcast of all
+# their inputs, or as all inputs together: their size is bounded without shape inference.
+_SAME_COUNT = {"Identity", "Cast", "CastLike", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
+               "Transpose", "Neg", "Abs", "Not", "Floor", "Ceil", "Round", "Sign", "Sqrt",
+               "Reciprocal", "Exp", "Log", "Relu", "Sigmoid", "Tanh", "Erf", "IsNaN", "IsInf",
+               "Slice", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean",
+               "Softmax", "Clip", "Dropout", "BitwiseNot", "Shape", "Size"}
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal",
+              "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+              "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu"}
+_JOINED = {"Concat"}
+_WIDEST = 8  # bytes per element of the widest numeric type a fold may produce
+
+
+def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
+    """An upper bound of folded_bytes from input shapes alone, for common ops; else None."""
+    shapes = [ctx.values[n].known_shape for n in node.inputs if n is not None]
+    if not shapes:
+        return None
+    outputs = len([o for o in node.outputs if o])
+    if node.op_type in _SAME_COUNT:  # (Shape gives rank elements, Size one: fewer still)
+        return outputs * max(math.prod(shapes[0]), len(shapes[0]), 1) * _WIDEST
+    if node.op_type == "NonZero":  # at most one coordinate per element and axis
+        return max(math.prod(shapes[0]), 1) * max(len(shapes[0]), 1) * _WIDEST
+    if node.op_type in _BROADCAST:
+        try:
+            return math.prod(np.broadcast_shapes(*shapes)) * _WIDEST
+        except ValueError:
+            return None
+    if node.op_type in _JOINED:
+        return sum(math.prod(s) for s in shapes) * _WIDEST
+    return None
+
+
 def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
-    """What folding `node` would allocate for its results, from the shapes ONNX's shape
-    inference gives them (before anything is computed); None when inference cannot tell."""
+    """What folding `node` would allocate for its results (before anything is computed): a
+    quick upper bound from input shapes when it fits the budget, otherwise the shapes ONNX's
+    shape inference gives the results; None when neither can tell."""
+    bound = _quick_bound(ctx, node)
+    if bound is not None and ctx.budget.fits(bound):
+        return bound
     inputs, inits = [], []
     for name in dict.fromkeys(n for n in node.inputs if n is not None):
         v = ctx.values[name]
