@@ -83,12 +83,14 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
                 known_shape=tuple(int(d) for d in tensor.dims))
     for sparse in model.graph.sparse_initializer:
         what = f"sparse initializer '{sparse.values.name}'"
-        dense = sparse_array(sparse, what, where, budget)
-        if sparse.values.data_type not in ONNX_TO_WEBNN:
+        if sparse.values.data_type not in ONNX_TO_WEBNN \
+                or sparse.values.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
             raise ConverterError(f"{what} has data type "
-                                 f"{onnx_dtype_name(sparse.values.data_type)}, which WebNN "
-                                 f"cannot hold", where=where)
-        ctx.set(sparse.values.name, dense, sparse.values.data_type)
+                                 f"{onnx_dtype_name(sparse.values.data_type)}; sparse "
+                                 f"initializers are read for WebNN's 8-bit and wider types",
+                                 where=where)
+        ctx.set(sparse.values.name, sparse_array(sparse, what, where, budget),
+                sparse.values.data_type)
     initialized = set(arrays) | {s.values.name for s in model.graph.sparse_initializer}
     _set_known_inputs(ctx, model, known_inputs, initialized, where)
     ctx.producers = {out: node for node in model.graph.node for out in node.output if out}
