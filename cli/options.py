@@ -49,7 +49,29 @@ def _const(ctx, param, values) -> dict:
     return known
 
 
+def _size_limit(ctx, param, value):
+    """--max-tensor-bytes / --max-total-bytes: in force for the rest of this command."""
+    if value is None:
+        return
+    from converter import budget
+
+    try:
+        size = budget.parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    token = budget.set_limits(**{param.name: size})
+    ctx.call_on_close(lambda: budget.reset_limits(token))
+
+
 def shape_options(f):
+    f = click.option("--max-total-bytes", callback=_size_limit, expose_value=False,
+                     metavar="SIZE",
+                     help="Memory the conversion may allocate for values it computes "
+                          "(default: twice the model's weights, at least 256MiB).")(f)
+    f = click.option("--max-tensor-bytes", callback=_size_limit, expose_value=False,
+                     metavar="SIZE",
+                     help="Memory one computed value may take, e.g. 2GiB (default 1GiB); "
+                          "bigger ones stay graph ops or fail.")(f)
     f = click.option("--const", "known_inputs", multiple=True, callback=_const,
                      metavar="NAME=VALUE",
                      help="Fix a source input's value at conversion time: a number, a list "

@@ -45,14 +45,23 @@ __all__ = [
 
 def load(path: str | Path, dims: Mapping[str, int] | None = None,
          input_shapes: Mapping[str, Sequence[int]] | None = None, *,
-         known_inputs: Mapping | None = None, verify: bool = True) -> Graph:
+         known_inputs: Mapping | None = None, verify: bool = True,
+         max_tensor_bytes: int | str | None = None,
+         max_total_bytes: int | str | None = None) -> Graph:
     """A WebNN graph from an `.onnx` model (imported; `dims` sets symbolic dimensions,
     `input_shapes` whole input shapes, `known_inputs` fixes inputs' values) or a
-    `.webnn`/`.json` graph file with its weights."""
+    `.webnn`/`.json` graph file with its weights.
+
+    `max_tensor_bytes` and `max_total_bytes` (bytes, or sizes such as "2GiB") bound what the
+    import computes and holds: one value (default 1 GiB) and all of them (default twice the
+    model's weights, at least 256 MiB); see converter.budget.
+    """
+    from .budget import limits
     from .convert import load_any
 
-    return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
-                    verify=verify)
+    with limits(max_tensor_bytes, max_total_bytes):
+        return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+                        verify=verify)
 
 
 def save(graph: Graph, path: str | Path) -> list[Path]:

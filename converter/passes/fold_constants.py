@@ -19,6 +19,9 @@ When an operation is kept:
     With this rule a transposed or cast weight (which frees its source) and all shape arithmetic
     always fold, while an `expand` or `tile` that turns a small constant into a large tensor
     stays as it is: computing it at load time costs less than shipping it.
+  * When evaluating it would hold more than the per-tensor memory limit (converter.budget,
+    `--max-tensor-bytes`, 1 GiB by default) at once: its results plus its fill inputs, which
+    are stored as one number but computed with at full size.
   * When the executor cannot compute the value. This is noted with its error.
 Identities are left to cleanup (folding one would only copy its constant). A folded result that
 is a graph output is read through an identity: an output must be an operation's result.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..budget import current_limits
 from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ir.operand import pack4
@@ -105,9 +109,11 @@ class _Folder:
         weights = sum(stored_bytes(c.constant) for c in graph.constants.values())
         self.budget = max(GROWTH_TOTAL_MIN, int(GROWTH_TOTAL_FRACTION * weights))
         self.grown = 0
-        self.counts = {"folded": 0, "kept_quantized": 0, "kept_growth": 0, "failed": 0,
-                       "weights_bytes_before": weights}
-        self.kept: dict[str, list[str]] = {"quantized": [], "growth": [], "failed": []}
+        self.max_bytes = current_limits()[0]  # --max-tensor-bytes
+        self.counts = {"folded": 0, "kept_quantized": 0, "kept_growth": 0, "kept_memory": 0,
+                       "failed": 0, "weights_bytes_before": weights}
+        self.kept: dict[str, list[str]] = {"quantized": [], "growth": [], "memory": [],
+                                           "failed": []}
 
     def visit(self, op: Operation) -> None:
         if not all(x is None or x.is_constant for x in op.inputs) or not _needed(op):
@@ -120,6 +126,16 @@ class _Folder:
             return
         freed = _freed_bytes(op)
         full = sum(dtypes.byte_length(o.data_type, o.shape) for o in _needed(op))
+        # Evaluating materialises every result and every fill input at full size (a fill is
+        # stored as one number, but the executor holds it whole): bounded by the per-tensor
+        # memory limit before anything is allocated.
+        materialised = full + sum(dtypes.byte_length(x.data_type, x.shape)
+                                  for x in {id(x): x for x in op.inputs if x is not None
+                                            and x.constant.fill is not None}.values())
+        if materialised > self.max_bytes:
+            self.counts["kept_memory"] += 1
+            self.kept["memory"].append(f"{op.op_type} '{op.name}' ({materialised} bytes)")
+            return
         all_fills = all(x is None or x.constant.fill is not None for x in op.inputs)
         if full - freed > GROWTH_PER_OP and not (all_fills and full <= _UNIFORM_PROBE_BYTES):
             self._keep_for_growth(op, full - freed)
@@ -177,6 +193,10 @@ class _Folder:
                          f"would grow the weights by more than {GROWTH_PER_OP // 1024} KiB "
                          f"each or {self.budget} bytes in all: "
                          f"{', '.join(self.kept['growth'][:5])}")
+        if self.kept["memory"]:
+            notes.append(f"kept {len(self.kept['memory'])} constant-only op(s) whose evaluation "
+                         f"would hold more than {self.max_bytes} bytes at once (the "
+                         f"--max-tensor-bytes limit): {', '.join(self.kept['memory'][:5])}")
         for failure in self.kept["failed"]:
             notes.append(f"could not compute {failure}")
         return notes

@@ -190,3 +190,29 @@ def test_ops_reading_inputs_and_dead_ops_are_left_alone():
 
     assert not result.changed and result.counts["folded"] == 0
     assert g.op_histogram() == {"neg": 1, "relu": 1}
+
+
+def test_an_op_that_would_materialise_past_the_memory_limit_is_kept():
+    # Issue 10 finding 3: a fill costs one number in the weights but its full size when the
+    # executor computes with it; a 4 MiB fill under a 1 MiB per-tensor limit is not evaluated.
+    from converter.budget import limits
+    from converter.ir import ConstantData
+
+    b = GraphBuilder("materialise")
+    x = b.input("x", "float32", [1])
+    fill = b.graph.add_constant("ones", ConstantData("float32", (1024, 1024), fill=1.0))
+    total = b.reduceSum(fill, axes=[0, 1], name="total")
+    g = b.build({"y": b.add(x, b.reshape(total, [1]))})
+    feeds = {"x": np.array([0.5], np.float32)}
+    before = converter.run(g, feeds)
+    assert before["y"][0] == 1024 * 1024 + 0.5  # by hand: a million ones, plus x
+
+    with limits(max_tensor_bytes="1MiB"):
+        result = fold(g)
+
+    assert result.counts["kept_memory"] == 1 and result.counts["folded"] == 0
+    assert g.op_histogram() == {"reduceSum": 1, "reshape": 1, "add": 1}
+    assert any("reduceSum 'total' (4194308 bytes)" in n and "--max-tensor-bytes" in n
+               for n in result.notes)
+    same_outputs(before, converter.run(g, feeds))
+    assert fold(g).counts["folded"] == 2  # under the default limit: reduceSum and reshape

@@ -15,64 +15,91 @@ from typing import Mapping, Sequence
 import numpy as np
 import onnx
 
-from ...errors import ConverterError, UnsupportedError
+from ...budget import MemoryBudget
+from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
 from . import rules  # noqa: F401  (registers every op family's rules)
 from .context import ImportContext, OnnxNode, Value
-from .folding import can_fold, fold
+from .checks import check_known_indices, check_model
+from .folding import can_fold, fold, folded_bytes
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
-from .registry import DEFAULT_DOMAINS, Unsupported, rule_for
+from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
+from .tensor_data import resolve_tensors, sparse_array, tensor_array
 
 __all__ = ["import_onnx", "import_model"]
 
 
 def import_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
                 input_shapes: Mapping[str, Sequence[int]] | None = None,
-                known_inputs: Mapping[str, np.ndarray] | None = None) -> Graph:
-    """Read an ONNX file and import it as a WebNN graph (see module docstring)."""
-    model, arrays = read_model(path)
+                known_inputs: Mapping[str, np.ndarray] | None = None,
+                max_tensor_bytes: int | str | None = None,
+                max_total_bytes: int | str | None = None) -> Graph:
+    """Read an ONNX file and import it as a WebNN graph (see module docstring).
+
+    `max_tensor_bytes` / `max_total_bytes` bound what the import materialises (converter.budget).
+    """
+    model, arrays, budget = read_model(path, max_tensor_bytes=max_tensor_bytes,
+                                       max_total_bytes=max_total_bytes)
     return import_model(model, arrays, dims=dims, input_shapes=input_shapes,
-                        known_inputs=known_inputs, where=str(path), name=Path(path).stem)
+                        known_inputs=known_inputs, where=str(path), name=Path(path).stem,
+                        budget=budget)
 
 
 def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = None, *,
                  dims: Mapping[str, int] | None = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  known_inputs: Mapping[str, np.ndarray] | None = None,
-                 where: str = "model", name: str | None = None) -> Graph:
+                 where: str = "model", name: str | None = None,
+                 budget: MemoryBudget | None = None) -> Graph:
     """Import a ModelProto.
 
     Args:
         arrays: its initializers as arrays (read_model's output); when omitted they are read
-            from the proto, which is left unchanged.
+            from the proto, which is left unchanged (external data needs read_model: a proto
+            alone has no folder to read it from).
         dims: values of symbolic dimensions; input_shapes: whole input shapes.
         known_inputs: graph inputs whose values are fixed at conversion time (they become
             constants): for inputs WebNN needs as plain values (a Reshape's shape, an If's
             condition), named in the UnsupportedError's `needs_known` when missing.
+        budget: the memory budget (read_model's); by default the default limits.
     """
-    from .model_file import tensor_array
-
+    check_model(model, where)
     if arrays is None:
-        arrays = {t.name: tensor_array(t, where=where, release=False)
+        budget = budget or MemoryBudget()
+        resolve_tensors(model, None, where, budget)
+        arrays = {t.name: tensor_array(t, where=where, release=False, budget=budget)
                   for t in model.graph.initializer}
+        budget.set_weights(sum(a.nbytes for a in arrays.values()))
+    budget = budget or MemoryBudget(weights_bytes=sum(a.nbytes for a in arrays.values()))
     known_inputs = dict(known_inputs or {})
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version
               for o in model.opset_import}
     graph = Graph(model.graph.name or name or "graph")
-    ctx = ImportContext(graph, opsets)
+    ctx = ImportContext(graph, opsets, budget=budget, where=where)
     inferred = _inferred_types(model)
 
     for tensor in model.graph.initializer:
         ctx.set(tensor.name, arrays[tensor.name], tensor.data_type,
                 known_shape=tuple(int(d) for d in tensor.dims))
-    _set_known_inputs(ctx, model, known_inputs, set(arrays), where)
+    for sparse in model.graph.sparse_initializer:
+        what = f"sparse initializer '{sparse.values.name}'"
+        if sparse.values.data_type not in ONNX_TO_WEBNN \
+                or sparse.values.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
+            raise ConverterError(f"{what} has data type "
+                                 f"{onnx_dtype_name(sparse.values.data_type)}; sparse "
+                                 f"initializers are read for WebNN's 8-bit and wider types",
+                                 where=where)
+        ctx.set(sparse.values.name, sparse_array(sparse, what, where, budget),
+                sparse.values.data_type)
+    initialized = set(arrays) | {s.values.name for s in model.graph.sparse_initializer}
+    _set_known_inputs(ctx, model, known_inputs, initialized, where)
     ctx.producers = {out: node for node in model.graph.node for out in node.output if out}
     ctx.graph_inputs = {vi.name for vi in model.graph.input
-                        if vi.name not in arrays and vi.name not in known_inputs}
-    shapes = _input_shapes(model, set(arrays) | set(known_inputs), dims or {}, input_shapes or {},
-                           where)
+                        if vi.name not in initialized and vi.name not in known_inputs}
+    shapes = _input_shapes(model, initialized | set(known_inputs), dims or {},
+                           input_shapes or {}, where)
     for vi in model.graph.input:
-        if vi.name in arrays or vi.name in known_inputs:
+        if vi.name in initialized or vi.name in known_inputs:
             continue  # an initializer listed as input (IR < 4), or fixed by the caller
         elem = vi.type.tensor_type.elem_type
         if elem not in ONNX_TO_WEBNN:
@@ -89,6 +116,9 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
         ctx.node = node
         try:
             import_node(ctx, node, inferred)
+        except Invalid as e:
+            raise FormatError(f"{node}: {e}", where=where,
+                              fix="the model breaks an ONNX rule; fix or re-export it") from None
         except Unsupported as e:
             problems.append(f"{node}: {e}")
             needs.extend(n for n in e.needs if n not in needs)
@@ -101,7 +131,10 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
         value = ctx.values.get(vi.name)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
-        graph.set_output(vi.name, _as_result(ctx, vi.name))
+        try:
+            graph.set_output(vi.name, _as_result(ctx, vi.name))
+        except Unsupported as e:
+            problems.append(f"graph output '{vi.name}': {e}")
     if problems:
         error = UnsupportedError(problems, where=where,
                                  fix="these nodes have no WebNN form; see `webnn-convert ops`")
@@ -149,12 +182,21 @@ def import_node(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) ->
         if name is not None and name in ctx.values and ctx.values[name] is _POISON:
             raise _Skipped()
     rule = rule_for(domain, node.op_type, node.opset)
+    check_known_indices(ctx, node)
     if can_fold(ctx, node):
-        results = fold(ctx, node)
-        for out, arr in zip(node.outputs, results):
-            if out is not None:
-                ctx.set(out, arr, inferred.get(out) or _onnx_type_of_array(arr))
-        return
+        # Computed here only within the memory budget; past it a node that has a rule stays a
+        # WebNN op (its rule keeps big values as graph ops), and one without fails clearly.
+        need = folded_bytes(ctx, node)  # an upper bound, or exact when near the limits
+        if need is None or ctx.budget.fits(need) or rule is None:
+            what = f"computing {node} at conversion time"
+            if need is not None and not ctx.budget.fits(need):
+                ctx.budget.claim(need, what, where=ctx.where)  # raises, naming the flag
+            results = fold(ctx, node)
+            ctx.budget.claim(sum(r.nbytes for r in results), what, where=ctx.where)
+            for out, arr in zip(node.outputs, results):
+                if out is not None:
+                    ctx.set(out, arr, inferred.get(out) or _onnx_type_of_array(arr))
+            return
     if rule is None:
         if domain and domain != "com.microsoft":
             raise Unsupported(f"op from unknown domain '{node.domain}'")

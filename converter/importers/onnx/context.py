@@ -16,8 +16,9 @@ import onnx
 from ...errors import ConverterError
 from ...ir import ConstantData, Graph, Operand, TensorDesc
 from ...ir.operand import unpack4
-from .model_file import ONNX_TO_WEBNN
-from .registry import Unsupported
+from ...budget import MemoryBudget
+from .registry import Invalid, Unsupported
+from .tensor_data import ONNX_TO_WEBNN, onnx_dtype_name
 
 __all__ = ["Value", "OnnxNode", "ImportContext"]
 
@@ -71,16 +72,21 @@ class OnnxNode:
 
 
 class ImportContext:
-    def __init__(self, graph: Graph, opsets: dict[str, int]):
+    def __init__(self, graph: Graph, opsets: dict[str, int], *,
+                 budget: MemoryBudget | None = None, where: str = "model"):
         self.graph = graph
         self.opsets = opsets
+        self.budget = budget or MemoryBudget()  # what folding and rules may allocate
+        self.where = where  # the model file, for errors
         self.values: dict[str, Value] = {}
         self.node: OnnxNode | None = None  # the node being imported, for names and errors
         self.producers: dict[str, onnx.NodeProto] = {}  # ONNX value -> the node that makes it
         self.graph_inputs: set[str] = set()
 
     # -- looking values up --------------------------------------------------------------------
-    def value(self, name: str) -> Value:
+    def value(self, name: str | None) -> Value:
+        if not name:
+            raise Invalid("a required input is missing: the node gives it an empty name")
         try:
             return self.values[name]
         except KeyError:
@@ -132,11 +138,7 @@ class ImportContext:
         v = self.value(name)
         if v.operand is not None:
             return v.operand.desc
-        if v.onnx_type not in ONNX_TO_WEBNN:
-            raise Unsupported(f"'{name}' has data type "
-                              f"{onnx.TensorProto.DataType.Name(v.onnx_type)}, which WebNN lacks")
-        dtype = ONNX_TO_WEBNN[v.onnx_type][0]
-        return TensorDesc(dtype, v.known_shape)
+        return TensorDesc(_webnn_type(name, v.onnx_type), v.known_shape)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self.desc(name).shape
@@ -152,7 +154,7 @@ class ImportContext:
         """The WebNN operand for `name`; a known value becomes a graph constant (not copied)."""
         v = self.value(name)
         if v.operand is None:
-            v.operand = self.constant(v.known, ONNX_TO_WEBNN[v.onnx_type][0], name=name,
+            v.operand = self.constant(v.known, _webnn_type(name, v.onnx_type), name=name,
                                       shape=v.known_shape)
         return v.operand
 
@@ -216,6 +218,13 @@ def unpack_known(v: Value) -> np.ndarray:
     if v.onnx_type in _PACKED:
         return unpack4(v.known, v.known_shape, signed=v.onnx_type == onnx.TensorProto.INT4)
     return v.known
+
+
+def _webnn_type(name: str, onnx_type: int) -> str:
+    if onnx_type not in ONNX_TO_WEBNN:
+        raise Unsupported(f"'{name}' has data type {onnx_dtype_name(onnx_type)}, which WebNN "
+                          f"does not have")
+    return ONNX_TO_WEBNN[onnx_type][0]
 
 
 def _is_fill(array: np.ndarray) -> bool:

@@ -6,13 +6,16 @@ shape arithmetic follows ONNX's semantics exactly.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 
+from ...budget import shape_bytes
 from .context import ImportContext, OnnxNode, unpack_known
 from .registry import DEFAULT_DOMAINS, Unsupported
 
-__all__ = ["can_fold", "fold"]
+__all__ = ["can_fold", "fold", "folded_bytes"]
 
 # Never folded: their value differs run to run, or they hold subgraphs (If has its own rule).
 _NEVER = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -34,6 +37,89 @@ def can_fold(ctx: ImportContext, node: OnnxNode) -> bool:
     if node.op_type in _KEEP_WHEN_LARGE and names and ctx.values[names[0]].known.size > _LARGE:
         return False
     return True
+
+
+# Known inputs up to this many elements are shown to shape inference as values (they are the
+# shapes, repeats, pads and limits that decide how big a result is); bigger ones by shape only.
+_INFER_WITH_VALUES = 1024
+
+
+# Ops whose results have as many elements as their first input, or as the broadcast of all
+# their inputs, or as all inputs together: their size is bounded without shape inference.
+_SAME_COUNT = {"Identity", "Cast", "CastLike", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
+               "Transpose", "Neg", "Abs", "Not", "Floor", "Ceil", "Round", "Sign", "Sqrt",
+               "Reciprocal", "Exp", "Log", "Relu", "Sigmoid", "Tanh", "Erf", "IsNaN", "IsInf",
+               "Slice", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean",
+               "Softmax", "Clip", "Dropout", "BitwiseNot", "Shape", "Size"}
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal",
+              "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+              "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu"}
+_JOINED = {"Concat"}
+_WIDEST = 8  # bytes per element of the widest numeric type a fold may produce
+
+
+def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
+    """An upper bound of folded_bytes from input shapes alone, for common ops; else None."""
+    shapes = [ctx.values[n].known_shape for n in node.inputs if n is not None]
+    if not shapes:
+        return None
+    outputs = len([o for o in node.outputs if o])
+    if node.op_type in _SAME_COUNT:  # (Shape gives rank elements, Size one: fewer still)
+        return outputs * max(math.prod(shapes[0]), len(shapes[0]), 1) * _WIDEST
+    if node.op_type == "NonZero":  # at most one coordinate per element and axis
+        return max(math.prod(shapes[0]), 1) * max(len(shapes[0]), 1) * _WIDEST
+    if node.op_type in _BROADCAST:
+        try:
+            return math.prod(np.broadcast_shapes(*shapes)) * _WIDEST
+        except ValueError:
+            return None
+    if node.op_type in _JOINED:
+        return sum(math.prod(s) for s in shapes) * _WIDEST
+    return None
+
+
+def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
+    """What folding `node` would allocate for its results (before anything is computed): a
+    quick upper bound from input shapes when it fits the budget, otherwise the shapes ONNX's
+    shape inference gives the results; None when neither can tell."""
+    bound = _quick_bound(ctx, node)
+    if bound is not None and ctx.budget.fits(bound):
+        return bound
+    inputs, inits = [], []
+    for name in dict.fromkeys(n for n in node.inputs if n is not None):
+        v = ctx.values[name]
+        if v.known.size <= _INFER_WITH_VALUES and v.onnx_type != onnx.TensorProto.UNDEFINED:
+            arr = unpack_known(v)
+            if v.onnx_type == onnx.TensorProto.BOOL:
+                arr = arr.view(np.bool_)
+            try:
+                inits.append(onnx.numpy_helper.from_array(np.asarray(arr), name))
+            except (TypeError, ValueError, KeyError):
+                pass
+        inputs.append(onnx.helper.make_tensor_value_info(name, v.onnx_type, v.known_shape))
+    outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.outputs if o]
+    graph = onnx.helper.make_graph([node.proto], "size", inputs, outputs, initializer=inits)
+    opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            onnx.helper.make_model(graph, opset_imports=opsets), strict_mode=False,
+            data_prop=True)
+    except Exception:  # inference is only an estimate here; folding itself reports errors
+        return None
+    total = 0
+    for vi in inferred.graph.output:
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not tt.elem_type:
+            return None
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if None in dims:
+            return None
+        try:
+            size = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).itemsize
+        except (KeyError, ValueError, TypeError):
+            return None
+        total += shape_bytes(dims, size)
+    return total
 
 
 def fold(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from ...catalogue import importer_tables
 
-__all__ = ["onnx_op", "rule_for", "Unsupported", "known_op_types", "DEFAULT_DOMAINS"]
+__all__ = ["onnx_op", "rule_for", "Unsupported", "Invalid", "known_op_types", "DEFAULT_DOMAINS"]
 
 # The default ONNX domain has two spellings.
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -34,6 +34,11 @@ class Unsupported(Exception):
     def __init__(self, reason: str, needs: tuple[str, ...] = ()):
         super().__init__(reason)
         self.needs = tuple(needs)
+
+
+class Invalid(Exception):
+    """Raised by a rule or check: the node breaks a rule of ONNX itself (a constant index out
+    of range, a required input left empty); the import fails with the rule, as a FormatError."""
 
 
 def _domain(domain: str) -> str:

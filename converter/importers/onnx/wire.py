@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from pathlib import Path
 
 __all__ = ["map_model"]
@@ -103,11 +104,18 @@ def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mm
     """Map an ONNX file: the model's bytes without initializer raw_data, each top-level
     initializer's raw_data as a view into the mapping (None where it has none), and the map.
 
-    Raises WireError when the file is not well-formed protobuf.
+    Raises WireError when the file is not a regular file or not well-formed protobuf.
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    # Opened without blocking and checked to be a regular file: a FIFO named like a model
+    # must neither hang the converter nor be read.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise WireError("not a regular file")
+        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+    finally:
+        os.close(fd)
     view = memoryview(mapped)
     spans: list = []
     out = bytearray()

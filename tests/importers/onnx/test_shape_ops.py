@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from converter.errors import UnsupportedError
+from converter.errors import FormatError, UnsupportedError
 from converter.execute import run
 from converter.importers.onnx import import_model
 
@@ -91,10 +91,12 @@ def test_reshape_copies_zero_dims_and_infers_minus_one():
     assert ops(g) == ["reshape"] and g.operations[0].attrs["newShape"] == [2, 12]
 
 
-def test_reshape_opset1_shape_attribute():
+def test_reshape_opset1_shape_attribute_is_below_the_supported_opsets():
+    # Reshape-1 took its shape as an attribute; opsets below 7 are refused as a whole (issue 10).
     m = make([helper.make_node("Reshape", ["x"], ["y"], shape=[4, -1])], {"x": (F, [2, 3, 4])},
              {"y": F}, opset=1)
-    check(m, {"x": X234}, {"y": X234.reshape(4, 6)}, with_ort=False)  # ORT lacks opset 1
+    with pytest.raises(FormatError, match="default-domain opset 1; this converter reads opsets 7 to"):
+        import_model(m)
 
 
 def test_reshape_allowzero_with_a_real_zero_is_refused():
@@ -326,8 +328,8 @@ def test_pad_axes_input_pads_only_those_axes():
 def test_pad_opset2_attributes():
     x = np.array([1, 2], F32)
     m = make([helper.make_node("Pad", ["x"], ["y"], pads=[1, 1], value=7.0)], {"x": (F, [2])},
-             {"y": F}, opset=2)
-    check(m, {"x": x}, {"y": [7, 1, 2, 7]}, with_ort=False)  # ORT lacks opset 2
+             {"y": F}, opset=10)  # Pad-2's attributes hold up to opset 10
+    check(m, {"x": x}, {"y": [7, 1, 2, 7]})
 
 
 def test_pad_with_a_run_time_constant_value_uses_where():

@@ -1,5 +1,6 @@
 """ONNX ops whose results are known at conversion time: Shape, Size, EyeLike (from the static
-shape alone), Constant, ConstantOfShape and Range (from known inputs); and RandomNormal / RandomUniform, which WebNN cannot express.
+shape alone), Constant, ConstantOfShape and Range (from known inputs); and RandomNormal /
+RandomUniform, which WebNN cannot express. (If, Loop and Scan are in control_flow.py.)
 
 A node whose inputs are all known is folded before any rule runs, so these rules mostly see
 the rest: Shape, Size and EyeLike of a run-time value still have a known result (WebNN shapes
@@ -14,8 +15,10 @@ import math
 import numpy as np
 import onnx
 
+from ....budget import shape_bytes
 from ..context import ImportContext, OnnxNode
-from ..registry import Unsupported, onnx_op
+from ..registry import Invalid, Unsupported, onnx_op
+from ..tensor_data import attribute_array, onnx_dtype_name, sparse_array
 
 
 # -- values from the static shape -----------------------------------------------------------------
@@ -37,18 +40,32 @@ def eye_like(ctx: ImportContext, node: OnnxNode):
     dims = ctx.shape(node.input(0))
     if len(dims) != 2:
         raise Unsupported(f"the input has rank {len(dims)}; EyeLike takes a 2-D input")
-    elem = node.attr("dtype", ctx.onnx_type(node.input(0)))
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    elem = int(node.attr("dtype", ctx.onnx_type(node.input(0))))
+    # Any numeric type is fine while the value stays known (a Cast may follow); a WebNN op
+    # reading a type WebNN lacks is refused where it reads it.
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    except (KeyError, ValueError, TypeError):
+        raise Invalid(f"its dtype {onnx_dtype_name(elem)} is not a numeric tensor type") from None
+    if dtype.kind not in "biuf":
+        raise Invalid(f"its dtype {onnx_dtype_name(elem)} is not a numeric tensor type")
+    claim(ctx, node, shape_bytes(dims, dtype.itemsize))
     return [np.eye(dims[0], dims[1], k=int(node.attr("k", 0)), dtype=dtype)]
+
+
+def claim(ctx: ImportContext, node: OnnxNode, nbytes: int) -> None:
+    """Count a value this rule is about to compute against the conversion's memory budget."""
+    ctx.budget.claim(nbytes, f"computing {node} at conversion time", where=ctx.where)
 
 
 # -- values from known inputs ---------------------------------------------------------------------
 @onnx_op("Constant", webnn=())
 def constant(ctx: ImportContext, node: OnnxNode):
     if node.has_attr("value"):
-        return [_array(node.attr("value"))]
+        return [_array(ctx, node, "value")]
     if node.has_attr("sparse_value"):
-        return [_dense(node.attr("sparse_value"))]
+        return [sparse_array(node.attr("sparse_value"), f"{node} attribute 'sparse_value'",
+                             ctx.where, ctx.budget)]
     for name, dtype in (("value_float", np.float32), ("value_floats", np.float32),
                         ("value_int", np.int64), ("value_ints", np.int64)):
         if node.has_attr(name):
@@ -58,22 +75,12 @@ def constant(ctx: ImportContext, node: OnnxNode):
     raise Unsupported("it has no value attribute")
 
 
-def _array(tensor: onnx.TensorProto) -> np.ndarray:
+def _array(ctx: ImportContext, node: OnnxNode, attr: str) -> np.ndarray:
     """A tensor attribute's logical values (bool as bool), as ONNX's own reader gives them."""
+    tensor = node.attr(attr)
     if tensor.data_type == onnx.TensorProto.STRING:
         raise Unsupported("it holds strings; WebNN has no string tensors")
-    return onnx.numpy_helper.to_array(tensor)
-
-
-def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
-    """A SparseTensorProto as a dense array (indices are flat, or one coordinate per row)."""
-    values = _array(sparse.values)
-    indices = _array(sparse.indices).astype(np.int64)
-    dims = tuple(int(d) for d in sparse.dims)
-    dense = np.zeros(math.prod(dims), dtype=values.dtype)
-    flat = indices if indices.ndim == 1 else np.ravel_multi_index(indices.T, dims)
-    dense[flat] = values.reshape(-1)
-    return dense.reshape(dims)
+    return attribute_array(tensor, f"{node} attribute '{attr}'", ctx.where, ctx.budget)
 
 
 @onnx_op("ConstantOfShape", webnn=())
@@ -81,8 +88,20 @@ def constant_of_shape(ctx: ImportContext, node: OnnxNode):
     dims = ctx.require_known(node.input(0), "the shape input")
     fill = np.zeros(1, dtype=np.float32)  # ONNX's default: a float 0
     if node.has_attr("value"):
-        fill = _array(node.attr("value")).reshape(-1)
-    return [np.full([int(d) for d in np.asarray(dims).reshape(-1)], fill[0], dtype=fill.dtype)]
+        fill = _array(ctx, node, "value").reshape(-1)
+        if fill.size != 1:
+            raise Invalid(f"its value holds {fill.size} elements; ConstantOfShape takes one")
+    shape = [int(d) for d in np.asarray(dims).reshape(-1)]
+    if any(d < 0 for d in shape):
+        raise Invalid(f"the shape {shape} has a negative dimension")
+    nbytes = shape_bytes(shape, fill.dtype.itemsize)
+    if 0 not in shape and not ctx.budget.fits(nbytes):
+        # Too big to hold at conversion time: an expand of the one value computes it at run
+        # time instead (and stores one number).
+        scalar = ctx.constant(fill.reshape(()))
+        return [ctx.emit("expand", [scalar], {"newShape": shape})]
+    claim(ctx, node, nbytes)
+    return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
 @onnx_op("Range", webnn=())
@@ -93,7 +112,10 @@ def range_(ctx: ImportContext, node: OnnxNode):
     start, limit, delta = (np.asarray(v).reshape(-1)[0].item() for v in (start, limit, delta))
     if delta == 0:
         raise Unsupported("delta is 0")
+    if not all(math.isfinite(v) for v in (start, limit, delta)):
+        raise Invalid(f"start {start}, limit {limit} and delta {delta} must be finite")
     count = max(math.ceil((limit - start) / delta), 0)
+    claim(ctx, node, shape_bytes([count], dtype.itemsize))
     return [(start + np.arange(count) * delta).astype(dtype)]
 
 
@@ -101,3 +123,4 @@ def range_(ctx: ImportContext, node: OnnxNode):
 def random(ctx: ImportContext, node: OnnxNode):
     raise Unsupported("it draws new random values on every run; WebNN has no random number "
                       "generator")
+

@@ -21,7 +21,7 @@ import onnx
 
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
-from ..model_file import tensor_array
+from ..tensor_data import sparse_array, tensor_array
 from ..registry import DEFAULT_DOMAINS, Unsupported, onnx_op
 from .shape_ops import known_scalar, normalize_axis
 
@@ -39,9 +39,15 @@ def import_body(ctx: ImportContext, node: OnnxNode, body: onnx.GraphProto, what:
     declared = {vi.name: vi.type.tensor_type.elem_type for vi in body.input}
     for name, value in (bound or {}).items():
         ctx.set(name, value, declared.get(name) or _onnx_type(value))
-    for t in body.initializer:
-        ctx.set(t.name, tensor_array(t, where=f"{node} {what}"), t.data_type,
+    for t in body.initializer:  # self-contained: read_model resolved any external data
+        ctx.set(t.name, tensor_array(t, where=ctx.where, what=f"{node} {what} initializer "
+                                                              f"'{t.name}'", budget=ctx.budget,
+                                     release=False), t.data_type,
                 known_shape=tuple(int(d) for d in t.dims))
+    for sparse in body.sparse_initializer:
+        ctx.set(sparse.values.name, sparse_array(sparse, f"{node} {what} sparse initializer "
+                                                         f"'{sparse.values.name}'", ctx.where,
+                                                 ctx.budget), sparse.values.data_type)
     if types is None:
         types = body_types(ctx, body)
     outer = ctx.node

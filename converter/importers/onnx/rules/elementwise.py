@@ -12,6 +12,7 @@ import onnx
 from ..context import ImportContext, OnnxNode
 from ..model_file import ONNX_TO_WEBNN
 from ..registry import Unsupported, onnx_op
+from ..tensor_data import onnx_dtype_name
 from .integer_math import integer_mod
 
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div",
@@ -92,7 +93,7 @@ def where(ctx: ImportContext, node: OnnxNode):
 
 def _cast_to(ctx: ImportContext, x, to: int, source_type: int):
     if to not in ONNX_TO_WEBNN:
-        raise Unsupported(f"cast to {onnx.TensorProto.DataType.Name(to)}, which WebNN lacks")
+        raise Unsupported(f"cast to {onnx_dtype_name(to)}, which WebNN lacks")
     if to == onnx.TensorProto.BOOL and source_type == onnx.TensorProto.BOOL:
         return ctx.emit("identity", [x])  # already 0 or 1
     if to == onnx.TensorProto.BOOL:

@@ -21,6 +21,7 @@ from ....ir import ConstantData, Operand
 from ....ir.operand import pack4
 from ..context import ImportContext, OnnxNode, unpack_known
 from ..registry import Unsupported, onnx_op, rule_for
+from ..tensor_data import onnx_dtype_name
 
 __all__ = ["reshape", "to_input_rank", "zeros"]
 
@@ -32,7 +33,7 @@ _FLOATS = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16
 
 
 def _type_name(elem: int) -> str:
-    return onnx.TensorProto.DataType.Name(elem)
+    return onnx_dtype_name(elem)
 
 
 def reshape(ctx: ImportContext, operand: Operand, shape) -> Operand:

@@ -21,7 +21,7 @@ import onnx
 from ....ir import Operand
 from ....ops.registry import broadcast_shapes
 from ..context import ImportContext, OnnxNode
-from ..registry import Unsupported, onnx_op
+from ..registry import Invalid, Unsupported, onnx_op
 
 __all__ = ["normalize_axis", "normalize_axes", "known_ints", "known_scalar", "slice_along",
            "empty_result"]
@@ -196,8 +196,12 @@ def split(ctx: ImportContext, node: OnnxNode):
     dim = shape[axis]
     sizes = known_ints(ctx, node, 1, "split", "the split input")  # an attribute before 13
     count = len(node.outputs)
+    if count == 0:
+        raise Invalid("it has no outputs")
     if sizes is None:
         parts = int(node.attr("num_outputs", count))
+        if parts <= 0:
+            raise Invalid(f"num_outputs is {parts}; it must be positive")
         if node.has_attr("num_outputs"):
             # Opset 18: ceil(dim / n) per output, the last one takes what is left.
             chunk = -(-dim // parts)

@@ -1,0 +1,175 @@
+"""Rules of ONNX a model must follow before it is imported, each reported as the rule it breaks.
+
+The importer walks nodes in file order and reads each value from the node that made it, so a
+model that breaks one of these would otherwise import as something else (the later of two
+producers wins) or fail with a misleading message ("not produced by any node" for a cycle).
+"""
+from __future__ import annotations
+
+import onnx
+import onnx.defs
+
+from ...errors import FormatError
+from .registry import DEFAULT_DOMAINS, Invalid
+
+__all__ = ["check_model", "check_known_indices", "MIN_OPSET", "max_opset"]
+
+MIN_OPSET = 7  # the oldest default-domain opset the importer's rules are written for
+
+
+def max_opset() -> int:
+    """The newest default-domain opset the installed onnx package knows."""
+    return onnx.defs.onnx_opset_version()
+
+
+def check_model(model: onnx.ModelProto, where: str) -> None:
+    """Raise FormatError for the first broken rule: opset range, one producer per value,
+    topological order (naming a cycle when there is one), graph outputs that exist."""
+    _check_opsets(model, where)
+    graph = model.graph
+    available = {t.name for t in graph.initializer} | {vi.name for vi in graph.input} \
+        | {s.values.name for s in graph.sparse_initializer}
+    producer: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        for out in node.output:
+            if not out:
+                continue
+            if out in producer or out in available:
+                first = (f"node {_label(graph.node[producer[out]], producer[out])}"
+                         if out in producer else "a graph input or initializer")
+                raise FormatError(f"value '{out}' is written by {first} and again by node "
+                                  f"{_label(node, index)}; an ONNX value has exactly one "
+                                  f"producer", where=where)
+            producer[out] = index
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            at = producer.get(name)
+            if name and at is not None and at >= index:
+                raise FormatError(_order_problem(graph, producer, index, name), where=where,
+                                  fix="ONNX nodes must be topologically sorted and acyclic")
+    for vi in graph.output:
+        if not vi.name:
+            raise FormatError("a graph output has an empty name", where=where)
+        if vi.name not in producer and vi.name not in available:
+            raise FormatError(f"graph output '{vi.name}' is not produced by any node, "
+                              f"initializer or input", where=where)
+
+
+def _check_opsets(model: onnx.ModelProto, where: str) -> None:
+    """The default domain's opset lies in MIN_OPSET..max_opset(). An older one is read only
+    when every op the model uses means at it what it means at MIN_OPSET (ops never revised,
+    such as Not-1), so the model reads as an opset-7 model; otherwise it is refused."""
+    default = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    newest = max_opset()
+    fix = "convert the model to a supported opset with onnx.version_converter"
+    for version in default:
+        if version > newest or version < 1:
+            raise FormatError(f"the model imports default-domain opset {version}; this "
+                              f"converter reads opsets {MIN_OPSET} to {newest}", where=where,
+                              fix=fix)
+        if version < MIN_OPSET:
+            changed = sorted({n.op_type for n in _all_nodes(model.graph)
+                              if n.domain in DEFAULT_DOMAINS
+                              and _since(n.op_type, version) != _since(n.op_type, MIN_OPSET)})
+            if changed:
+                raise FormatError(f"the model imports default-domain opset {version}; this "
+                                  f"converter reads opsets {MIN_OPSET} to {newest} (and older "
+                                  f"ones only for ops unchanged since: not "
+                                  f"{', '.join(changed[:5])})", where=where, fix=fix)
+    uses_default = any(n.domain in DEFAULT_DOMAINS for n in model.graph.node)
+    if uses_default and not default:
+        raise FormatError("the model uses default-domain ops but imports no default-domain "
+                          "opset", where=where, fix="add an opset_import entry for domain ''")
+
+
+def _since(op_type: str, opset: int) -> int | None:
+    """The version of `op_type`'s definition in force at `opset` (None: not defined there)."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, "").since_version
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _all_nodes(graph: onnx.GraphProto):
+    todo = [graph]
+    while todo:
+        g = todo.pop()
+        for node in g.node:
+            yield node
+            for a in node.attribute:
+                if a.HasField("g"):
+                    todo.append(a.g)
+                todo.extend(a.graphs)
+
+
+def _order_problem(graph, producer: dict[str, int], index: int, name: str) -> str:
+    """Why node `index` reads `name` before it exists: a cycle (named) or mere disorder."""
+    node = graph.node[index]
+    if producer[name] == index:
+        return (f"node {_label(node, index)} reads its own output '{name}': the graph has a "
+                f"cycle")
+    cycle = _cycle_through(graph, producer, index)
+    if cycle:
+        path = " -> ".join(_label(graph.node[i], i) for i in cycle + [cycle[0]])
+        return f"the graph has a cycle: {path}"
+    return (f"node {_label(node, index)} reads '{name}' before node "
+            f"{_label(graph.node[producer[name]], producer[name])} produces it")
+
+
+def _cycle_through(graph, producer: dict[str, int], start: int) -> list[int]:
+    """Node indices of a cycle through `start` (following inputs back to producers), or []."""
+    path, on_path, done = [start], {start}, set()
+    stack = [iter(_feeders(graph, producer, start))]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            finished = path.pop()
+            on_path.discard(finished)
+            done.add(finished)
+            continue
+        if nxt == start:
+            return list(reversed(path))
+        if nxt in done or nxt in on_path:
+            continue
+        path.append(nxt)
+        on_path.add(nxt)
+        stack.append(iter(_feeders(graph, producer, nxt)))
+    return []
+
+
+def _feeders(graph, producer: dict[str, int], index: int) -> list[int]:
+    return [producer[n] for n in graph.node[index].input if n in producer]
+
+
+def _label(node: onnx.NodeProto, index: int) -> str:
+    return f"{node.op_type} '{node.name or f'{node.op_type}_{index}'}'"
+
+
+# Ops whose indices input (by position) must lie within an axis of their data input (input 0).
+_INDEXED = {"Gather": 1, "GatherElements": 1, "ScatterElements": 1}
+
+
+def check_known_indices(ctx, node) -> None:
+    """A constant index outside its axis is an invalid model (ONNX leaves the result undefined),
+    reported before the node is folded or imported; run-time indices cannot be checked here."""
+    position = _INDEXED.get(node.op_type)
+    if position is None or node.domain not in DEFAULT_DOMAINS:
+        return
+    data, indices_name = node.input(0), node.input(position)
+    if data is None or indices_name is None or data not in ctx.values \
+            or indices_name not in ctx.values:
+        return
+    indices = ctx.known(indices_name)
+    if indices is None or indices.size == 0 or indices.dtype.kind not in "iu":
+        return
+    shape = ctx.shape(data)
+    axis = int(node.attr("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise Invalid(f"axis {axis} is out of range for rank {len(shape)}")
+    dim = shape[axis]
+    low, high = int(indices.min()), int(indices.max())
+    if low < -dim or high >= dim:
+        bad = low if low < -dim else high
+        raise Invalid(f"index {bad} is out of range for axis {axis} of size {dim} (indices "
+                      f"must lie in [{-dim}, {dim - 1}])")
