@@ -40,7 +40,7 @@ def test_the_sample_has_no_failure_of_any_kind(tmp_path):
 def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int = 50_000,
             stderr: bytes = b"") -> list[str]:
     model, out = tmp_path / "model", tmp_path / "out"
-    model.mkdir()
+    model.mkdir(parents=True)
     out.mkdir()
     (out / "stdout.txt").write_bytes(b"")
     (out / "stderr.txt").write_bytes(stderr)
