@@ -17,7 +17,9 @@ A run fails, by kind, when:
   leftover   after a failure any file remains in its output folder, after a success anything
              but the outputs it names, or a file appeared in the model's folder;
   canary     an output (or its stdout) holds bytes of the canary file placed outside every
-             model's folder.
+             model's folder;
+  executes   an emitted .js module, imported in Node (when `node` is installed), sets the
+             global the corpus's hostile names try to set, or does not parse.
 Prints a summary table (runs, clean errors, successes, each failure kind), writes every run to
 DIR/runs.jsonl, and exits 1 when any run failed.
 """
@@ -27,7 +29,9 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +45,7 @@ from fuzz_corpus import TOKEN, Case, make_corpus  # noqa: E402
 
 TIMEOUT = 30.0
 MEMORY = 1 << 30
-KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary")
+KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary", "executes")
 # command name -> (arguments after the entry file, outputs it may leave on success)
 COMMANDS = {
     "validate": ([], []),
@@ -143,6 +147,28 @@ def _judge(run: Run, case: Case, out: Path, allowed: list[str], before: set[str]
                         if (out / name).is_file() and not (out / name).is_symlink()]
     if any(needle in blob for blob in blobs for needle in _NEEDLES):
         run.failures.append("canary")
+    if run.exit == 0 and "o.js" in written and shutil.which("node"):
+        problem = _imports_cleanly(out / "o.js")
+        if problem:
+            run.failures.append("executes")
+            run.detail = f"{problem}; " + run.detail
+
+
+def _imports_cleanly(module: Path) -> str | None:
+    """Import the module in Node; why it is not clean (a name ran as code), or None."""
+    copy = module.with_name("o.fuzz.mjs")
+    copy.write_bytes(module.read_bytes())
+    try:
+        done = subprocess.run(
+            ["node", "--input-type=module", "-e",
+             f"await import({json.dumps(copy.as_uri())}); "
+             "if (globalThis.CANARY !== undefined) { console.log('CANARY SET'); process.exit(3) }"],
+            capture_output=True, text=True, timeout=TIMEOUT)
+    finally:
+        copy.unlink()
+    if done.returncode != 0:
+        return f"node: {(done.stdout + done.stderr).strip().splitlines()[-1][:200]}"
+    return None
 
 
 def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,

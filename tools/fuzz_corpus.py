@@ -93,6 +93,7 @@ def _external_model(folder: Path) -> list[Path]:
 # -- malicious constructions ---------------------------------------------------------------------
 def _onnx_ext(location: str, offset=8, length=64, link: str | None = None):
     def make(folder: Path, root: Path) -> Path:
+        (folder / "w.bin").write_bytes(np.arange(16, dtype=np.float32).tobytes())
         if link == "symlink":
             os.symlink(root / "canary.bin", folder / location)
         elif link == "fifo":
@@ -227,11 +228,51 @@ def _text(name: str, text: str):
     return make
 
 
-def _json_graph(name: str = "g", option="1", consts: str = "{}") -> str:
-    return ('{"format": "webnn-graph-json", "version": 2, "name": ' + json.dumps(name) +
+def _json_graph(name: str = '"g"', option: str | None = None, consts: str = "{}") -> str:
+    """A JSON graph; `name` and `option` (an option's value) are JSON text, written as is."""
+    options = "{}" if option is None else '{"o": ' + option + "}"
+    return ('{"format": "webnn-graph-json", "version": 2, "name": ' + name +
             ', "inputs": {"x": {"dataType": "float32", "shape": [2]}}, "consts": ' + consts +
-            ', "nodes": [{"id": "y", "op": "relu", "inputs": ["x"], "options": {"o": ' +
-            option + '}}], "outputs": {"y": "y"}}')
+            ', "nodes": [{"id": "y", "op": "relu", "inputs": ["x"], "options": ' + options +
+            '}], "outputs": {"y": "y"}}')
+
+
+def _tflite(kind: str):
+    """A one-ADD .tflite whose constant, shape or names are hostile."""
+    def make(folder: Path, root: Path) -> Path:
+        from converter.testing.tflite_fixtures import TfliteBuilder
+
+        b = TfliteBuilder()
+        shape = [2**31 - 1] * 4 if kind == "huge-shape" else [16]
+        names = "x\u2028globalThis.CANARY=1;//</script>" if kind == "names" else "x"
+        x = b.input(names, shape)
+        w = b.constant("w" + names[1:], np.ones(16, np.float32))
+        y = b.tensor("y" + names[1:], shape)
+        b.op("ADD", [x, w], [y])
+        buffer = b.buffers[b.subgraphs[0].tensors[w].buffer]
+        if kind == "offset-huge":
+            buffer.data, buffer.offset, buffer.size = None, 2**62, 64
+        elif kind == "size-huge":
+            buffer.data, buffer.offset, buffer.size = None, 64, 2**62
+        elif kind == "no-data":
+            b.subgraphs[0].tensors[w].shape = [100000, 100000, 100000]
+            buffer.data = None
+        return b.save(folder / "m.tflite", [y])
+    return make
+
+
+def _link(name: str, target: str):
+    def make(folder: Path, root: Path) -> Path:
+        os.symlink(target.replace("ROOT", str(root)), folder / name)
+        return folder / name
+    return make
+
+
+def _folder(name: str):
+    def make(folder: Path, root: Path) -> Path:
+        (folder / name).mkdir()
+        return folder / name
+    return make
 
 
 def _tflite_link(folder: Path, root: Path) -> Path:
@@ -283,21 +324,35 @@ HOSTILE: list[tuple[str, Callable[[Path, Path], Path]]] = [
     ("webnn-graph-fifo", _fifo("g.webnn")),
     ("webnn-deep-nesting", _text("g.webnn", _GRAPH.replace(
         "add(x, w)", "add(x, w, o=" + "[" * 100_000 + "]" * 100_000 + ")"))),
-    ("webnn-huge-shape", _text("g.webnn", _GRAPH.replace(
+    ("webnn-huge-shape", _webnn(graph=_GRAPH.replace(
         "u8[64] @weights", "f32[100000, 100000, 100000] @weights"))),
     ("webnn-negative-shape", _text("g.webnn", _GRAPH.replace("x: u8[64]", "x: u8[-64]"))),
-    ("webnn-hostile-names", _text("g.webnn", _GRAPH.replace(
+    ("webnn-hostile-names", _webnn(graph=_GRAPH.replace(
         '"g"', '"g\u2028globalThis.CANARY=1;//</script><!--*/`${x}`"'))),
     ("webnn-lone-surrogate", _text("g.webnn", _GRAPH.replace('"g"', '"g\\ud800"'))),
     ("json-deep-nesting", _text("g.json", _json_graph(option="[" * 100_000 + "]" * 100_000))),
     ("json-nesting-500", _text("g.json", _json_graph(option="[" * 500 + "]" * 500))),
-    ("json-hostile-names", _text("g.json", _json_graph(name="g\u2028x\u2029</script>"))),
-    ("json-lone-surrogate", _text("g.json", _json_graph(name="\\udc00"))),
+    ("json-hostile-names", _text("g.json", _json_graph(
+        name=json.dumps("g\u2028globalThis.CANARY=1;//\u2029</script><!--*/`${x}`",
+                        ensure_ascii=False)))),
+    ("json-lone-surrogate", _text("g.json", _json_graph(name='"\\udc00"'))),
     ("json-bytes-out-of-range", _text("g.json", _json_graph(consts=(
         '{"c": {"dataType": "uint8", "shape": [2], "init": {"kind": "inlineBytes", '
         '"bytes": [1, 999]}}}')))),
     ("tflite-link-to-canary", _tflite_link),
     ("tflite-fifo", _fifo("m.tflite")),
+    ("tflite-buffer-offset-huge", _tflite("offset-huge")),
+    ("tflite-buffer-size-huge", _tflite("size-huge")),
+    ("tflite-huge-shape", _tflite("huge-shape")),
+    ("tflite-constant-without-data", _tflite("no-data")),
+    ("tflite-hostile-names", _tflite("names")),
+    ("onnx-fifo", _fifo("m.onnx")),
+    ("onnx-link-outside", _link("m.onnx", "ROOT/seeds/tiny_cnn.onnx")),
+    ("onnx-link-to-proc", _link("m.onnx", "/proc/self/mem")),
+    ("webnn-manifest-fifo", _webnn(weights="file")),  # made a FIFO in make_corpus
+    ("webnn-graph-folder", _folder("g.webnn")),
+    ("json-link-outside", _link("g.json", "ROOT/seeds/json/tiny_cnn.json")),
+    ("json-link-to-proc-environ", _link("g.json", "/proc/self/environ")),
 ]
 
 
@@ -342,6 +397,9 @@ def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
             folder.mkdir()
             entry = make(folder, root)
             _absolute_refs(entry, root)
+            if kind == "webnn-manifest-fifo":
+                (folder / "g.manifest.json").unlink()
+                os.mkfifo(folder / "g.manifest.json")
         else:
             kind = rng.choice(kinds)
             files = seeds[kind]

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -66,3 +69,21 @@ def test_the_judge_sees_each_kind_of_failure(tmp_path):
                    stderr=b"internal error: KeyError: 11; rerun with --debug") == ["internal"]
     assert _judged(tmp_path / "g", {}, exit_code=2, maxrss_kb=2_000_000) == ["memory"]
     assert _judged(tmp_path / "h", {}, exit_code=120) == ["crash"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_judge_imports_emitted_modules_in_node(tmp_path):
+    # What the emitter wrote before issue 10: a U+2028 in a graph name ends the comment.
+    bad = "// WebNN graph 'g\u2028globalThis.CANARY=1;//', written by webnn-converter.\n"
+    good = "// WebNN graph \"g\\u2028globalThis.CANARY=1;//\", written by webnn-converter.\n"
+    for name, text, want in (("bad", bad, ["executes"]), ("good", good, [])):
+        run = fuzz.Run("case", "convert.js")
+        out, model = tmp_path / name, tmp_path / f"{name}-model"
+        out.mkdir()
+        model.mkdir()
+        (out / "stdout.txt").write_bytes(b"")
+        (out / "stderr.txt").write_bytes(b"")
+        (out / "o.js").write_text(text + "export const x = 1;\n", encoding="utf-8")
+        fuzz._judge(run, fuzz.Case("case", model, model / "m.onnx"), out, ["o.js"], set(), 0,
+                    types.SimpleNamespace(ru_maxrss=1000))
+        assert run.failures == want, (name, run.detail)
