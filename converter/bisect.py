@@ -34,7 +34,7 @@ import numpy as np
 from . import dtypes
 from .errors import ConverterError
 from .ir import Graph, Operation
-from .parity import NOISE_FACTOR, compare, default_bounds, ulp_distance
+from .parity import NOISE_FACTOR, ulp_distance
 from .verification import make_inputs
 
 __all__ = ["Finding", "bisect", "op_ulp_budget", "isolate", "source_node_of"]
@@ -217,6 +217,15 @@ def _conversion_stage(trace: _Trace, graph: Graph, oracle) -> Finding | None:
             elif len(node.outputs) == 1 and by_node.get(node.name) and \
                     by_node[node.name][-1].outputs[0].shape == shape:
                 operand_of[out] = by_node[node.name][-1].outputs[0].name
+    checked: dict[str, tuple[_Off, bool]] = {}
+
+    def off(name: str) -> tuple[_Off, bool]:
+        if name not in checked:
+            result = _error(values[name], oracle[operand_of[name]])
+            checked[name] = result, not result.passed and \
+                result.max_abs > NOISE_FACTOR * trace.spread(name)
+        return checked[name]
+
     for node in trace.nodes:
         outs = [o for o in node.outputs if o in operand_of and o not in graph.inputs
                 and _comparable(values[o], oracle.get(operand_of[o]))]
@@ -224,12 +233,12 @@ def _conversion_stage(trace: _Trace, graph: Graph, oracle) -> Finding | None:
             continue
         reads = [i for i in node.inputs if i in operand_of and i in values
                  and _comparable(values[i], oracle.get(operand_of[i]))]
-        before = [_error(values[i], oracle[operand_of[i]]) for i in reads]
-        if any(_off(r, trace.spread(i)) for r, i in zip(before, reads)):
+        if any(off(i)[1] for i in reads):
             continue  # already off where it reads: not where the trouble starts
+        before = [off(i)[0] for i in reads]
         for out in outs:
-            after = _error(values[out], oracle[operand_of[out]])
-            if not _off(after, trace.spread(out)):
+            after, is_off = off(out)
+            if not is_off:
                 continue
             op = graph.producers()[operand_of[out]]
             return _finding("conversion", op, [node.label],
@@ -242,10 +251,6 @@ def _conversion_stage(trace: _Trace, graph: Graph, oracle) -> Finding | None:
     return None
 
 
-def _off(result, spread: float) -> bool:
-    return not result.passed and result.max_abs > NOISE_FACTOR * spread
-
-
 def _comparable(source_value, oracle_value) -> bool:
     """Both float (a quantized source keeps integers where the graph may hold floats)."""
     return oracle_value is not None and np.asarray(source_value).dtype.kind == "f" \
@@ -253,13 +258,27 @@ def _comparable(source_value, oracle_value) -> bool:
         and np.shape(source_value) == np.shape(oracle_value)
 
 
-def _error(got, want):
-    want = np.asarray(want)
-    got = np.asarray(got)
-    if want.dtype.kind == "f":
-        return compare("v", got.astype(np.float64), want.astype(np.float64),
-                       default_bounds("float32"), "float32")
-    return compare("v", got, want.astype(got.dtype) if got.dtype != want.dtype else want)
+@dataclass
+class _Off:
+    """One value against the oracle under the whole-model elementwise bounds."""
+
+    passed: bool
+    max_abs: float
+    reason: str
+
+
+_ATOL, _RTOL = 1e-4, 1e-3  # the whole-model float32 bounds (shared tolerances)
+
+
+def _error(got, want) -> _Off:
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    diff = np.abs(got - want)
+    agree = (diff <= _ATOL + _RTOL * np.abs(want)) | (np.isnan(got) & np.isnan(want)) \
+        | (got == want)
+    bad = int(np.count_nonzero(~agree))
+    max_abs = float(np.nanmax(np.where(got == want, 0.0, diff))) if diff.size else 0.0
+    return _Off(bad == 0, max_abs, f"{bad} of {want.size} elements outside the bounds")
 
 
 # -- the executor stage ------------------------------------------------------------------------
@@ -476,9 +495,7 @@ def _rounded(value, data_type: str) -> np.ndarray:
 def _max_abs(got, want) -> float:
     if got is None or want is None:
         return float("nan")
-    return compare("v", np.asarray(got).astype(np.float64),
-                   np.asarray(want).astype(np.float64), default_bounds("float32"),
-                   "float32").max_abs
+    return _error(got, want).max_abs
 
 
 def _jsonable(v):
