@@ -94,3 +94,22 @@ def test_op_budgets_follow_the_shared_tolerances():
     assert budget["softmax(8, 36)"] == 36 * 3 + 3
     assert budget["reduceMean(1, 8)"] == 36
     assert budget["sigmoid(1, 8, 6, 6)"] == 34 and budget["reshape(8, 36)"] == 0
+
+
+def test_bisect_names_the_tflite_op_index_in_the_noisy_deep_stack(tmp_path):
+    from converter.exporters.tflite import to_tflite
+
+    from .test_situations import deep_conv_stack
+
+    graph, x = deep_conv_stack()
+    source = tmp_path / "deep.tflite"
+    source.write_bytes(to_tflite(graph))
+    # the correct import of the noisy model: no operation leaves its budget (its noise is
+    # within 2x LiteRT's own spread at every tensor; every op alone within its ULP budget)
+    assert bisect(source, converter.load(source), feeds={"x": x}) is None
+    bad = converter.load(source)
+    injected = transposed_filter(bad)  # the middle conv2d: TFLite op #12
+    assert not converter.verify(source, bad, feeds={"x": x}).passed
+    found = bisect(source, bad, feeds={"x": x})
+    assert found.op == injected and found.source_nodes == ["TFLite op #12 (CONV_2D)"]
+    assert found.error_before < 1e-4 and found.error_after > 1
