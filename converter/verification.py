@@ -27,7 +27,7 @@ from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge
 from .source_runs import SESSION_OPTIONS, run_source, run_source_f64, source_alternates
 
-__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT"]
+__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT", "source_int_limits"]
 
 
 BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
@@ -223,6 +223,11 @@ _SOURCES = {
     ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p)),
     ".tflite": _SourceKind("litert", run_source, lambda p: {}),
 }
+
+
+def source_int_limits(path: Path) -> dict[str, int]:
+    """How the source bounds its integer inputs (embedding rows), for drawing them."""
+    return _source_kind(path).int_limits(path)
 
 
 def _source_kind(path: Path) -> _SourceKind:

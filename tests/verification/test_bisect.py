@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
-from converter.bisect import bisect, op_ulp_budget
+from converter.bisect import bisect
+from converter.op_budgets import op_ulp_budget
 from converter.lowering.onnx import elementwise
 
 from .mutations import sub_for_add, transposed_filter

@@ -65,6 +65,17 @@ def test_the_source_run_in_float64_decides_the_conversion_when_there_is_one():
     assert not bad.passed and bad.extra["sourceF64VsF64"] == pytest.approx(0.5)
 
 
+def test_a_nan_is_never_noise():
+    # our run has a NaN where the truth is 4.0; every finite element is within noise of it
+    source, ours = f32(1.0, 2.0, 4.01), f32(1.0, 2.01, np.nan)
+    r = judge("y", ours, source, TRUTH, alternates={"other kernels": f32(1.0, 2.0, 4.0)})
+    assert not r.passed and r.reason.startswith("webnn has 1 NaN or infinite values")
+    # and a source with a NaN the graph's truth lacks is not excused by its spread either
+    r = judge("y", f32(1.0, 2.0, 4.0), f32(1.0, 2.01, np.nan), TRUTH,
+              alternates={"other kernels": f32(1.0, 2.5, np.nan)})
+    assert not r.passed and "something other than the source" in r.reason
+
+
 def test_no_oracle_keeps_the_plain_rule():
     r = judge("y", f32(1.0), f32(2.0), None)
     assert not r.passed and r.extra["decidedBy"] == "webnn vs source (no float64 oracle)"
