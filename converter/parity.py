@@ -205,6 +205,15 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float | None:
 NOISE_FACTOR = 2.0
 
 
+def _stray_nonfinite(got: np.ndarray, truth: np.ndarray) -> int:
+    """How many elements are NaN or infinite in one array and not the same in the other."""
+    g, t = np.asarray(got, np.float64), np.asarray(truth, np.float64)
+    if g.shape != t.shape:
+        return 0
+    odd = (np.isnan(g) != np.isnan(t)) | ((np.isinf(g) | np.isinf(t)) & (g != t))
+    return int(np.count_nonzero(odd))
+
+
 def judge(name: str, got: np.ndarray, want: np.ndarray, oracle: np.ndarray | None,
           bounds: Bounds | None = None, data_type: str | None = None, *,
           source_f64: np.ndarray | None = None,
@@ -255,7 +264,8 @@ def judge(name: str, got: np.ndarray, want: np.ndarray, oracle: np.ndarray | Non
                       f"{src64.max_abs:.3g} ({src64.reason})")
     elif theirs.passed:
         conversion_ok, conversion = True, "source vs f64 within the budget"
-    elif spread_from is not None and theirs.max_abs <= NOISE_FACTOR * spread:
+    elif spread_from is not None and not _stray_nonfinite(want, truth) \
+            and theirs.max_abs <= NOISE_FACTOR * spread:
         conversion_ok = True
         conversion = (f"source vs f64 within {NOISE_FACTOR:g}x the source's own spread "
                       f"({spread_from} {spread:.3g})")
@@ -266,8 +276,13 @@ def judge(name: str, got: np.ndarray, want: np.ndarray, oracle: np.ndarray | Non
                       + (f" and {NOISE_FACTOR:g}x the source's own spread ({spread_from} "
                          f"{spread:.3g})" if spread_from is not None else ""))
     # the executor: is our float32 run as close to the f64 value as the source's run is?
+    # (A NaN or infinity where the truth has none is never noise: max_abs does not see it.)
+    stray = _stray_nonfinite(got, truth)
     if ours.passed:
         executor_ok, executor = True, "webnn vs f64 within the budget"
+    elif stray:
+        executor_ok = False
+        executor = f"webnn has {stray} NaN or infinite values where the f64 value has none"
     elif ours.max_abs <= NOISE_FACTOR * theirs.max_abs:
         executor_ok = True
         executor = f"webnn vs f64 within {NOISE_FACTOR:g}x source vs f64"

@@ -17,7 +17,8 @@ from .errors import ConverterError, FormatError
 
 __all__ = ["SCHEMA_NAMES", "schema_path", "load_schema", "validate"]
 
-SCHEMA_NAMES = ("webnn-graph-json", "weights-manifest", "target", "zoo-manifest", "zoo-report")
+SCHEMA_NAMES = ("webnn-graph-json", "weights-manifest", "target", "zoo-manifest", "zoo-report",
+                "verify-report")
 
 _HERE = Path(__file__).resolve().parent
 _SEARCH = (_HERE / "schemas", _HERE.parent / "schemas")

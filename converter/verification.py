@@ -7,6 +7,12 @@
 Inputs are seeded random values in a range that suits each input: floats in [0, 1); integer
 inputs that index an embedding (Gather data) within its rows; other integers in [0, 10); bool
 inputs 0 or 1. The report states the seed, the inputs' ranges and the bounds used.
+
+Both sides run with the same session options (ONNX Runtime at ENABLE_BASIC, as the executor
+runs the lowered graph). An output outside the budget of the source's run is judged against the
+truth (`parity.judge`): the graph evaluated in float64 by the reference interpreter, the
+source's own noise (its runtime run other ways, `source_runs`) and the source run in float64
+where its runtime can; the report gives both errors against float64 and the deciding rule.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge
 from .source_runs import SESSION_OPTIONS, run_source, run_source_f64, source_alternates
 
-__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT"]
+__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT", "source_int_limits"]
 
 
 BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
@@ -167,6 +173,8 @@ def _float64_oracle(graph: Graph, feeds: Mapping[str, np.ndarray]
         return None, f"no float64 oracle: {e.line()}"
     except NotImplementedError as e:  # an op the interpreter has no kernel for
         return None, f"no float64 oracle: {e}"
+    except MemoryError:  # float64 doubles every tensor: a big model may not fit twice
+        return None, "no float64 oracle: out of memory evaluating the graph in float64"
 
 
 def _as_webnn(value: np.ndarray) -> np.ndarray:
@@ -215,6 +223,11 @@ _SOURCES = {
     ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p)),
     ".tflite": _SourceKind("litert", run_source, lambda p: {}),
 }
+
+
+def source_int_limits(path: Path) -> dict[str, int]:
+    """How the source bounds its integer inputs (embedding rows), for drawing them."""
+    return _source_kind(path).int_limits(path)
 
 
 def _source_kind(path: Path) -> _SourceKind:
