@@ -440,7 +440,8 @@ class _Loop:
 # --- equivalents --------------------------------------------------------------------------------
 def load_equivalents() -> set[str]:
     """Keys `path: description` from tests/mutation_equivalents.md lines of the form
-    - `converter/x.py:123` `mutation description` -- why (the line number is informative)."""
+    - `converter/x.py:123` `` mutation description `` -- why (the line number is informative;
+    a description without backticks may be in single ones)."""
     keys: set[str] = set()
     if not EQUIVALENTS.exists():
         return keys
@@ -451,7 +452,9 @@ def load_equivalents() -> set[str]:
         try:
             where, rest = line[3:].split("`", 1)
             desc = rest.split(" -- ", 1)[0].strip()
-            if desc.startswith("`") and desc.endswith("`"):
+            if desc.startswith("`` ") and desc.endswith(" ``"):  # a code span with backticks
+                desc = desc[3:-3]
+            elif desc.startswith("`") and desc.endswith("`"):
                 desc = desc[1:-1]
         except ValueError:
             continue
