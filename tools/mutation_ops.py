@@ -8,8 +8,9 @@ Kinds: arithmetic operator swaps, comparison flips, integer constant +1, True/Fa
 dropped `not` and unary minus, negated `if`/`while` conditions, min/max swaps, the first two
 positional arguments of a call swapped, and removed statements (calls, augmented and
 attribute/subscript assignments, raise, continue, break).  Code that cannot change behaviour is
-never mutated: docstrings, annotations, f-strings, and the arguments of a raised exception
-(only its message would change).
+never mutated: docstrings, annotations, f-strings, the arguments of a raised exception (only
+its message would change), and the order of two names in a module-level registration call
+(`@layout_rule("softmax", "cumulativeSum")` registers both either way).
 """
 from __future__ import annotations
 
@@ -216,8 +217,11 @@ class _Finder:
                     node.func = ast.copy_location(ast.Name(new, ast.Load()), node.func)
                 self._add(node, f"`{_short(node)}`: {node.func.id} -> {new}", minmax)
             pos = node.args
+            names = all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                        for a in pos[:2])
             if len(pos) >= 2 and not any(isinstance(a, ast.Starred) for a in pos[:2]) and \
-                    ast.dump(pos[0]) != ast.dump(pos[1]):
+                    ast.dump(pos[0]) != ast.dump(pos[1]) and \
+                    not (names and not self.owner_stack):
                 def argswap(node=node):
                     node.args[0], node.args[1] = node.args[1], node.args[0]
                 self._add(node, f"`{_short(node)}`: first two arguments swapped", argswap)

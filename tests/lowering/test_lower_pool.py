@@ -59,6 +59,33 @@ def test_pools_match_the_reference(kind, short, options):
     assert_ulp(got, want, {"max": 0, "avg": n + 1, "l2": 2 * n + 1}[short])
 
 
+@pytest.mark.parametrize("kind,short", [("averagePool2d", "avg"), ("maxPool2d", "max"),
+                                        ("l2Pool2d", "l2")])
+@pytest.mark.parametrize("options", [
+    # padding as large as the (undilated) window: ONNX pools refuse pads >= kernel, so the
+    # input is padded by a Pad node (no window lies wholly in the padding)
+    dict(windowDimensions=[2, 2], dilations=[2, 2], padding=[2, 2, 2, 0]),
+    dict(windowDimensions=[3, 2], strides=[1, 2], dilations=[1, 3], padding=[0, 0, 2, 2]),
+    # ceil rounding with dilation widens the end padding to the window's size
+    dict(windowDimensions=[2, 1], strides=[2, 1], dilations=[2, 1], padding=[0, 1, 0, 0],
+         outputShapeRounding="ceil"),
+])
+def test_padding_as_large_as_the_window(kind, short, options):
+    x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float32) + 0.5
+    got = _pool(kind, x, **options)
+    pad = options["padding"]
+    out_hw = None
+    if options.get("outputShapeRounding") == "ceil":
+        eff = [(k - 1) * d + 1 for k, d in zip(options["windowDimensions"], options["dilations"])]
+        out_hw = [-(-(3 + pad[0] + pad[1] - eff[0]) // options["strides"][0]) + 1,
+                  -(-(4 + pad[2] + pad[3] - eff[1]) // options["strides"][1]) + 1]
+    want = ref.pool2d(short, x, options["windowDimensions"], pad, options.get("strides", (1, 1)),
+                      options.get("dilations", (1, 1)), out_hw=out_hw)
+    assert got.shape == want.shape
+    n = options["windowDimensions"][0] * options["windowDimensions"][1]
+    assert_ulp(got, want, {"max": 0, "avg": n + 1, "l2": 2 * n + 1}[short])
+
+
 @pytest.mark.parametrize("kind,short", [("averagePool2d", "avg"), ("maxPool2d", "max")])
 def test_ceil_rounding_keeps_the_partial_last_window(kind, short):
     x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)

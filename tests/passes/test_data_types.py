@@ -262,3 +262,90 @@ def test_an_imported_onnx_model_loses_its_int64_and_matches_onnx_runtime(tmp_pat
     # the largest is 38, at 2. Row 1 joins rows 2, 2, 5: the largest is 22, at 10.
     assert got["best_plus"].tolist() == [2 + 7, 10 + 8] == want["best_plus"].tolist()
     np.testing.assert_array_equal(got["squares"], want["squares"])
+
+
+# -- the pass's bookkeeping, each case checked on the graph it leaves ---------------------------
+ALL_TYPES = list(dtypes.SPEC_DATA_TYPES)
+
+
+def test_int64_only_at_the_graph_interface_is_still_converted():
+    # Every op takes int64; only graph inputs and outputs may not: the pass must still run.
+    g = index_graph()
+    result = retype(g, target("io_without_int64", op_types=ALL_TYPES, io_types=NO_INT64))
+    assert result.changed and int64_operands(g) == []
+    assert result.counts["inputs_retyped"] == 1
+
+
+def test_where_with_a_uint8_condition_converts_its_int64_values():
+    # The condition is not in the int64 group: it keeps uint8 in the int32 check.
+    b = GraphBuilder("w")
+    cond = b.input("cond", "uint8", [3])
+    a = b.input("a", "int64", [3])
+    g = b.build({"y": b.where(cond, a, b.constant(np.array([7, 8, 9], np.int64), name="k"),
+                              name="y")})
+    feeds = {"cond": np.array([1, 0, 1], np.uint8), "a": np.array([1, 2, 3], np.int64)}
+    before = converter.run(g, feeds)
+    result = retype(g, target("ops_without_int64", io_types=ALL_TYPES))
+    assert [n for n in result.notes if "kept int64" in n] == []
+    assert g.operand("k").data_type == "int32"
+    np.testing.assert_array_equal(converter.run(g, feeds)["y"], before["y"])
+
+
+def test_notes_name_at_most_five_operands_and_count_the_ops():
+    b = GraphBuilder("many")
+    x = b.input("x", "int64", [2])
+    big = b.constant(np.array([2**40, 1], np.int64), name="big")
+    y = x
+    for i in range(6):
+        y = b.add(y, big, name=f"s{i}")
+    g = b.build({"y": y})
+    [note] = [n for n in retype(g, target("no_int64")).notes if "kept int64" in n]
+    assert "for 8 operand(s) (big, s0, s1, s2, s3)" in note
+
+    g = index_graph()
+    result = retype(g, target("no_int64"))
+    assert f"{result.counts['ops']} op(s) now compute in int32" in " ".join(result.notes)
+    assert result.counts["ops"] > 0
+
+
+def test_a_retyped_input_keeps_its_place_among_the_inputs():
+    b = GraphBuilder("order")
+    ids = b.input("ids", "int64", [2])
+    f = b.input("f", "float32", [2])
+    g = b.build({"y": b.cast(ids, "float32", name="y"), "z": b.relu(f, name="z")})
+    retype(g, target("no_int64"))
+    assert list(g.inputs) == ["ids", "f"] and g.inputs["ids"].data_type == "int32"
+
+
+def test_an_output_read_inside_the_graph_gives_its_readers_the_int32_value():
+    b = GraphBuilder("inner")
+    x = b.input("x", "int64", [2])
+    y = b.add(x, b.constant(np.array([1, 2], np.int64), name="c"), name="y")
+    g = b.build({"y": y, "z": b.mul(y, y, name="z")})
+    feeds = {"x": np.array([3, -4], np.int64)}
+    before = converter.run(g, feeds)
+    retype(g, target("ops_without_int64", io_types=ALL_TYPES))
+    mul = next(op for op in g.operations if op.op_type == "mul")
+    assert all(o.data_type == "int32" for o in mul.inputs)
+    assert mul.inputs[0].producer.op_type == "add"
+    after = converter.run(g, feeds)
+    for key in before:
+        np.testing.assert_array_equal(after[key], before[key])
+
+
+def test_kept_int64_is_not_reported_again_as_another_unsupported_type():
+    b = GraphBuilder("big")
+    x = b.input("x", "int64", [2])
+    g = b.build({"y": b.add(x, b.constant(np.array([2**40, 1], np.int64), name="big"))})
+    notes = retype(g, target("no_int64")).notes
+    assert any("kept int64" in n for n in notes)
+    assert not any("does not take int64" in n for n in notes)
+
+
+def test_int64_inside_a_graph_whose_interface_has_none_stays_where_ops_take_it():
+    b = GraphBuilder("inside")
+    f = b.input("f", "float32", [2])
+    i = b.cast(f, "int64", name="i")
+    g = b.build({"y": b.cast(b.add(i, i, name="s"), "float32", name="y")})
+    result = retype(g, target("io_without_int64", op_types=ALL_TYPES, io_types=NO_INT64))
+    assert not result.changed and int64_operands(g) == ["i", "s"]
