@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     normalization,
     pool,
     quantization,
+    dynamic_quantization,
     recurrent,
     reduction,
     resize,
