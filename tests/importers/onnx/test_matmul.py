@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 import pytest
 
-from .helpers import check, op_named, ops_of, rand, refused, single_node
+from .helpers import check, op_named, ops_of, rand, single_node
 
 I32 = onnx.TensorProto.INT32
 

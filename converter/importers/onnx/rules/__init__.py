@@ -14,6 +14,8 @@ from . import (  # noqa: F401
     recurrent,
     reduction,
     resize,
+    sampling,
+    regions,
     shape_ops,
     spectral,
     indexing,
