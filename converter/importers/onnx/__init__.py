@@ -101,7 +101,10 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
         value = ctx.values.get(vi.name)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
-        graph.set_output(vi.name, _as_result(ctx, vi.name))
+        try:
+            graph.set_output(vi.name, _as_result(ctx, vi.name))
+        except Unsupported as e:  # an output WebNN cannot hold (an empty one, say)
+            problems.append(f"output '{vi.name}': {e}")
     if problems:
         error = UnsupportedError(problems, where=where,
                                  fix="these nodes have no WebNN form; see `webnn-convert ops`")
