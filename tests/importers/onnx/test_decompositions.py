@@ -168,3 +168,27 @@ def test_softmax_cross_entropy_loss_with_log_prob_matches_onnx_runtime():
     x = feeds["x"].astype(np.float64)
     want = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(log_prob, want, rtol=1e-5, atol=1e-6)
+
+
+# -- Bitwise ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64])
+@pytest.mark.parametrize("op, fn", [("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or),
+                                    ("BitwiseXor", np.bitwise_xor)])
+def test_bitwise_binary_ops_match_numpy_and_onnx_runtime(dtype, op, fn):
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 5, info.max, info.min, 100, info.max - 3, 77], dtype)
+    b = np.array([3, 1, 12, 1, info.max, info.min, 6, 77], dtype)
+    if np.issubdtype(dtype, np.signedinteger):
+        a[5], b[6] = -100, -6
+    model = single_node(op, ["a", "b"], {"a": a, "b": b}, opset=18)
+    _, (y,) = check(model, {"a": a, "b": b})
+    np.testing.assert_array_equal(y, fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint32])
+def test_bitwise_not_matches_numpy(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, info.max, info.min, 42], dtype)
+    model = single_node("BitwiseNot", ["x"], {"x": x}, opset=18)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, np.invert(x))
