@@ -192,3 +192,34 @@ def test_bitwise_not_matches_numpy(dtype):
     model = single_node("BitwiseNot", ["x"], {"x": x}, opset=18)
     _, (y,) = check(model, {"x": x})
     np.testing.assert_array_equal(y, np.invert(x))
+
+
+# -- scatter with a reduction ----------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_scatter_nd_reduction_with_repeated_targets_matches_onnx_runtime(reduction):
+    data = rand(4, 3)
+    indices = np.array([[1], [3], [1], [-4], [1]], np.int64)  # row 1 four times (-4 is 0)
+    updates = rand(5, 3)
+    model = single_node("ScatterND", ["x", "i", "u"], {"x": data}, {"i": indices, "u": updates},
+                        opset=18, reduction=reduction)
+    graph, (y,) = check(model, {"x": data}, atol=1e-6)
+    assert ops_of(graph).count("scatterND") == 3  # three rounds: row 1 is hit three times
+
+
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_scatter_elements_reduction_along_axis_1_matches_onnx_runtime(reduction):
+    data = np.zeros((2, 4), np.float32)
+    indices = np.array([[0, 0, 3], [2, 2, 2]], np.int64)
+    updates = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    model = single_node("ScatterElements", ["x", "i", "u"], {"x": data},
+                        {"i": indices, "u": updates}, opset=18, axis=1, reduction=reduction)
+    _, (y,) = check(model, {"x": data})
+    if reduction == "add":
+        np.testing.assert_array_equal(y, [[3, 0, 0, 3], [0, 0, 15, 0]])
+
+
+def test_scatter_reduction_with_run_time_indices_asks_for_them():
+    data, indices = rand(4, 3), np.array([[1], [1]], np.int64)
+    model = single_node("ScatterND", ["x", "i", "u"], {"x": data, "i": indices},
+                        {"u": rand(2, 3)}, opset=18, reduction="add")
+    assert "--const" in refused(model, {"x": data, "i": indices})
