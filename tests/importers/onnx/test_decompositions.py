@@ -223,3 +223,37 @@ def test_scatter_reduction_with_run_time_indices_asks_for_them():
     model = single_node("ScatterND", ["x", "i", "u"], {"x": data, "i": indices},
                         {"u": rand(2, 3)}, opset=18, reduction="add")
     assert "--const" in refused(model, {"x": data, "i": indices})
+
+
+# -- Swish, CumProd, ReverseSequence ---------------------------------------------------------
+def test_swish_by_hand():
+    x = np.array([-1, 0, 2], np.float32)
+    _, (y,) = imported(single_node("Swish", ["x"], {"x": x}, opset=24, alpha=2.0), {"x": x})
+    np.testing.assert_allclose(y, x / (1 + np.exp(-2 * x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cum_prod_matches_numpy(exclusive, reverse):
+    x = np.array([[1, 2, 3, 4], [-2, 5, 0, 3]], np.int32)
+    model = single_node("CumProd", ["x", "axis"], {"x": x}, {"axis": np.array(1, np.int64)},
+                        opset=26, exclusive=exclusive, reverse=reverse)
+    _, (y,) = imported(model, {"x": x})
+    v = x[:, ::-1] if reverse else x
+    want = np.cumprod(v, axis=1)
+    if exclusive:
+        want = np.concatenate([np.ones((2, 1), np.int32), want[:, :-1]], axis=1)
+    np.testing.assert_array_equal(y, want[:, ::-1] if reverse else want)
+
+
+@pytest.mark.parametrize("time_axis, batch_axis", [(0, 1), (1, 0)])
+def test_reverse_sequence_matches_onnx_runtime(time_axis, batch_axis):
+    x = rand(4, 3, 2) if time_axis == 0 else rand(3, 4, 2)
+    lens = np.array([4, 1, 3], np.int64)
+    model = single_node("ReverseSequence", ["x", "lens"], {"x": x}, {"lens": lens}, opset=10,
+                        time_axis=time_axis, batch_axis=batch_axis)
+    _, (y,) = check(model, {"x": x})
+    first = x[:, 2] if time_axis == 0 else x[2]  # batch 2: its first 3 steps reversed
+    got = y[:, 2] if time_axis == 0 else y[2]
+    np.testing.assert_array_equal(got[:3], first[:3][::-1])
+    np.testing.assert_array_equal(got[3], first[3])

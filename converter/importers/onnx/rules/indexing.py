@@ -136,6 +136,30 @@ def scatter_nd(ctx: ImportContext, node: OnnxNode):
     return [_scatter_in_rounds(ctx, data, rows, flat_updates, reduction)]
 
 
+@onnx_op("ReverseSequence", since=10, webnn=("gatherElements",))
+def reverse_sequence(ctx: ImportContext, node: OnnxNode):
+    """With sequence_lens known, every output element reads one fixed input element: the
+    first len[b] steps of batch b reversed, the rest in place; one gatherElements along the
+    time axis with constant indices."""
+    x = ctx.operand(node.input(0))
+    lens = np.asarray(ctx.require_known(node.input(1), "sequence_lens")).reshape(-1)
+    time_axis, batch_axis = int(node.attr("time_axis", 0)), int(node.attr("batch_axis", 1))
+    if x.rank < 2 or {time_axis, batch_axis} != {0, 1}:
+        raise Unsupported("time_axis and batch_axis must be 0 and 1 of an input of rank >= 2")
+    steps, batch = x.shape[time_axis], x.shape[batch_axis]
+    if lens.size != batch or np.any(lens < 0) or np.any(lens > steps):
+        raise Unsupported(f"sequence_lens {lens.tolist()} do not fit {batch} sequences of "
+                          f"{steps} steps")
+    t = np.arange(steps)[:, None]
+    source = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [steps, batch]
+    if time_axis == 1:
+        source = source.T
+    source = source.reshape(source.shape + (1,) * (x.rank - 2))
+    index = np.broadcast_to(source, x.shape).astype(np.int32)
+    return [ctx.emit("gatherElements", [x, ctx.constant(np.ascontiguousarray(index), "int32")],
+                     {"axis": time_axis})]
+
+
 # -- OneHot --------------------------------------------------------------------------------------
 @onnx_op("OneHot", webnn=("equal", "logicalOr", "where", "cast", "slice", "reshape"))
 def one_hot(ctx: ImportContext, node: OnnxNode):
