@@ -2,7 +2,10 @@
 importer and executor, and judged against the expected outputs the cases carry.
 
 `run_case` returns one of: ("pass", detail), ("fail", detail), ("unsupported", reason),
-("error", detail). A case is *claimed* when every op in its graph has an import rule and every graph input and
+("error", detail). A float output outside the case's tolerance of its stored expected value
+still passes when that stored value is itself outside the tolerance of the exact result (the
+onnx reference evaluator run on the inputs widened to float64) and ours is within it; the
+detail says so (two DFT cases store float32 FFT rounding against an atol of 1e-7). A case is *claimed* when every op in its graph has an import rule and every graph input and
 output is a tensor of a data type WebNN has (no op rule can make a uint16 or string input
 WebNN-expressible, so such cases are reported unsupported but not claimed).
 """
@@ -114,7 +117,8 @@ def run_case(case) -> tuple[str, str]:
         return "error", f"run: {e.line()}"
     except Exception as e:  # a failure of ours or of the runtime: the test must show it
         return "error", f"run: {type(e).__name__}: {str(e)[:300]}"
-    for vi, want in zip(case.model.graph.output, expected):
+    notes = []
+    for index, (vi, want) in enumerate(zip(case.model.graph.output, expected)):
         have = got.get(vi.name)
         if have is None:
             return "fail", f"output '{vi.name}' missing"
@@ -122,11 +126,43 @@ def run_case(case) -> tuple[str, str]:
         if have.shape != want.shape:
             return "fail", f"output '{vi.name}': shape {have.shape}, expected {want.shape}"
         if want.dtype.kind in "fc":
-            ok = np.allclose(have.astype(np.float64), want.astype(np.float64), rtol=case.rtol,
-                             atol=case.atol, equal_nan=True)
+            ok = _close(have, want, case)
+            if not ok:
+                exact = _float64_reference(case, inputs, index)
+                if exact is not None and not _close(want, exact, case) \
+                        and _close(have, exact, case):
+                    # The stored output is itself outside the case's tolerance of the exact
+                    # value (float32 rounding in the generator, against a tight atol): the
+                    # case cannot judge a float32 result, the float64 evaluation can.
+                    ok = True
+                    notes.append(f"output '{vi.name}' judged against the onnx reference "
+                                 f"evaluator in float64: the stored output is "
+                                 f"{np.nanmax(np.abs(want - exact)):.2g} from it")
         else:
             ok = np.array_equal(have, want)
         if not ok:
             diff = np.abs(have.astype(np.float64) - want.astype(np.float64))
             return "fail", f"output '{vi.name}': max abs error {np.nanmax(diff):.3g}"
-    return "pass", ""
+    return "pass", "; ".join(notes)
+
+
+def _close(a, b, case) -> bool:
+    return bool(np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                            rtol=case.rtol, atol=case.atol, equal_nan=True))
+
+
+def _float64_reference(case, inputs, index: int):
+    """Output `index` of the case's model evaluated by the onnx package's reference evaluator
+    on its inputs widened to float64 (None when that evaluation is not possible)."""
+    from onnx.reference import ReferenceEvaluator
+
+    wide = {vi.name: (x.astype(np.float64) if np.asarray(x).dtype == np.float32 else x)
+            for vi, x in zip(case.model.graph.input, inputs)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = ReferenceEvaluator(case.model).run(None, wide)[index]
+    except Exception:  # an op the evaluator cannot run in float64: no second opinion
+        return None
+    out = np.asarray(out)
+    return out if out.dtype == np.float64 else None

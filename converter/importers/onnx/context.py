@@ -170,8 +170,11 @@ class ImportContext:
             data_type = dtypes.from_numpy(array.dtype)
         base = name or (f"{self.node.name}_const" if self.node else "const")
         if array.size == 0:
-            raise Unsupported(f"a value of shape {list(shape or array.shape)} has a 0 dimension; "
-                              f"WebNN has no empty tensors")
+            what = f"'{name}'" if name else "a value"
+            raise Unsupported(f"{what} has shape {list(shape or array.shape)}, with a 0 "
+                              f"dimension, and a WebNN op needs it; WebNN has no empty "
+                              f"tensors (empty values only pass through ops computed at "
+                              f"conversion time, and Concat drops them)")
         cname = self.graph.fresh_name(_clean(base))
         if array.strides and 0 in array.strides and array.size > 1 and _is_fill(array):
             data = ConstantData(data_type, array.shape, fill=array.reshape(-1)[0].item())

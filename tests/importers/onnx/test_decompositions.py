@@ -168,3 +168,92 @@ def test_softmax_cross_entropy_loss_with_log_prob_matches_onnx_runtime():
     x = feeds["x"].astype(np.float64)
     want = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(log_prob, want, rtol=1e-5, atol=1e-6)
+
+
+# -- Bitwise ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64])
+@pytest.mark.parametrize("op, fn", [("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or),
+                                    ("BitwiseXor", np.bitwise_xor)])
+def test_bitwise_binary_ops_match_numpy_and_onnx_runtime(dtype, op, fn):
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 5, info.max, info.min, 100, info.max - 3, 77], dtype)
+    b = np.array([3, 1, 12, 1, info.max, info.min, 6, 77], dtype)
+    if np.issubdtype(dtype, np.signedinteger):
+        a[5], b[6] = -100, -6
+    model = single_node(op, ["a", "b"], {"a": a, "b": b}, opset=18)
+    _, (y,) = check(model, {"a": a, "b": b})
+    np.testing.assert_array_equal(y, fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint32])
+def test_bitwise_not_matches_numpy(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, info.max, info.min, 42], dtype)
+    model = single_node("BitwiseNot", ["x"], {"x": x}, opset=18)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, np.invert(x))
+
+
+# -- scatter with a reduction ----------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_scatter_nd_reduction_with_repeated_targets_matches_onnx_runtime(reduction):
+    data = rand(4, 3)
+    indices = np.array([[1], [3], [1], [-4], [1]], np.int64)  # row 1 four times (-4 is 0)
+    updates = rand(5, 3)
+    model = single_node("ScatterND", ["x", "i", "u"], {"x": data}, {"i": indices, "u": updates},
+                        opset=18, reduction=reduction)
+    graph, (y,) = check(model, {"x": data}, atol=1e-6)
+    assert ops_of(graph).count("scatterND") == 3  # three rounds: row 1 is hit three times
+
+
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_scatter_elements_reduction_along_axis_1_matches_onnx_runtime(reduction):
+    data = np.zeros((2, 4), np.float32)
+    indices = np.array([[0, 0, 3], [2, 2, 2]], np.int64)
+    updates = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    model = single_node("ScatterElements", ["x", "i", "u"], {"x": data},
+                        {"i": indices, "u": updates}, opset=18, axis=1, reduction=reduction)
+    _, (y,) = check(model, {"x": data})
+    if reduction == "add":
+        np.testing.assert_array_equal(y, [[3, 0, 0, 3], [0, 0, 15, 0]])
+
+
+def test_scatter_reduction_with_run_time_indices_asks_for_them():
+    data, indices = rand(4, 3), np.array([[1], [1]], np.int64)
+    model = single_node("ScatterND", ["x", "i", "u"], {"x": data, "i": indices},
+                        {"u": rand(2, 3)}, opset=18, reduction="add")
+    assert "--const" in refused(model, {"x": data, "i": indices})
+
+
+# -- Swish, CumProd, ReverseSequence ---------------------------------------------------------
+def test_swish_by_hand():
+    x = np.array([-1, 0, 2], np.float32)
+    _, (y,) = imported(single_node("Swish", ["x"], {"x": x}, opset=24, alpha=2.0), {"x": x})
+    np.testing.assert_allclose(y, x / (1 + np.exp(-2 * x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cum_prod_matches_numpy(exclusive, reverse):
+    x = np.array([[1, 2, 3, 4], [-2, 5, 0, 3]], np.int32)
+    model = single_node("CumProd", ["x", "axis"], {"x": x}, {"axis": np.array(1, np.int64)},
+                        opset=26, exclusive=exclusive, reverse=reverse)
+    _, (y,) = imported(model, {"x": x})
+    v = x[:, ::-1] if reverse else x
+    want = np.cumprod(v, axis=1)
+    if exclusive:
+        want = np.concatenate([np.ones((2, 1), np.int32), want[:, :-1]], axis=1)
+    np.testing.assert_array_equal(y, want[:, ::-1] if reverse else want)
+
+
+@pytest.mark.parametrize("time_axis, batch_axis", [(0, 1), (1, 0)])
+def test_reverse_sequence_matches_onnx_runtime(time_axis, batch_axis):
+    x = rand(4, 3, 2) if time_axis == 0 else rand(3, 4, 2)
+    lens = np.array([4, 1, 3], np.int64)
+    model = single_node("ReverseSequence", ["x", "lens"], {"x": x}, {"lens": lens}, opset=10,
+                        time_axis=time_axis, batch_axis=batch_axis)
+    _, (y,) = check(model, {"x": x})
+    first = x[:, 2] if time_axis == 0 else x[2]  # batch 2: its first 3 steps reversed
+    got = y[:, 2] if time_axis == 0 else y[2]
+    np.testing.assert_array_equal(got[:3], first[:3][::-1])
+    np.testing.assert_array_equal(got[3], first[3])

@@ -81,6 +81,15 @@ def mish(ctx: ImportContext, node: OnnxNode):
     return [ctx.emit("mul", [x, ctx.emit("tanh", [ctx.emit("softplus", [x])])])]
 
 
+@onnx_op("Swish", since=24, webnn=("sigmoid", "mul"))
+def swish(ctx: ImportContext, node: OnnxNode):
+    # x * sigmoid(alpha x)
+    x = ctx.operand(node.input(0))
+    alpha = float(node.attr("alpha", 1.0))
+    scaled = x if alpha == 1.0 else ctx.emit("mul", [x, ctx.scalar(alpha, x.data_type)])
+    return [ctx.emit("mul", [x, ctx.emit("sigmoid", [scaled])])]
+
+
 @onnx_op("ThresholdedRelu", webnn=("greater", "where"))
 def thresholded_relu(ctx: ImportContext, node: OnnxNode):
     # x where x > alpha, else 0

@@ -52,29 +52,112 @@ def gather_nd(ctx: ImportContext, node: OnnxNode):
     return [ctx.emit("gatherND", [data, indices])]
 
 
-def _no_reduction(node: OnnxNode) -> None:
+_REDUCE = {"add": "add", "mul": "mul", "max": "max", "min": "min"}
+_SCATTER_OPS = ("scatterElements", "scatterND", "gatherND", "gather", "reshape", "add", "mul",
+                "max", "min")
+
+
+def _reduction(node: OnnxNode) -> str | None:
     reduction = node.attr("reduction", "none")
-    if reduction != "none":
-        raise Unsupported(f"reduction '{reduction}': WebNN's scatter ops only replace values")
+    if reduction != "none" and reduction not in _REDUCE:
+        raise Unsupported(f"reduction '{reduction}' is not one ONNX defines")
+    return None if reduction == "none" else reduction
 
 
-@onnx_op("ScatterElements", webnn=("scatterElements",))
+def _scatter_in_rounds(ctx: ImportContext, data: Operand, rows: np.ndarray, updates: Operand,
+                       reduction: str) -> Operand:
+    """Scatter with a reduction, for indices known at conversion time: WebNN's scatter only
+    replaces, so the updates go in rounds, each holding at most one update per target (the
+    r-th update of every target in round r, in ONNX's order): read the targets (gatherND),
+    combine, write back (scatterND). `rows` [M, k] are the targets' leading coordinates,
+    `updates` [M, ...] their values."""
+    flat = [tuple(int(v) for v in r) for r in rows]
+    seen: dict[tuple, int] = {}
+    occurrence = []
+    for target in flat:
+        occurrence.append(seen.get(target, 0))
+        seen[target] = occurrence[-1] + 1
+    occurrence = np.array(occurrence)
+    result = data
+    for r in range(int(occurrence.max()) + 1 if len(flat) else 0):
+        picked = np.nonzero(occurrence == r)[0]
+        index = ctx.constant(rows[picked].astype(np.int32), "int32")
+        values = updates if len(picked) == len(flat) else ctx.emit(
+            "gather", [updates, ctx.constant(picked.astype(np.int32), "int32")], {"axis": 0})
+        current = ctx.emit("gatherND", [result, index])
+        combined = ctx.emit(_REDUCE[reduction], [current, values])
+        result = ctx.emit("scatterND", [result, index, combined])
+    return result
+
+
+def _known_indices(ctx: ImportContext, node: OnnxNode, reduction: str) -> np.ndarray:
+    value = ctx.known(node.input(1))
+    if value is None:
+        ctx.require_known(node.input(1), f"with reduction '{reduction}', the indices "
+                          f"(WebNN's scatter only replaces values, so updates to one target "
+                          f"are combined in rounds planned from the indices)")
+    return np.asarray(value).astype(np.int64)
+
+
+@onnx_op("ScatterElements", webnn=_SCATTER_OPS)
 def scatter_elements(ctx: ImportContext, node: OnnxNode):
-    _no_reduction(node)
-    data, indices, updates = (ctx.operand(node.input(i)) for i in range(3))
+    data, updates = ctx.operand(node.input(0)), ctx.operand(node.input(2))
     axis = normalize_axis(node.attr("axis", 0), data.rank)
-    return [ctx.emit("scatterElements", [data, indices, updates], {"axis": axis})]
+    reduction = _reduction(node) if node.opset >= 16 else None
+    if reduction is None:
+        indices = ctx.operand(node.input(1))
+        return [ctx.emit("scatterElements", [data, indices, updates], {"axis": axis})]
+    indices = _known_indices(ctx, node, reduction)
+    # Each update's full target coordinates: its own position, the axis one replaced.
+    positions = np.indices(indices.shape).reshape(indices.ndim, -1).T
+    positions[:, axis] = np.where(indices.reshape(-1) < 0,
+                                  indices.reshape(-1) + data.shape[axis], indices.reshape(-1))
+    flat_updates = ctx.emit("reshape", [updates], {"newShape": [int(indices.size)]})
+    return [_scatter_in_rounds(ctx, data, positions, flat_updates, reduction)]
 
 
 # Scatter (opsets 9-10) is ScatterElements under its old name.
 onnx_op("Scatter", since=9, webnn=("scatterElements",))(scatter_elements)
 
 
-@onnx_op("ScatterND", webnn=("scatterND",))
+@onnx_op("ScatterND", webnn=_SCATTER_OPS)
 def scatter_nd(ctx: ImportContext, node: OnnxNode):
-    _no_reduction(node)
-    data, indices, updates = (ctx.operand(node.input(i)) for i in range(3))
-    return [ctx.emit("scatterND", [data, indices, updates])]
+    data, updates = ctx.operand(node.input(0)), ctx.operand(node.input(2))
+    reduction = _reduction(node) if node.opset >= 16 else None
+    if reduction is None:
+        indices = ctx.operand(node.input(1))
+        return [ctx.emit("scatterND", [data, indices, updates])]
+    indices = _known_indices(ctx, node, reduction)
+    k = indices.shape[-1]
+    rows = indices.reshape(-1, k)
+    rows = np.where(rows < 0, rows + np.array(data.shape[:k]), rows)
+    flat_updates = ctx.emit("reshape", [updates], {"newShape": [rows.shape[0],
+                                                                *data.shape[k:]]})
+    return [_scatter_in_rounds(ctx, data, rows, flat_updates, reduction)]
+
+
+@onnx_op("ReverseSequence", since=10, webnn=("gatherElements",))
+def reverse_sequence(ctx: ImportContext, node: OnnxNode):
+    """With sequence_lens known, every output element reads one fixed input element: the
+    first len[b] steps of batch b reversed, the rest in place; one gatherElements along the
+    time axis with constant indices."""
+    x = ctx.operand(node.input(0))
+    lens = np.asarray(ctx.require_known(node.input(1), "sequence_lens")).reshape(-1)
+    time_axis, batch_axis = int(node.attr("time_axis", 0)), int(node.attr("batch_axis", 1))
+    if x.rank < 2 or {time_axis, batch_axis} != {0, 1}:
+        raise Unsupported("time_axis and batch_axis must be 0 and 1 of an input of rank >= 2")
+    steps, batch = x.shape[time_axis], x.shape[batch_axis]
+    if lens.size != batch or np.any(lens < 0) or np.any(lens > steps):
+        raise Unsupported(f"sequence_lens {lens.tolist()} do not fit {batch} sequences of "
+                          f"{steps} steps")
+    t = np.arange(steps)[:, None]
+    source = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [steps, batch]
+    if time_axis == 1:
+        source = source.T
+    source = source.reshape(source.shape + (1,) * (x.rank - 2))
+    index = np.broadcast_to(source, x.shape).astype(np.int32)
+    return [ctx.emit("gatherElements", [x, ctx.constant(np.ascontiguousarray(index), "int32")],
+                     {"axis": time_axis})]
 
 
 # -- OneHot --------------------------------------------------------------------------------------

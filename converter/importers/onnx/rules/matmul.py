@@ -51,8 +51,13 @@ def gemm(ctx: ImportContext, node: OnnxNode):
         "aTranspose": bool(node.attr("transA", 0)), "bTranspose": bool(node.attr("transB", 0))})]
 
 
-@onnx_op("MatMulInteger", since=10, webnn=("dequantizeLinear", "matmul", "cast", "reshape"))
+@onnx_op("MatMulInteger", since=10, webnn=("dequantizeLinear", "matmul", "cast", "reshape",
+                                          "slice", "add"))
 def matmul_integer(ctx: ImportContext, node: OnnxNode):
+    """(A - a_zero_point) x (B - b_zero_point) in int32. WebNN's matmul is float, whose sums
+    are exact integers below 2^24; a longer sum (a long K, or an activation whose zero point
+    is computed at run time, so only its type's range bounds it) is cut along K into parts
+    that each stay exact, every part cast to int32 before they are added."""
     a_name, b_name = node.input(0), node.input(1)
     a_shape, b_shape = ctx.shape(a_name), ctx.shape(b_name)
     if not a_shape or not b_shape:
@@ -61,14 +66,50 @@ def matmul_integer(ctx: ImportContext, node: OnnxNode):
     # Per-row zero points of A lie along its rows (axis -2), per-column ones of B along its
     # columns (axis -1).
     b_axis = len(b_shape) - 1
-    check_exact_accumulation(ctx, a_name, node.input(2), largest_weight_sum(
-        ctx, b_name, node.input(3), (max(len(b_shape) - 2, 0),), b_axis, k))
+    weight_sum = largest_weight_sum(ctx, b_name, node.input(3), (max(len(b_shape) - 2, 0),),
+                                    b_axis, k)
+    parts = 1  # the fewest equal parts of K whose sums all stay exact
+    while not _exact(ctx, a_name, node.input(2),
+                     weight_sum if parts == 1 else _part_bound(ctx, b_name, -(-k // parts))):
+        parts = min(k, parts * 2)
     a_rows = (len(a_shape) - 2, a_shape[-2]) if len(a_shape) > 1 else None
     a = dequantized(ctx, a_name, node.input(2), len(a_shape), axis_size=a_rows)
     b = dequantized(ctx, b_name, node.input(3), len(b_shape),
                     axis_size=(b_axis, b_shape[-1]) if len(b_shape) > 1 else None)
-    y = _numpy_matmul(ctx, a, b)
-    return [ctx.emit("cast", [y], {"dataType": "int32"})]
+    size = -(-k // parts)
+    total = None
+    for start in range(0, k, size):
+        length = min(size, k - start)
+        a_part = _k_slice(ctx, a, a.rank - 1, start, length, k)
+        b_part = _k_slice(ctx, b, max(b.rank - 2, 0), start, length, k)
+        y = ctx.emit("cast", [_numpy_matmul(ctx, a_part, b_part)], {"dataType": "int32"})
+        total = y if total is None else ctx.emit("add", [total, y])
+    return [total]
+
+
+def _exact(ctx: ImportContext, a: str, a_zp: str | None, weight_sum: int) -> bool:
+    try:
+        check_exact_accumulation(ctx, a, a_zp, weight_sum)
+    except Unsupported:
+        return False
+    return True
+
+
+def _part_bound(ctx: ImportContext, b: str, terms: int) -> int:
+    """A bound on sum |b - b_zp| over `terms` weights, from B's type range (safe for any
+    part, where the whole-K sum of known weights no longer applies)."""
+    from .conv import _integer_range
+
+    lo, hi = _integer_range(ctx.dtype(b))
+    return terms * (hi - lo)
+
+
+def _k_slice(ctx: ImportContext, x: Operand, axis: int, start: int, length: int, k: int):
+    if length == k:
+        return x
+    starts, sizes = [0] * x.rank, list(x.shape)
+    starts[axis], sizes[axis] = start, length
+    return ctx.emit("slice", [x], {"starts": starts, "sizes": sizes})
 
 
 # -- Einsum ----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ..context import ImportContext, OnnxNode, unpack_known
 from ..registry import Unsupported, onnx_op, rule_for
 from ..tensor_data import onnx_dtype_name
 
-__all__ = ["reshape", "to_input_rank", "zeros"]
+__all__ = ["reshape", "to_input_rank", "zeros", "dynamic_quantize"]
 
 # ONNX quantized element types WebNN can hold (int4/uint4 as Chromium's packed extension).
 _QUANTIZED = {onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8",
@@ -189,9 +189,18 @@ def dynamic_quantize_linear(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     if x.data_type != "float32":
         raise Unsupported(f"input type {x.data_type}: DynamicQuantizeLinear takes float32")
+    return list(dynamic_quantize(ctx, x))
+
+
+def dynamic_quantize(ctx: ImportContext, x: Operand, per_row: bool = False
+                     ) -> tuple[Operand, Operand, Operand]:
+    """(uint8 x, scale, zero point) as DynamicQuantizeLinear computes them at run time: over
+    the whole tensor (scalar scale and zero point), or for a matrix each row on its own
+    ([rows, 1] scale and zero point)."""
     f32 = lambda v: ctx.scalar(v, "float32")  # noqa: E731
-    low = ctx.emit("min", [ctx.emit("reduceMin", [x]), f32(0.0)])
-    high = ctx.emit("max", [ctx.emit("reduceMax", [x]), f32(0.0)])
+    over = {"axes": [1], "keepDimensions": True} if per_row else {}
+    low = ctx.emit("min", [ctx.emit("reduceMin", [x], over), f32(0.0)])
+    high = ctx.emit("max", [ctx.emit("reduceMax", [x], over), f32(0.0)])
     span = ctx.emit("sub", [high, low])
     # An all-zero input has an empty range; ONNX takes 1 there so the scale is never 0.
     span = ctx.emit("where", [ctx.emit("equal", [span, f32(0.0)]), f32(1.0), span])
@@ -199,9 +208,11 @@ def dynamic_quantize_linear(ctx: ImportContext, node: OnnxNode):
     zero = ctx.emit("neg", [ctx.emit("div", [low, scale])])
     zero = ctx.emit("roundEven", [ctx.emit("clamp", [zero], {"minValue": 0, "maxValue": 255})])
     zero = ctx.emit("cast", [zero], {"dataType": "uint8"})
+    if per_row:
+        return ctx.emit("quantizeLinear", [x, scale, zero]), scale, zero
     ones = (1,) * x.rank
     y = ctx.emit("quantizeLinear", [x, reshape(ctx, scale, ones), reshape(ctx, zero, ones)])
-    return [y, scale, zero]
+    return y, scale, zero
 
 
 # -- QLinearConv / QLinearMatMul ----------------------------------------------------------------

@@ -1,5 +1,6 @@
 """ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-ReduceLogSum, ReduceLogSumExp and ReduceSumSquare.
+ReduceLogSum, ReduceLogSumExp and ReduceSumSquare; and CumProd (CumSum, one WebNN op, is with
+the shape ops).
 
 Axes are an attribute in older opsets (ReduceSum before 13, the others before 18) and an input
 after, which WebNN needs known at conversion time. No axes (or an empty list) reduces every
@@ -9,9 +10,12 @@ value through), which is exactly WebNN's meaning of an empty `axes` list.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .... import dtypes
 from ..context import ImportContext, OnnxNode
-from ..registry import onnx_op
-from .shape_ops import known_ints, normalize_axes
+from ..registry import Unsupported, onnx_op
+from .shape_ops import known_ints, known_scalar, normalize_axes
 
 _REDUCE = {"ReduceSum": "reduceSum", "ReduceMean": "reduceMean", "ReduceMax": "reduceMax",
            "ReduceMin": "reduceMin", "ReduceProd": "reduceProduct", "ReduceL1": "reduceL1",
@@ -35,3 +39,42 @@ def _reduce_rule(webnn: str):
 
 for _onnx, _webnn in _REDUCE.items():
     onnx_op(_onnx, webnn=(_webnn,))(_reduce_rule(_webnn))
+
+
+# Each prefix product is one step, so the axis length is bounded to keep graphs small.
+CUMPROD_LIMIT = 1024
+
+
+@onnx_op("CumProd", since=26, webnn=("slice", "mul", "concat"))
+def cumprod(ctx: ImportContext, node: OnnxNode):
+    """Running products along an axis, one multiplication per element in the direction of
+    the scan (exactly the reference's order of rounding); exclusive ones start from 1."""
+    x = ctx.operand(node.input(0))
+    axis = normalize_axes([known_scalar(ctx, node.input(1), "the axis input")], x.rank)[0]
+    length = x.shape[axis]
+    if length > CUMPROD_LIMIT:
+        raise Unsupported(f"an axis of {length}: CumProd is unrolled, one step per element, "
+                          f"up to {CUMPROD_LIMIT}")
+    sizes = list(x.shape)
+    sizes[axis] = 1
+
+    def element(i: int):
+        starts = [0] * x.rank
+        starts[axis] = i
+        return ctx.emit("slice", [x], {"starts": starts, "sizes": sizes})
+
+    order = range(length - 1, -1, -1) if node.attr("reverse", 0) else range(length)
+    exclusive = bool(node.attr("exclusive", 0))
+    running, parts = None, {}
+    for i in order:
+        if exclusive:
+            parts[i] = running if running is not None else \
+                ctx.constant(np.ones(sizes, dtypes.numpy_dtype(x.data_type)), x.data_type)
+        value = element(i)
+        running = value if running is None else ctx.emit("mul", [running, value])
+        if not exclusive:
+            parts[i] = running
+    ordered = [parts[i] for i in range(length)]
+    if len(ordered) == 1:
+        return [ctx.emit("identity", [ordered[0]])]
+    return [ctx.emit("concat", ordered, {"axis": axis})]
