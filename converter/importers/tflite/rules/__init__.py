@@ -5,6 +5,8 @@ from . import (  # noqa: F401
     conv,
     elementwise,
     indexing,
+    mediapipe_geometry,
+    mediapipe_pool,
     normalization,
     pool,
     quantization,
