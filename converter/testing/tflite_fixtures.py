@@ -26,8 +26,8 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 __all__ = ["TfliteBuilder", "Input", "Const", "Output", "Variable", "Quant", "one_op",
-           "sparse_parameters", "flexbuffer_map", "pool_params", "SAME", "VALID", "RELU", "RELU_N1_TO_1", "RELU6", "TANH",
-           "SIGN_BIT", "OPTIONS"]
+           "sparse_parameters", "flexbuffer_map", "pool_params", "SAME", "VALID", "RELU",
+           "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT", "OPTIONS"]
 
 SAME, VALID = schema.Padding.SAME, schema.Padding.VALID
 _A = schema.ActivationFunctionType

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from converter.errors import UnsupportedError
 from converter.execute import run
 from converter.importers.tflite import import_tflite
 from converter.testing.tflite_fixtures import RELU6, TfliteBuilder, flexbuffer_map, pool_params
@@ -284,3 +285,44 @@ def test_face_attention_chain_landmarks_to_matrix_to_crop_and_back():
     assert np.abs(got["crop"] - want_crop).max() <= 1e-4  # the whole-model float32 budget
     assert (want_crop != 0).any()
     assert not any(op.startswith("CUSTOM") for op in ops_of(graph))
+
+
+def _fuzzed(good: bytes, rng: np.random.Generator, trial: int) -> bytes:
+    """Random bytes, a truncated good buffer, or a good buffer with three bytes changed."""
+    if trial % 3 == 0:
+        return bytes(rng.integers(0, 256, int(rng.integers(1, 80)), dtype=np.uint8))
+    if trial % 3 == 1:
+        return good[:int(rng.integers(1, len(good)))]
+    damaged = bytearray(good)
+    for _ in range(3):
+        damaged[int(rng.integers(0, len(damaged)))] = int(rng.integers(0, 256))
+    return bytes(damaged)
+
+
+@pytest.mark.parametrize("code, version, shape, options", [
+    ("CUSTOM:Landmarks2TransformMatrix", 2, [1, 12, 3], _L2TM),
+    ("CUSTOM:TransformLandmarks", 1, [1, 1, 4, 6], {"dimensions": 3, "scale": 2.0}),
+    ("CUSTOM:TransformTensor", 1, [1, 4, 4, 2], {"mode": "bilinear", "output_size": [3, 3]}),
+])
+def test_damaged_custom_options_are_refused_in_one_line(code, version, shape, options):
+    """Model files are hostile: whatever the flexbuffer holds, the import either succeeds or
+    says why it cannot, never raising anything else."""
+    good = flexbuffer_map(options)
+    outcomes = set()
+    for trial in range(60):
+        b = TfliteBuilder()
+        inputs = [b.input("x", shape)]
+        if code != "CUSTOM:Landmarks2TransformMatrix":
+            inputs.append(b.input("matrix", [1, 4, 4]))
+        out_shape = [1, 4, 4] if code == "CUSTOM:Landmarks2TransformMatrix" else \
+            ([1, 3, 3, 2] if code == "CUSTOM:TransformTensor" else shape)
+        y = b.tensor("y", out_shape)
+        b.op(code, inputs, [y], custom_options=_fuzzed(good, helpers.RNG, trial),
+             version=version)
+        try:
+            import_tflite(b.build([y]))
+            outcomes.add("imported")
+        except UnsupportedError as e:
+            assert "\n" not in e.line()
+            outcomes.add("refused")
+    assert "refused" in outcomes
