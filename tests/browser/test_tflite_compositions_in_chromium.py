@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.runtimes.chromium import run_chromium_many
+from converter.parity import compare
+from converter.runtimes.chromium import run_chromium, run_chromium_many
+from converter.targets.pipeline import convert_for_target
 from tests.importers.tflite import mediapipe_reference as ref
+from tests.importers.tflite import test_mediapipe_attention_model as attention
 from tests.importers.tflite import test_mediapipe as mp
 from tests.importers.tflite import test_spectral as spectral
 
@@ -53,3 +57,20 @@ def test_spectral_and_mediapipe_compositions_in_chromium(browser_limits):
                     np.abs(want_matrix[0, :2, 3]).max()) <= 16
     assert mp._ulps(crop["crop"], ref.transform_tensor_bilinear(features, matrix, (9, 11), 2),
                     1.0) <= 8
+
+
+def test_face_landmark_with_attention_for_chromium_litert_runs_in_chromium(browser_limits):
+    """The real model (see tests/importers/tflite/test_mediapipe_attention_model.py), rewritten
+    for the chromium-litert target, in the browser against LiteRT plus MediaPipe's kernels."""
+    path = fetch_model(attention.SOURCE)
+    graph = import_tflite(path)
+    rng = np.random.default_rng(0)
+    feeds = {name: rng.random(x.shape, dtype=np.float64).astype(np.float32)
+             for name, x in graph.inputs.items()}
+    want = attention._reference(path.read_bytes(), feeds)
+    report = convert_for_target(graph, "chromium-litert")
+    assert report.transposes_after == 0
+    got = run_chromium(graph, feeds)
+    for name, expected in want.items():
+        result = compare(name, got[name], expected)
+        assert result.passed, result.to_json()
