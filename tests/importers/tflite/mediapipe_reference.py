@@ -4,7 +4,7 @@ the oracle for the importer's compositions (LiteRT has no kernels for these ops)
 Sources, google-ai-edge/mediapipe (formerly google/mediapipe), mediapipe/util/tflite/operations/:
 - max_pool_argmax.cc at commit 16e5d7242d05aedce4b106f4bf69f8d1e4f3c6ef
 - max_unpooling.cc at commit 1ddd4aa542132cd263b079532b37a402ba5b751f
-- landmarks_to_transform_matrix.cc (namespace v2) at 24ab0a1a9063875b299c5175d74e1e5d082e5d67
+- landmarks_to_transform_matrix.cc (namespaces v1, v2) at 24ab0a1a9063875b299c5175d74e1e5d082e5d67
 - transform_tensor_bilinear.cc (v1 "TransformTensor", v2 "TransformTensorBilinear") at
   24ab0a1a9063875b299c5175d74e1e5d082e5d67
 - transform_landmarks.cc (v1 and v2) at 1cf04343bcfbaec8af7be439ac9d2c0429cb6ee1
@@ -137,6 +137,53 @@ def landmarks_to_transform_matrix_v2(landmarks: np.ndarray, subset_idxs, left: i
     shift2[1, 3] = F32(-1.0 * (output_height / 2.0))
     t = _mat_mul(t, shift2)
     return t.reshape(1, 4, 4)
+
+
+def landmarks_to_transform_matrix_v1(landmarks: np.ndarray, subset, left: int, right: int,
+                                     input_hw, output_hw, landmarks_range: int,
+                                     bbox_size_multiplier: float):
+    """Landmarks2TransformMatrix version 1: landmarks [1, 1, 1, 3N] -> [1, 4, 4]."""
+    flat = landmarks.reshape(-1).astype(F32)
+
+    def xy(i):
+        return flat[3 * i], flat[3 * i + 1]
+
+    pairs = [(subset[2 * i], subset[2 * i + 1]) for i in range(len(subset) // 2)]
+    if len(subset) % 2:
+        pairs.append((subset[-1], subset[-1]))
+    (lx, ly), (rx, ry) = xy(left), xy(right)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = F32(F32(ry - ly) / F32(rx - lx))
+    alpha = F32(-math.atan(slope)) if not np.isinf(slope) else F32(-math.copysign(math.pi / 2,
+                                                                                  slope))
+    ca, sa = F32(math.cos(alpha)), F32(math.sin(alpha))
+    hi = [F32(-100000), F32(-100000)]
+    lo = [F32(100000), F32(100000)]
+    for pair in pairs:
+        for i in pair:
+            x, y = xy(i)
+            turned = (F32(F32(x * ca) - F32(y * sa)), F32(F32(x * sa) + F32(y * ca)))
+            hi = [max(hi[k], turned[k]) for k in range(2)]
+            lo = [min(lo[k], turned[k]) for k in range(2)]
+    box = [F32(F32(hi[k] - lo[k]) * F32(bbox_size_multiplier)) for k in range(2)]
+    span = F32(landmarks_range)
+    scale = np.array([[box[0] / span, 0, 0], [0, box[1] / span, 0], [0, 0, 1]], F32)
+    middle = [F32(F32(hi[k] + lo[k]) / F32(2)) for k in range(2)]
+    cm, sm = F32(math.cos(-alpha)), F32(math.sin(-alpha))
+    turned_mid = (F32(F32(middle[0] * cm) - F32(middle[1] * sm)),
+                  F32(F32(middle[0] * sm) + F32(middle[1] * cm)))
+    rotation = np.array([[cm, -sm, F32(turned_mid[0] / span) * F32(2) - F32(1)],
+                         [sm, cm, F32(turned_mid[1] / span) * F32(2) - F32(1)],
+                         [0, 0, 1]], F32)
+    (oh, ow), (ih, iw) = output_hw, input_hw
+    to_relative = np.array([[2.0 / (ow - 1.0), 0, -1], [0, 2.0 / (oh - 1.0), -1], [0, 0, 1]],
+                           F32)
+    to_absolute = np.array([[(iw - 1.0) / 2.0, 0, (iw - 1.0) / 2.0],
+                            [0, (ih - 1.0) / 2.0, (ih - 1.0) / 2.0], [0, 0, 1]], F32)
+    itm = _mat_mul(_mat_mul(_mat_mul(to_absolute, rotation), scale), to_relative)
+    out = np.array([[itm[0, 0], itm[0, 1], 0, itm[0, 2]], [itm[1, 0], itm[1, 1], 0, itm[1, 2]],
+                    [itm[2, 0], itm[2, 1], itm[2, 2], 0], [0, 0, 0, 1]], F32)
+    return out.reshape(1, 4, 4)
 
 
 def transform_tensor_bilinear(data: np.ndarray, matrix: np.ndarray, out_hw, version: int):

@@ -176,9 +176,39 @@ def test_landmarks_to_transform_matrix_of_coinciding_rotation_landmarks_is_unrot
     assert _ulps(got, want, np.abs(want).max()) <= 16
 
 
+_L2TM_V1 = dict(subset=[0, 3, 5, 7, 2, 9, 11], left_rotation_idx=3, right_rotation_idx=7,
+                input_hw=[64, 80], output_hw=[16, 20], dimensions=3, landmarks_range=64,
+                bbox_size_multiplier=1.25)
+
+
+def _matrix_model_v1(options, count=12):
+    b = TfliteBuilder()
+    x = b.input("landmarks", [1, 1, 1, 3 * count])
+    m = b.tensor("matrix", [1, 4, 4])
+    b.op("CUSTOM:Landmarks2TransformMatrix", [x], [m], custom_options=flexbuffer_map(options),
+         version=1)
+    return b.build([m])
+
+
+@pytest.mark.parametrize("vertical", [False, True])
+def test_landmarks_to_transform_matrix_version_1_matches_the_kernel(vertical):
+    landmarks = _landmarks().reshape(1, 1, 1, 36)
+    if vertical:  # dx = 0: atan(+-inf)
+        landmarks[0, 0, 0, 3 * 7] = landmarks[0, 0, 0, 3 * 3]
+    o = _L2TM_V1
+    got = _ours(_matrix_model_v1(o), {"landmarks": landmarks})["matrix"]
+    want = ref.landmarks_to_transform_matrix_v1(
+        landmarks, o["subset"], o["left_rotation_idx"], o["right_rotation_idx"], o["input_hw"],
+        o["output_hw"], o["landmarks_range"], o["bbox_size_multiplier"])
+    np.testing.assert_array_equal(got[0, 2:], [[0, 0, 1, 0], [0, 0, 0, 1]])
+    assert _ulps(got[0, :2, :2], want[0, :2, :2], np.abs(want[0, :2, :2]).max()) <= 16
+    assert _ulps(got[0, :2, 3], want[0, :2, 3], np.abs(want[0, :2, 3]).max()) <= 16
+
+
 def test_landmarks_to_transform_matrix_refuses_what_the_kernel_does_not_do():
-    assert "version 1 of the op; version 2 is imported" in str(refused(
-        _matrix_model(_L2TM, version=1)))
+    assert "version 3 of the op; the kernel has versions 1 and 2" in str(refused(
+        _matrix_model(_L2TM, version=3)))
+    assert "dimensions 2" in str(refused(_matrix_model_v1(dict(_L2TM_V1, dimensions=2))))
     assert "its custom options have no 'scale_y'" in str(refused(
         _matrix_model({k: v for k, v in _L2TM.items() if k != "scale_y"})))
     assert "its landmark indices [12] are outside the 12 landmarks" in str(refused(

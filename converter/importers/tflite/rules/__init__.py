@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     elementwise,
     indexing,
     mediapipe_geometry,
+    mediapipe_matrix,
     mediapipe_pool,
     normalization,
     pool,
