@@ -103,8 +103,9 @@ def import_op(ctx: ImportContext, op: Operator) -> None:
     else:
         results = list(rule(ctx, op))
     if len(results) != len(op.outputs):
-        raise AssertionError(f"the {op.name} rule gave {len(results)} results for "
-                             f"{len(op.outputs)} outputs")
+        # The operator lists more or fewer outputs than the op has: a malformed model.
+        raise Unsupported(f"it lists {len(op.outputs)} outputs; {op.name} has "
+                          f"{len(results)}")
     for k, result in enumerate(results):
         if op.outputs[k] >= 0 and result is not None:
             ctx.set_output(k, result)
