@@ -356,3 +356,18 @@ def test_damaged_custom_options_are_refused_in_one_line(code, version, shape, op
             assert "\n" not in e.line()
             outcomes.add("refused")
     assert "refused" in outcomes
+
+
+def test_sizes_that_would_build_huge_constants_or_graphs_are_refused():
+    """Model files are hostile: what the options or tensors ask for is bounded before it is
+    built."""
+    b = TfliteBuilder()
+    x = b.input("x", [1, 64, 64, 1])
+    y, i = b.tensor("values", [1, 64, 64, 1]), b.tensor("indices", [1, 64, 64, 1])
+    b.op("CUSTOM:MaxPoolingWithArgmax2D", [x], [y, i],
+         custom_options=pool_params(SAME, 1, 1, 64, 64))
+    assert "its 64x64 window has more than 1024 positions" in str(refused(b.build([y, i])))
+    message = str(refused(_bilinear_model("CUSTOM:TransformTensorBilinear", [1, 4, 4, 1],
+                                          (8192, 4096), {})))
+    assert "its output has 33554432 pixels; the sampling grid is built for up to 2^24" \
+        in message

@@ -53,6 +53,9 @@ def transform_tensor_bilinear(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input has {height * width} pixels; the sampling indices are "
                           f"computed in float32, exact below 2^24")
     out_h, out_w = int(out.shape[1]), int(out.shape[2])
+    if out_h * out_w > 1 << 24:  # the sampling grid is two constants of that size
+        raise Unsupported(f"its output has {out_h * out_w} pixels; the sampling grid is built "
+                          f"for up to 2^24")
     m = matrix_entries(ctx, 1)
     shift_x, shift_y = m[3], m[7]
     if align_centres:

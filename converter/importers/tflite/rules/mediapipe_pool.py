@@ -21,6 +21,7 @@ from ._common import emit, positive, reshape
 
 # TfLitePadding in the struct: kTfLitePaddingSame = 1, kTfLitePaddingValid = 2.
 _SAME, _VALID = 1, 2
+_MAX_WINDOW = 1024
 
 
 def _pool_params(op: Operator) -> tuple[int, list[int], list[int], int]:
@@ -34,6 +35,9 @@ def _pool_params(op: Operator) -> tuple[int, list[int], list[int], int]:
         raise Unsupported(f"its padding code {padding} is neither SAME (1) nor VALID (2)")
     strides = [positive(stride_h, "stride height"), positive(stride_w, "stride width")]
     window = [positive(filter_h, "filter height"), positive(filter_w, "filter width")]
+    if window[0] * window[1] > _MAX_WINDOW:  # one slice (or one-hot lane) per position
+        raise Unsupported(f"its {window[0]}x{window[1]} window has more than {_MAX_WINDOW} "
+                          f"positions, each of which becomes an op here")
     return padding, strides, window, activation
 
 
