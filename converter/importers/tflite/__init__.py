@@ -182,6 +182,9 @@ def _outputs(ctx: ImportContext, report: _Report) -> None:
             report.add_model(f"output '{t.name}' is complex64: WebNN has no complex type "
                              f"(output its REAL and IMAG parts, or its COMPLEX_ABS, instead)")
             continue
+        if value.operand is None and value.known is None:
+            report.add_model(f"output '{t.name}' is a sparse constant; only DENSIFY reads one")
+            continue
         if value.operand is None and value.known.size == 0:
             report.add_model(f"output '{t.name}' is empty (shape {list(value.known.shape)}); "
                              f"WebNN has no empty tensors")

@@ -1,11 +1,13 @@
-"""An operator listing more or fewer outputs than its op has (a malformed model) is refused in
-one line naming the op, whichever family its rule is in: never an internal error."""
+"""Malformed models are refused in one line, never an internal error or a wrong graph: an
+operator listing more or fewer outputs than its op has, whichever family its rule is in; a
+sparse constant that is a graph output itself."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from converter.testing.tflite_fixtures import TfliteBuilder, flexbuffer_map, pool_params
+from converter.testing.tflite_fixtures import (TfliteBuilder, flexbuffer_map, pool_params,
+                                               sparse_parameters)
 
 from .helpers import refused
 
@@ -31,3 +33,11 @@ def test_an_operator_with_the_wrong_number_of_outputs_is_refused(code, shape, ou
     b.op(code, inputs, ys, custom_options=options, version=2 if "Landmarks" in code else 1)
     message = refused(b.build(ys[:1])).line()
     assert f"{code} (op " in message and f"it lists {outputs} outputs; {code} has" in message
+
+
+def test_a_sparse_constant_as_a_graph_output_is_refused_not_read_as_nan():
+    sparsity, stored = sparse_parameters(np.eye(4, dtype=np.float32))
+    b = TfliteBuilder()
+    b.input("x", [4])
+    w = b.constant("w", np.eye(4, dtype=np.float32), sparsity=sparsity, stored=stored)
+    assert "output 'w' is a sparse constant; only DENSIFY reads one" in str(refused(b.build([w])))
