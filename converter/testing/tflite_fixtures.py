@@ -26,8 +26,8 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 __all__ = ["TfliteBuilder", "Input", "Const", "Output", "Variable", "Quant", "one_op",
-           "sparse_parameters", "SAME", "VALID", "RELU", "RELU_N1_TO_1", "RELU6", "TANH",
-           "SIGN_BIT", "OPTIONS"]
+           "sparse_parameters", "flexbuffer_map", "pool_params", "SAME", "VALID", "RELU",
+           "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT", "OPTIONS"]
 
 SAME, VALID = schema.Padding.SAME, schema.Padding.VALID
 _A = schema.ActivationFunctionType
@@ -300,6 +300,35 @@ def one_op(code: str, inputs: Sequence[Input | Const | Variable | None],
     outs = [b.tensor(o.name, o.shape, o.dtype, o.quant) for o in outputs]
     b.op(code, slots, outs, custom_options=custom_options, **options)
     return b.build(outs)
+
+
+def flexbuffer_map(entries: dict) -> bytes:
+    """Custom options as a flexbuffer map, as MediaPipe's converter writes them: ints, floats,
+    strings, and lists of ints as typed vectors (what its kernels read with AsTypedVector)."""
+    from flatbuffers import flexbuffers
+
+    fb = flexbuffers.Builder()
+    with fb.Map():
+        for key, value in entries.items():
+            fb.Key(key)
+            if isinstance(value, bool) or isinstance(value, (int, np.integer)):
+                fb.Int(int(value))
+            elif isinstance(value, (float, np.floating)):
+                fb.Float(float(value))
+            elif isinstance(value, str):
+                fb.String(value)
+            else:
+                fb.TypedVectorFromElements([int(v) for v in value])
+    return bytes(fb.Finish())
+
+
+def pool_params(padding: int, stride_w: int, stride_h: int, filter_w: int, filter_h: int,
+                activation: int = 0) -> bytes:
+    """A TfLitePoolParams struct as raw custom options (MediaPipe's pooling ops): padding
+    (1 SAME, 2 VALID), strides, filter size, fused activation, then the four int32 of computed
+    padding the runtime fills in."""
+    return np.array([padding, stride_w, stride_h, filter_w, filter_h, activation, 0, 0, 0, 0],
+                    "<i4").tobytes()
 
 
 def sparse_parameters(dense: np.ndarray, block: int = 1):

@@ -103,8 +103,9 @@ def import_op(ctx: ImportContext, op: Operator) -> None:
     else:
         results = list(rule(ctx, op))
     if len(results) != len(op.outputs):
-        raise AssertionError(f"the {op.name} rule gave {len(results)} results for "
-                             f"{len(op.outputs)} outputs")
+        # The operator lists more or fewer outputs than the op has: a malformed model.
+        raise Unsupported(f"it lists {len(op.outputs)} outputs; {op.name} has "
+                          f"{len(results)}")
     for k, result in enumerate(results):
         if op.outputs[k] >= 0 and result is not None:
             ctx.set_output(k, result)
@@ -183,6 +184,9 @@ def _outputs(ctx: ImportContext, report: _Report) -> None:
         if value.parts is not None:
             report.add_model(f"output '{t.name}' is complex64: WebNN has no complex type "
                              f"(output its REAL and IMAG parts, or its COMPLEX_ABS, instead)")
+            continue
+        if value.operand is None and value.known is None:
+            report.add_model(f"output '{t.name}' is a sparse constant; only DENSIFY reads one")
             continue
         if value.operand is None and value.known.size == 0:
             report.add_model(f"output '{t.name}' is empty (shape {list(value.known.shape)}); "

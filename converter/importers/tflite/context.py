@@ -158,7 +158,7 @@ class ImportContext:
     def operand(self, k: int) -> Operand:
         """Input k as stored; a known value becomes a graph constant (not copied)."""
         v = self.value(k)
-        if v.operand is None and v.known.size == 0:
+        if v.operand is None and v.known is not None and v.known.size == 0:
             raise Unsupported(f"it reads {v.tensor}, which is empty (shape "
                               f"{list(v.known.shape)}); WebNN has no empty tensors")
         if v.operand is None:

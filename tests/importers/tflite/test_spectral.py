@@ -161,3 +161,8 @@ def test_a_complex_constant_of_the_wrong_size_is_refused():
     re = b.tensor("re", [4])
     b.op("REAL", [c], [re])
     assert "'z' has 24 bytes; its shape [4] of complex64 needs 32" in str(refused(b.build([re])))
+
+
+def test_an_fft_length_whose_dft_matrix_is_too_big_is_refused_before_building_it():
+    message = str(refused(_rfft2d_model([4, 8], [1, 1 << 26], parts=("abs",))))
+    assert "needs a DFT matrix of 268435464 values, more than the 16777216" in message

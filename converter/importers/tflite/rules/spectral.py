@@ -55,6 +55,11 @@ def part_by_part(ctx: ImportContext, op: Operator, rule: Callable) -> list:
     return results
 
 
+# The largest DFT matrix built at conversion time (64 MiB of float32): a file's fft_length is
+# checked against it before any array is made.
+_MAX_MATRIX = 1 << 24
+
+
 def _power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -90,6 +95,10 @@ def rfft2d(ctx: ImportContext, op: Operator):
     fh, fw = lengths
     *batch, h, w = x.shape
     hc, wc, bins = min(h, fh), min(w, fw), fw // 2 + 1
+    values = max(wc * bins, hc * fh)
+    if values > _MAX_MATRIX:
+        raise Unsupported(f"its fft_length {lengths} needs a DFT matrix of {values} values, "
+                          f"more than the {_MAX_MATRIX} this importer builds")
     if (hc, wc) != (h, w):
         x = ctx.emit("slice", [x], {"starts": [0] * x.rank, "sizes": [*batch, hc, wc]},
                      suffix="crop")
