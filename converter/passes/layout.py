@@ -16,7 +16,9 @@ transposes as it takes.
    of a transpose that moves whole groups. Then the transposes left in front of a network's
    first layout-bearing op are pushed up to the graph inputs where that costs no transpose.
 4. Tidying: duplicate transposes of one operand merge, dead ones go, and a transpose that only
-   moves size-1 axes becomes a reshape.
+   moves size-1 axes becomes a reshape. A chain of reshapes and transposes with two or more
+   transposes (a patch unfolding, with the layout's own transpose in front) becomes one
+   transpose between reshapes (layout_chains.py).
 
 No target: nothing changes (a layout is only preferred by a backend).
 """
@@ -27,11 +29,13 @@ from collections import deque
 from ..errors import ConverterError
 from ..ir import Graph, Operand
 from . import PassContext, PassResult, graph_pass
+from .layout_chains import collapse_chains
 from .layout_edit import perm_of
 from .layout_ops import LAYOUT_BEARING, filter_layout_for, input_perm, layout_of, target_attrs
 from .layout_perms import apply, compose, inverse, letters_perm
 from .layout_push import TransposeMover
 from .layout_rules import OpView, rule_for
+from .rank_limits import rank_window
 
 __all__ = ["run", "count_transposes", "source_layouts"]
 
@@ -60,6 +64,8 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
         if op.op_type in LAYOUT_BEARING:
             _convert(editor, op)
     _optimize(editor)
+    collapse_chains(editor, rank_window(ctx.target, "transpose", ["input", "output"]),
+                    rank_window(ctx.target, "reshape", ["input", "output"]))
     graph.sort()
     editor.drop_orphans()
     after = count_transposes(graph)

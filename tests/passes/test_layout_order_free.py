@@ -122,3 +122,27 @@ def test_cnn_blocks_have_no_interior_transposes_at_an_nhwc_target(name):
     [key] = want
     np.testing.assert_allclose(got[key], want[key], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[key], reference, rtol=1e-4, atol=1e-5)
+
+
+def test_mobilevit_keeps_only_the_transposes_its_patches_need():
+    # Unfolding into patches and folding back move elements in any layout (one transpose
+    # each), and attention transposes K: three, where the export has five and the layout
+    # conversion alone made seven (a pair around the unfold and the fold).
+    model = cnn_blocks.mobilevit()
+    graph = import_model(model)
+    assert count_transposes(graph)["inside"] == 5
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    reference = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+    report = convert_for_target(graph, "chromium-litert")
+
+    assert count_transposes(graph) == {"total": 5, "boundary": 2, "inside": 3}
+    assert report.passed
+    collapsed = dict(report.passes)["layout"].counts["transpose_chains_collapsed"]
+    assert collapsed == 2  # the unfold and the fold
+    [key] = want
+    got = converter.run(graph, feeds)[key]
+    np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4)
