@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
-from .layout_order_free import order_free_exits
+from .layout_order_free import order_free_exits, region_entry
 from .layout_perms import align, apply, compose, extend, inverse, is_identity, is_invariant
 from .layout_rules import OpView, reshape_groups, rule_for
 
@@ -39,7 +39,7 @@ _LOOKAHEAD = 64
 class _UpPlan:
     """How to compute transpose(operand, perm) without a transpose after operand's producer."""
 
-    kind: str  # same | fold | transpose | compose | op
+    kind: str  # same | fold | transpose | compose | op | region
     operand: Operand
     perm: list[int]
     cost: int = 0  # transposes added minus transposes removed
@@ -64,12 +64,26 @@ class TransposeMover(LayoutEditor):
                 plan.append((slot, "unwrap", unwrapped, unwrapped.shape))
             elif is_invariant(operand.shape, perm):
                 plan.append((slot, "keep", operand, operand.shape))
+            elif (mate := self._inverse_transpose(operand, perm)) is not None:
+                # operand is already transposed back to x's layout elsewhere: read that
+                plan.append((slot, "reuse", mate, mate.shape))
             elif self.foldable(operand):
                 shape = apply(align(operand.shape, rank), inverse(perm))
                 plan.append((slot, "fold", operand, shape))
             else:
                 return None
         return plan
+
+    @staticmethod
+    def _inverse_transpose(operand: Operand, perm: list[int]) -> Operand | None:
+        """An existing transpose(operand, inverse(perm)), which is what op' wants there."""
+        if operand.rank != len(perm):
+            return None
+        back = inverse(perm)
+        for reader in operand.consumers():
+            if reader.op_type == "transpose" and perm_of(reader) == back:
+                return reader.output
+        return None
 
     def push_down(self, t: Operation, op: Operation) -> list[Operation] | None:
         """Move `t` below `op`, its reader. Returns the transposes made after op', or None
@@ -330,7 +344,8 @@ class TransposeMover(LayoutEditor):
         if not top and (len(operand.uses()) != 1 or operand.is_graph_output()):
             return None
         if op.op_type == "reshape":
-            return self._plan_up_reshape(operand, perm, depth)
+            return self._plan_up_reshape(operand, perm, depth) \
+                or self._plan_up_order_free(operand, perm, depth)
         rule = rule_for(op.op_type)
         if rule.opaque:
             return None
@@ -403,6 +418,20 @@ class TransposeMover(LayoutEditor):
         return _UpPlan("op", operand, perm, child.cost, {"newShape": list(new_shape)},
                        [(0, child)])
 
+    def _plan_up_order_free(self, operand: Operand, perm: list[int], depth: int
+                            ) -> _UpPlan | None:
+        """transpose(exit, perm) where `operand` is the one exit of an order-free region (a
+        one-group GroupNorm's reshape back): the region reads its source transposed instead,
+        and the exit reshapes to the transposed shape."""
+        exit_op = operand.producer
+        entry = region_entry(exit_op, operand.shape)
+        if entry is None or order_free_exits(operand.shape, perm, entry) != [exit_op]:
+            return None
+        child = self._plan_up(entry.inputs[0], perm, depth - 1)
+        if child is None:
+            return None
+        return _UpPlan("region", operand, perm, child.cost, {"entry": entry}, [(0, child)])
+
     def _apply_up(self, plan: _UpPlan, before: Operation, made: list[Operation]) -> Operand:
         operand, perm = plan.operand, plan.perm
         if plan.kind == "same":
@@ -422,6 +451,15 @@ class TransposeMover(LayoutEditor):
             made.append(out.producer)
             return out
         op = operand.producer
+        if plan.kind == "region":
+            entry = plan.attrs["entry"]
+            [(_, child)] = plan.children
+            entry.replace_input(0, self._apply_up(child, entry, made))
+            back = self.graph.add_operation("reshape", [op.inputs[0]],
+                                            {"newShape": list(apply(operand.shape, perm))},
+                                            name=self.graph.fresh_name(op.name), before=before)
+            self.stats["order_free_regions_passed"] += 1
+            return back.output
         inputs = list(op.inputs)
         for slot, child in plan.children:
             inputs[slot] = self._apply_up(child, before, made)
@@ -431,7 +469,7 @@ class TransposeMover(LayoutEditor):
 
     def _drop_planned(self, plan: _UpPlan) -> None:
         """Remove the ops a pushed-up plan replaced, readers before their sources."""
-        if plan.kind in ("op", "compose") and plan.operand.producer is not None:
+        if plan.kind in ("op", "compose", "region") and plan.operand.producer is not None:
             if not self.remove_if_dead(plan.operand.producer):
                 return
         for _, child in plan.children:

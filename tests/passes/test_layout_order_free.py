@@ -146,3 +146,23 @@ def test_mobilevit_keeps_only_the_transposes_its_patches_need():
     got = converter.run(graph, feeds)[key]
     np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_a_group_norm_on_the_graph_input_takes_the_transpose_up_to_the_input():
+    # The region is the network's first op: the transpose in front of the pool moves up
+    # through it to the input, and the residual sub reads the pool's input as it is.
+    def build():
+        b = GraphBuilder("gn_first")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        normed = b.layerNormalization(b.reshape(x, [1, 1, 120]), axes=[2])
+        back = b.reshape(normed, [1, 4, 6, 5])
+        pooled = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                 strides=[1, 1])
+        return b.build({"y": conv(b, b.sub(pooled, back), 4, 4, "nchw")})
+
+    after, result = check_numbers(build, "nhwc")
+
+    assert result.counts["transposes_after"] == 2
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["order_free_regions_passed"] == 1
+    assert types(after)[:2] == ["transpose", "reshape"]  # x -> nhwc -> the region
