@@ -13,8 +13,10 @@ transposes as it takes.
    by the rule table in layout_rules.py), cancelled against each other and folded into
    constants. A flattening reshape read by dense layers takes none (their constant weights'
    rows are permuted instead), and one that regroups axes (a channel shuffle) takes the part
-   of a transpose that moves whole groups. Then the transposes left in front of a network's
-   first layout-bearing op are pushed up to the graph inputs where that costs no transpose.
+   of a transpose that moves whole groups. A reshape into an order-free region (a one-group
+   GroupNorm: statistics over whole samples, layout_order_free.py) takes the transpose through
+   to the region's reshapes back. Then the transposes left in front of a network's first
+   layout-bearing op are pushed up to the graph inputs where that costs no transpose.
 4. Tidying: duplicate transposes of one operand merge, dead ones go, and a transpose that only
    moves size-1 axes becomes a reshape. A chain of reshapes and transposes with two or more
    transposes (a patch unfolding, with the layout's own transpose in front) becomes one

@@ -3,13 +3,17 @@
 * `push_down(t, op)`: op(transpose(x)) becomes transpose(op'(x)), with op's axis arguments
   remapped by its layout rule (layout_rules.py). Other operands op transposes alike must be
   transposes by the same permutation (unwrapped), constants (re-laid out now, broadcast-aware),
-  or unaffected by the permutation (scalars, size-1 axes).
+  unaffected by the permutation (scalars, size-1 axes), or operands some other op already reads
+  transposed by the inverse permutation (that transpose is read instead).
 * `push_into_dense(t, reshape)`: a flattened feature map read by gemm/matmul with constant
   weights takes no transpose; the weights' rows are permuted instead.
+* `push_through_order_free(t, reshape)`: a reshape that starts an order-free region (a
+  one-group GroupNorm: layout_order_free.py) reads x instead, and the region's reshapes back
+  take the transpose.
 * `push_up(t)`: transpose(op(x)) becomes op'(transpose(x)) when that leads every new transpose
-  to a graph input, a constant or another transpose, without adding transposes. That moves the
-  transposes in front of a network's first convolution (after an input normalization, a pad)
-  to the graph boundary.
+  to a graph input, a constant or another transpose, without adding transposes (through a
+  whole order-free region too). That moves the transposes in front of a network's first
+  convolution (after an input normalization, a pad, a GroupNorm) to the graph boundary.
 
 Pushing down is done where it cannot add transposes for nothing: a transpose read by one op
 moves freely (the count stays the same); one read by several, or one that would come out of a
