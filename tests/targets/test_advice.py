@@ -181,3 +181,22 @@ def test_advice_is_what_the_named_pass_does(entry):
             convert_for_target(graph, target)
         left = _matching(caught.value.violations, entry.key, node)
         assert [(v.kind, v.tensor) for v in left] == [(v.kind, v.tensor) for v in found]
+
+
+def test_a_decomposition_needing_ops_the_target_also_lacks_is_not_advised():
+    # gelu decomposes through erf: without erf either, the decompose pass leaves gelu, and
+    # check says so instead of naming the pass.
+    def lacks_gelu_and_erf(limits):
+        limits.pop("gelu")
+        limits.pop("erf")
+    target = _spec(lacks_gelu_and_erf)
+    b = GraphBuilder("g")
+    g = b.build({"y": b.gelu(b.input("x", "float32", [2, 3]), name="act")})
+
+    [v] = check(g, target)
+
+    assert v.advice == "no-decomposition" and "erf" in v.fix
+    assert v.fix.startswith("no pass rewrites gelu: ")
+    with pytest.raises(UnsupportedError) as caught:
+        convert_for_target(g, target)
+    assert [w.advice for w in caught.value.violations] == ["no-decomposition"]
