@@ -136,13 +136,27 @@ def _no_decomposition(s: Situation) -> str:
 def _int64(s: Situation) -> str | None:
     if s.data_type != "int64" or "int32" not in s.allowed:
         return None
+    if s.operand is not None and s.operand.is_constant and not _fits_int32(s.operand):
+        return None
     return "the 'data_types' pass narrows int64 to int32 (constants checked for overflow)"
+
+
+def _fits_int32(constant: Operand) -> bool:
+    data = constant.constant
+    if data.fill is not None:
+        values = [int(data.fill)]
+    else:
+        array = data.numpy()
+        values = [int(array.min()), int(array.max())] if array.size else []
+    return all(-2**31 <= v < 2**31 for v in values)
 
 
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
 def _no_type_change(s: Situation) -> str:
-    return (f"no pass converts {s.data_type} here: the source model must compute in one of "
-            f"{', '.join(s.allowed) or 'the target types'}")
+    why = " (its values do not fit int32)" if s.data_type == "int64" and "int32" in s.allowed \
+        else ""
+    return (f"no pass converts {s.data_type} here{why}: the source model must compute in one "
+            f"of {', '.join(s.allowed) or 'the target types'}")
 
 
 # -- ranks -------------------------------------------------------------------------------------

@@ -200,3 +200,18 @@ def test_a_decomposition_needing_ops_the_target_also_lacks_is_not_advised():
     with pytest.raises(UnsupportedError) as caught:
         convert_for_target(g, target)
     assert [w.advice for w in caught.value.violations] == ["no-decomposition"]
+
+
+def test_int64_constants_beyond_int32_are_not_advised_to_the_data_types_pass():
+    b = GraphBuilder("g")
+    x = b.input("x", "int32", [2])
+    big = b.constant(np.array([2**40, 1], np.int64), name="big")
+    g = b.build({"y": b.add(b.cast(x, "int64"), big, name="sum")})
+
+    found = [v for v in check(g, "coreml") if v.tensor == "big"]
+
+    assert found and {v.advice for v in found} == {"no-type-change"}
+    assert all("(its values do not fit int32)" in v.fix for v in found)
+    with pytest.raises(UnsupportedError) as caught:
+        convert_for_target(g, "coreml")
+    assert any(v.tensor == "big" for v in caught.value.violations)
