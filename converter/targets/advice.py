@@ -8,9 +8,11 @@ it and the condition under which that pass does.
 For a violation, the entries of its kind are tried in table order and the first one whose
 condition holds gives the sentence; each kind ends with an entry no pass backs, whose sentence
 begins "no pass". So `check` never names a pass for a case that pass leaves alone: the rank
-advice asks the rank pass's own planner (`passes.rank.plan_rank`), the constant advice the
-constant_operands pass's own tables. tests/targets/test_advice.py builds a graph for every
-entry and runs the target pipeline to prove the named pass fixes it.
+advice asks the rank pass's own planner (`passes.rank.plan_rank`); the decompose and
+constant_operands advice expands a copy of the op the way those passes would (`trial_expand`);
+the int64 advice checks that constants fit int32. tests/targets/test_advice.py builds a graph
+for every entry and runs the target pipeline to prove the named pass fixes it (and that what
+no pass fixes stays).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ..ir import Operand, Operation
 if TYPE_CHECKING:
     from . import Target
 
-__all__ = ["Situation", "Advice", "ADVICE", "advice", "advise"]
+__all__ = ["Situation", "Advice", "ADVICE", "advice", "advise", "trial_expand"]
 
 
 @dataclass(frozen=True)

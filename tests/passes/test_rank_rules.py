@@ -8,7 +8,6 @@ import pytest
 import converter
 from converter.builder import GraphBuilder
 from converter.ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
-from converter.ops.reduction import REDUCE_OPS
 from converter.passes.rank_limits import rank_problems
 from converter.passes.rank_rules import RULES
 from converter.targets import load_target
