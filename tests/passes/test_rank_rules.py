@@ -333,3 +333,11 @@ def test_rank_rule_brings_the_op_into_range_with_the_same_numbers(case):
             eps = float(np.finfo(np.float32).eps)
             np.testing.assert_allclose(got[key], value, rtol=ulp * eps, atol=ulp * eps,
                                        err_msg=key)
+
+
+def test_every_catalogue_op_has_a_rank_rule_or_a_reason_it_cannot():
+    from converter.ops.registry import all_ops
+    from converter.passes.rank_rules import NO_RANK_RULE
+
+    assert not set(RULES) & set(NO_RANK_RULE)
+    assert set(all_ops()) == set(RULES) | set(NO_RANK_RULE)
