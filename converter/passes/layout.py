@@ -14,8 +14,9 @@ transposes as it takes.
    constants. A flattening reshape read by dense layers takes none (their constant weights'
    rows are permuted instead), and one that regroups axes (a channel shuffle) takes the part
    of a transpose that moves whole groups. A reshape into an order-free region (a one-group
-   GroupNorm: statistics over whole samples, layout_order_free.py) takes the transpose through
-   to the region's reshapes back. Then the transposes left in front of a network's first
+   GroupNorm: statistics over whole samples, layout_order_free.py) or a grouped one (a
+   GroupNorm with several groups, layout_grouped.py) takes the transpose through to the
+   region's reshapes back. Then the transposes left in front of a network's first
    layout-bearing op are pushed up to the graph inputs where that costs no transpose.
 4. Tidying: duplicate transposes of one operand merge, dead ones go, and a transpose that only
    moves size-1 axes becomes a reshape. A chain of reshapes and transposes with two or more
@@ -274,7 +275,7 @@ def _optimize(editor: TransposeMover) -> None:
                     and not editor.push_into_dense(t, reader):
                 made = editor.split_for_reshape(t, reader)
                 if made is None:
-                    made = editor.push_through_order_free(t, reader)
+                    made = editor.push_through_region(t, reader)
                 made_all.extend(made or ())
         return made_all
 

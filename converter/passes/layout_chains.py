@@ -21,15 +21,16 @@ from ..ir import Operation
 from .layout_edit import LayoutEditor, perm_of
 from .layout_perms import is_identity
 
-__all__ = ["chain_permutation", "collapse_chains"]
+__all__ = ["atomize", "chain_permutation", "collapse_chains"]
 
 Step = tuple[str, list[int]]  # ("reshape", new shape) or ("transpose", permutation)
 
 
-def chain_permutation(shape: Sequence[int], steps: Sequence[Step]
-                      ) -> tuple[list[int], list[int]] | None:
-    """(atom sizes in x's order, the atom permutation) for a chain starting from `shape`, with
-    neighbouring atoms that stay in order merged; None when a reshape cuts an atom unevenly."""
+def atomize(shape: Sequence[int], steps: Sequence[Step]
+            ) -> tuple[dict[int, int], list[int], list[list[int]]] | None:
+    """The atoms of a chain starting from `shape`: (atom sizes, x's atoms in order, the last
+    tensor's axes as lists of atoms); None when a reshape cuts an atom unevenly. Size-1 axes
+    hold no atom."""
     size: dict[int, int] = {}
     source: list[int] = []  # x's atoms in order
     axes: list[list[int]] = []  # the current tensor's axes, each a list of atoms
@@ -64,6 +65,17 @@ def chain_permutation(shape: Sequence[int], steps: Sequence[Step]
             if have != d:
                 return None
             axes.append(group)
+    return size, source, axes
+
+
+def chain_permutation(shape: Sequence[int], steps: Sequence[Step]
+                      ) -> tuple[list[int], list[int]] | None:
+    """(atom sizes in x's order, the atom permutation) for a chain starting from `shape`, with
+    neighbouring atoms that stay in order merged; None when a reshape cuts an atom unevenly."""
+    found = atomize(shape, steps)
+    if found is None:
+        return None
+    size, source, axes = found
     target = [a for axis in axes for a in axis]
     runs: list[list[int]] = []  # the result's atoms as runs that are neighbours in x too
     for a in target:

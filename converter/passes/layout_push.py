@@ -7,9 +7,10 @@
   transposed by the inverse permutation (that transpose is read instead).
 * `push_into_dense(t, reshape)`: a flattened feature map read by gemm/matmul with constant
   weights takes no transpose; the weights' rows are permuted instead.
-* `push_through_order_free(t, reshape)`: a reshape that starts an order-free region (a
-  one-group GroupNorm: layout_order_free.py) reads x instead, and the region's reshapes back
-  take the transpose.
+* `push_through_region(t, reshape)`: a reshape that starts an order-free region (a one-group
+  GroupNorm: layout_order_free.py) reads x instead, or a grouped one (a GroupNorm with several
+  groups: layout_grouped.py) reads x regrouped, and the region's reshapes back take the
+  transpose.
 * `push_up(t)`: transpose(op(x)) becomes op'(transpose(x)) when that leads every new transpose
   to a graph input, a constant or another transpose, without adding transposes (through a
   whole order-free region too). That moves the transposes in front of a network's first
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..ir import Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
+from .layout_grouped import grouped_region, rewrite_grouped
 from .layout_order_free import order_free_exits, region_entry
 from .layout_perms import align, apply, compose, extend, inverse, is_identity, is_invariant
 from .layout_rules import OpView, reshape_groups, rule_for
@@ -223,25 +225,32 @@ class TransposeMover(LayoutEditor):
         self.stats["transposes_split"] += 1
         return self.push_down(second.producer, reshape)
 
-    def push_through_order_free(self, t: Operation, reshape: Operation
-                                ) -> list[Operation] | None:
+    def push_through_region(self, t: Operation, reshape: Operation) -> list[Operation] | None:
         """transpose(x, perm) read by a reshape that starts an order-free region (a one-group
-        GroupNorm, layout_order_free.py): the region reads x's order instead, and each reshape
-        back to y's shape becomes a reshape to x's shape and the transpose. Moves when t has
-        no other reader and one exit, else when a look ahead sees every new transpose
-        absorbed."""
-        y, perm = t.output, perm_of(t)
+        GroupNorm, layout_order_free.py): the region reads x's order instead; or a grouped
+        region (a GroupNorm with several groups, layout_grouped.py): the region runs on x
+        regrouped. Either way each reshape back to y's shape becomes a reshape to x's shape
+        and the transpose. Moves when t has no other reader and the region one exit, else
+        when a look ahead sees every new transpose absorbed."""
+        y, perm, x = t.output, perm_of(t), t.inputs[0]
         if reshape.inputs[0] is not y:
             return None
         exits = order_free_exits(y.shape, perm, reshape)
+        region = None
         if exits is None:
-            return None
+            region = grouped_region(y.shape, perm, reshape, x.shape)
+            if region is None:
+                return None
+            exits = region.exits
         shared = y.is_graph_output() or any(u.op is not reshape for u in y.uses())
         if shared or len(exits) > 1:
             memo: dict = {}
             if not all(self._absorbed(e.output, perm, _LOOKAHEAD, memo) for e in exits):
                 return None
-        x = t.inputs[0]
+        if region is not None:
+            made = rewrite_grouped(self, region, x, perm)
+            self.remove_if_dead(t)
+            return made
         reshape.replace_input(0, x)
         made = []
         for e in exits:
@@ -280,6 +289,10 @@ class TransposeMover(LayoutEditor):
                 return False
             if reader.op_type == "reshape" and rule.remap(OpView.of(reader), list(q)) is None:
                 exits = order_free_exits(operand.shape, q, reader)
+                if exits is None:
+                    region = grouped_region(operand.shape, q, reader,
+                                            apply(operand.shape, inverse(q)))
+                    exits = None if region is None else region.exits
                 if exits is None or not all(self._absorbed(e.output, q, depth - 1, memo)
                                             for e in exits):
                     return False

@@ -79,7 +79,7 @@ def test_per_position_operands_stop_the_region():
     assert types(after).count("transpose") == 4
 
 
-def test_a_reduction_over_part_of_the_sample_stops_the_region():
+def test_a_reduction_over_part_of_the_sample_is_not_order_free_but_regroups():
     def build():
         b = GraphBuilder("partial")
         x = b.input("x", "float32", [1, 3, 6, 5])
@@ -90,9 +90,14 @@ def test_a_reduction_over_part_of_the_sample_stops_the_region():
         return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
                                              padding=[1, 1, 1, 1], strides=[1, 1])})
 
-    _, result = check_numbers(build, "nhwc")
+    after, result = check_numbers(build, "nhwc")
     assert "order_free_regions_passed" not in result.counts
-    assert result.counts["transposes_after_inside"] == 2
+    # layout_grouped.py's business: x's [H*W, G, C/G] (the size-1 batch dropped), the mean
+    # over axes 0 and 2.
+    assert result.counts["grouped_regions_relaid"] == 1
+    assert result.counts["transposes_after_inside"] == 0
+    mean = next(op for op in after.operations if op.op_type == "reduceMean")
+    assert mean.inputs[0].shape == (30, 2, 2) and mean.attr("axes") == [0, 2]
 
 
 # -- whole networks, imported from ONNX ------------------------------------------------------
