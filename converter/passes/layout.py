@@ -34,6 +34,7 @@ from ..ir import Graph, Operand
 from . import PassContext, PassResult, graph_pass
 from .layout_chains import collapse_chains
 from .layout_edit import perm_of
+from .layout_grouped import instance_as_layer_norm
 from .layout_ops import LAYOUT_BEARING, filter_layout_for, input_perm, layout_of, target_attrs
 from .layout_perms import apply, compose, inverse, letters_perm
 from .layout_push import TransposeMover
@@ -64,6 +65,9 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     if ctx.io_layout is not None:
         _present_boundary(editor, ctx.io_layout, notes)
     for op in list(graph.operations):
+        if op.op_type == "instanceNormalization" and instance_as_layer_norm(editor, op,
+                                                                            ctx.target):
+            continue
         if op.op_type in LAYOUT_BEARING:
             _convert(editor, op)
     _optimize(editor)

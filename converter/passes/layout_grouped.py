@@ -28,7 +28,7 @@ from ..ops.reduction import REDUCE_OPS
 from .layout_chains import atomize
 from .layout_order_free import _COMBINING, _PER_ELEMENT
 
-__all__ = ["GroupedRegion", "grouped_region", "rewrite_grouped"]
+__all__ = ["GroupedRegion", "grouped_region", "rewrite_grouped", "instance_as_layer_norm"]
 
 
 @dataclass
@@ -230,3 +230,37 @@ def _free_axes(stats_ops: list[Operation], full: tuple) -> set[int] | None:
     if not free or len(free) == sum(d != 1 for d in full):
         return None  # nothing kept: the whole-sample case is layout_order_free's
     return free
+
+
+def instance_as_layer_norm(editor, op: Operation, target) -> bool:
+    """An instanceNormalization fed by a reshape, with a spatial dimension of 1 (a rank-3
+    InstanceNormalization as ONNX GroupNorm exports use it, [N, G, M] read as [N, G, M, 1]),
+    in the other layout: layerNormalization over the spatial axes, then its scale and bias per
+    channel. That computes the same values, has no layout, and joins a grouped region, where
+    converting the op would put a real transpose (of the groups) on each side."""
+    x = op.inputs[0]
+    nchw = op.attr("layout") != "nhwc"
+    channel, spatial = (1, [2, 3]) if nchw else (3, [1, 2])
+    if (op.attr("layout") or "nchw") == editor.target or x.shape[channel] == 1 \
+            or all(x.shape[a] != 1 for a in spatial) \
+            or x.producer is None or x.producer.op_type != "reshape" \
+            or not all(target.supports(t) for t in ("layerNormalization", "mul", "add")):
+        return False
+    graph = editor.graph
+    y = graph.add_operation("layerNormalization", [x, None, None],
+                            {"axes": spatial, "epsilon": op.attr("epsilon")},
+                            name=graph.fresh_name(op.name), before=op).output
+    per_channel = [1, 1, 1, 1]
+    per_channel[channel] = x.shape[channel]
+    for slot, combine in ((1, "mul"), (2, "add")):
+        operand = op.inputs[slot] if slot < len(op.inputs) else None
+        if operand is None:
+            continue
+        shaped = graph.add_operation("reshape", [operand], {"newShape": per_channel},
+                                     name=graph.fresh_name(f"{operand.name}_per_channel"),
+                                     before=op).output
+        y = graph.add_operation(combine, [y, shaped], {}, before=op,
+                                name=graph.fresh_name(op.name)).output
+    editor.swap(op, [y])
+    editor.stats["instance_norms_as_layer_norms"] += 1
+    return True

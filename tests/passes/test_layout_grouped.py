@@ -68,9 +68,13 @@ def test_a_kept_axis_that_x_holds_apart_stops_the_region():
     assert result.counts["transposes_after_inside"] == 2
 
 
+@pytest.mark.parametrize("form", ["group", "instance"])
 @pytest.mark.parametrize("groups", [2, 4])
-def test_poolformer_with_group_normalization_has_no_interior_transposes(groups):
-    model = cnn_blocks.poolformer("group", groups=groups)
+def test_poolformer_with_several_groups_has_no_interior_transposes(form, groups):
+    # "group": ONNX GroupNormalization; "instance": reshape to [N, G, M] -> rank-3
+    # InstanceNormalization -> reshape back (its instanceNormalization becomes a
+    # layerNormalization over the spatial axes, which joins the grouped region).
+    model = cnn_blocks.poolformer(form, groups=groups)
     graph = import_model(model)
     feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
     want = converter.run(graph, feeds)
@@ -81,6 +85,10 @@ def test_poolformer_with_group_normalization_has_no_interior_transposes(groups):
 
     assert count_transposes(graph) == {"total": 1, "boundary": 1, "inside": 0}
     assert report.passed
+    counts = dict(report.passes)["layout"].counts
+    assert counts["grouped_regions_relaid"] == 4  # two GroupNorms in each of two blocks
+    if form == "instance":
+        assert counts["instance_norms_as_layer_norms"] == 4
     [key] = want
     got = converter.run(graph, feeds)[key]
     np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
