@@ -93,3 +93,16 @@ def test_poolformer_with_several_groups_has_no_interior_transposes(form, groups)
     got = converter.run(graph, feeds)[key]
     np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-5)
+
+
+def test_twelve_poolformer_blocks_keep_no_interior_transposes():
+    # The transpose after the stem is read by the first GroupNorm and the residual stream,
+    # which the look ahead follows through all twelve blocks.
+    graph = import_model(cnn_blocks.poolformer("group", blocks=12, groups=4))
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    convert_for_target(graph, "chromium-litert")
+    assert count_transposes(graph) == {"total": 1, "boundary": 1, "inside": 0}
+    [key] = want
+    np.testing.assert_allclose(converter.run(graph, feeds)[key], want[key], rtol=1e-5,
+                               atol=1e-5)
