@@ -13,10 +13,15 @@ transposes as it takes.
    by the rule table in layout_rules.py), cancelled against each other and folded into
    constants. A flattening reshape read by dense layers takes none (their constant weights'
    rows are permuted instead), and one that regroups axes (a channel shuffle) takes the part
-   of a transpose that moves whole groups. Then the transposes left in front of a network's
-   first layout-bearing op are pushed up to the graph inputs where that costs no transpose.
+   of a transpose that moves whole groups. A reshape into an order-free region (a one-group
+   GroupNorm: statistics over whole samples, layout_order_free.py) or a grouped one (a
+   GroupNorm with several groups, layout_grouped.py) takes the transpose through to the
+   region's reshapes back. Then the transposes left in front of a network's first
+   layout-bearing op are pushed up to the graph inputs where that costs no transpose.
 4. Tidying: duplicate transposes of one operand merge, dead ones go, and a transpose that only
-   moves size-1 axes becomes a reshape.
+   moves size-1 axes becomes a reshape. A chain of reshapes and transposes with two or more
+   transposes (a patch unfolding, with the layout's own transpose in front) becomes one
+   transpose between reshapes (layout_chains.py).
 
 No target: nothing changes (a layout is only preferred by a backend).
 """
@@ -27,11 +32,14 @@ from collections import deque
 from ..errors import ConverterError
 from ..ir import Graph, Operand
 from . import PassContext, PassResult, graph_pass
+from .layout_chains import collapse_chains
 from .layout_edit import perm_of
+from .layout_grouped import instance_as_layer_norm
 from .layout_ops import LAYOUT_BEARING, filter_layout_for, input_perm, layout_of, target_attrs
 from .layout_perms import apply, compose, inverse, letters_perm
 from .layout_push import TransposeMover
 from .layout_rules import OpView, rule_for
+from .rank_limits import rank_window
 
 __all__ = ["run", "count_transposes", "source_layouts"]
 
@@ -57,9 +65,14 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     if ctx.io_layout is not None:
         _present_boundary(editor, ctx.io_layout, notes)
     for op in list(graph.operations):
+        if op.op_type == "instanceNormalization" and instance_as_layer_norm(editor, op,
+                                                                            ctx.target):
+            continue
         if op.op_type in LAYOUT_BEARING:
             _convert(editor, op)
     _optimize(editor)
+    collapse_chains(editor, rank_window(ctx.target, "transpose", ["input", "output"]),
+                    rank_window(ctx.target, "reshape", ["input", "output"]))
     graph.sort()
     editor.drop_orphans()
     after = count_transposes(graph)
@@ -266,7 +279,7 @@ def _optimize(editor: TransposeMover) -> None:
                     and not editor.push_into_dense(t, reader):
                 made = editor.split_for_reshape(t, reader)
                 if made is None:
-                    made = editor.push_through_order_free(t, reader)
+                    made = editor.push_through_region(t, reader)
                 made_all.extend(made or ())
         return made_all
 

@@ -26,7 +26,7 @@ from ..ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UN
 from ..ops.reduction import REDUCE_OPS
 from .layout_perms import keeps_element_order
 
-__all__ = ["order_free_exits"]
+__all__ = ["order_free_exits", "region_entry"]
 
 # Ops that compute each element from the element at the same position alone.
 _PER_ELEMENT = frozenset((*UNARY, *PREDICATES, "cast", "clamp", "elu", "gelu", "hardSigmoid",
@@ -149,4 +149,27 @@ def _step(op: Operation, value: Operand, j: int, batch: int, shape: tuple
         if op.inputs[0] is not value or value.shape[channel] != 1 or value.shape[0] != batch:
             return None
         return "inside", [op.output], []
+    return None
+
+
+def region_entry(exit_op: Operation, shape: Sequence[int], limit: int = 64) -> Operation | None:
+    """The reshape that starts the region `exit_op` (a reshape back to `shape`) ends: found by
+    walking up through the ops a region holds; `order_free_exits` then checks the region."""
+    value = exit_op.inputs[0]
+    for _ in range(limit):
+        op = value.producer
+        if op is None:
+            return None
+        if op.op_type == "reshape" and op.inputs[0].shape == tuple(shape):
+            return op
+        if _reshape_like(op) or op.op_type in _PER_ELEMENT or op.op_type in (
+                "layerNormalization", "instanceNormalization"):
+            value = op.inputs[0]
+        elif op.op_type in _COMBINING:
+            same = [x for x in op.inputs if x is not None and x.shape == value.shape]
+            if not same:
+                return None
+            value = same[0]
+        else:
+            return None
     return None

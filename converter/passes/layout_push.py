@@ -3,13 +3,18 @@
 * `push_down(t, op)`: op(transpose(x)) becomes transpose(op'(x)), with op's axis arguments
   remapped by its layout rule (layout_rules.py). Other operands op transposes alike must be
   transposes by the same permutation (unwrapped), constants (re-laid out now, broadcast-aware),
-  or unaffected by the permutation (scalars, size-1 axes).
+  unaffected by the permutation (scalars, size-1 axes), or operands some other op already reads
+  transposed by the inverse permutation (that transpose is read instead).
 * `push_into_dense(t, reshape)`: a flattened feature map read by gemm/matmul with constant
   weights takes no transpose; the weights' rows are permuted instead.
+* `push_through_region(t, reshape)`: a reshape that starts an order-free region (a one-group
+  GroupNorm: layout_order_free.py) reads x instead, or a grouped one (a GroupNorm with several
+  groups: layout_grouped.py) reads x regrouped, and the region's reshapes back take the
+  transpose.
 * `push_up(t)`: transpose(op(x)) becomes op'(transpose(x)) when that leads every new transpose
-  to a graph input, a constant or another transpose, without adding transposes. That moves the
-  transposes in front of a network's first convolution (after an input normalization, a pad)
-  to the graph boundary.
+  to a graph input, a constant or another transpose, without adding transposes (through a
+  whole order-free region too). That moves the transposes in front of a network's first
+  convolution (after an input normalization, a pad, a GroupNorm) to the graph boundary.
 
 Pushing down is done where it cannot add transposes for nothing: a transpose read by one op
 moves freely (the count stays the same); one read by several, or one that would come out of a
@@ -25,21 +30,23 @@ import numpy as np
 
 from ..ir import Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
-from .layout_order_free import order_free_exits
+from .layout_grouped import grouped_region, rewrite_grouped
+from .layout_order_free import order_free_exits, region_entry
 from .layout_perms import align, apply, compose, extend, inverse, is_identity, is_invariant
 from .layout_rules import OpView, reshape_groups, rule_for
 
 __all__ = ["TransposeMover"]
 
-# How many ops ahead the look ahead follows a transpose before giving up on it.
-_LOOKAHEAD = 64
+# How many ops ahead the look ahead follows a transpose before giving up on it. A residual
+# stream is followed to the network's end: 12 PoolFormer blocks with GroupNorms take about 100.
+_LOOKAHEAD = 256
 
 
 @dataclass
 class _UpPlan:
     """How to compute transpose(operand, perm) without a transpose after operand's producer."""
 
-    kind: str  # same | fold | transpose | compose | op
+    kind: str  # same | fold | transpose | compose | op | region
     operand: Operand
     perm: list[int]
     cost: int = 0  # transposes added minus transposes removed
@@ -64,12 +71,26 @@ class TransposeMover(LayoutEditor):
                 plan.append((slot, "unwrap", unwrapped, unwrapped.shape))
             elif is_invariant(operand.shape, perm):
                 plan.append((slot, "keep", operand, operand.shape))
+            elif (mate := self._inverse_transpose(operand, perm)) is not None:
+                # operand is already transposed back to x's layout elsewhere: read that
+                plan.append((slot, "reuse", mate, mate.shape))
             elif self.foldable(operand):
                 shape = apply(align(operand.shape, rank), inverse(perm))
                 plan.append((slot, "fold", operand, shape))
             else:
                 return None
         return plan
+
+    @staticmethod
+    def _inverse_transpose(operand: Operand, perm: list[int]) -> Operand | None:
+        """An existing transpose(operand, inverse(perm)), which is what op' wants there."""
+        if operand.rank != len(perm):
+            return None
+        back = inverse(perm)
+        for reader in operand.consumers():
+            if reader.op_type == "transpose" and perm_of(reader) == back:
+                return reader.output
+        return None
 
     def push_down(self, t: Operation, op: Operation) -> list[Operation] | None:
         """Move `t` below `op`, its reader. Returns the transposes made after op', or None
@@ -205,25 +226,32 @@ class TransposeMover(LayoutEditor):
         self.stats["transposes_split"] += 1
         return self.push_down(second.producer, reshape)
 
-    def push_through_order_free(self, t: Operation, reshape: Operation
-                                ) -> list[Operation] | None:
+    def push_through_region(self, t: Operation, reshape: Operation) -> list[Operation] | None:
         """transpose(x, perm) read by a reshape that starts an order-free region (a one-group
-        GroupNorm, layout_order_free.py): the region reads x's order instead, and each reshape
-        back to y's shape becomes a reshape to x's shape and the transpose. Moves when t has
-        no other reader and one exit, else when a look ahead sees every new transpose
-        absorbed."""
-        y, perm = t.output, perm_of(t)
+        GroupNorm, layout_order_free.py): the region reads x's order instead; or a grouped
+        region (a GroupNorm with several groups, layout_grouped.py): the region runs on x
+        regrouped. Either way each reshape back to y's shape becomes a reshape to x's shape
+        and the transpose. Moves when t has no other reader and the region one exit, else
+        when a look ahead sees every new transpose absorbed."""
+        y, perm, x = t.output, perm_of(t), t.inputs[0]
         if reshape.inputs[0] is not y:
             return None
         exits = order_free_exits(y.shape, perm, reshape)
+        region = None
         if exits is None:
-            return None
+            region = grouped_region(y.shape, perm, reshape, x.shape)
+            if region is None:
+                return None
+            exits = region.exits
         shared = y.is_graph_output() or any(u.op is not reshape for u in y.uses())
         if shared or len(exits) > 1:
             memo: dict = {}
             if not all(self._absorbed(e.output, perm, _LOOKAHEAD, memo) for e in exits):
                 return None
-        x = t.inputs[0]
+        if region is not None:
+            made = rewrite_grouped(self, region, x, perm)
+            self.remove_if_dead(t)
+            return made
         reshape.replace_input(0, x)
         made = []
         for e in exits:
@@ -262,6 +290,10 @@ class TransposeMover(LayoutEditor):
                 return False
             if reader.op_type == "reshape" and rule.remap(OpView.of(reader), list(q)) is None:
                 exits = order_free_exits(operand.shape, q, reader)
+                if exits is None:
+                    region = grouped_region(operand.shape, q, reader,
+                                            apply(operand.shape, inverse(q)))
+                    exits = None if region is None else region.exits
                 if exits is None or not all(self._absorbed(e.output, q, depth - 1, memo)
                                             for e in exits):
                     return False
@@ -330,7 +362,8 @@ class TransposeMover(LayoutEditor):
         if not top and (len(operand.uses()) != 1 or operand.is_graph_output()):
             return None
         if op.op_type == "reshape":
-            return self._plan_up_reshape(operand, perm, depth)
+            return self._plan_up_reshape(operand, perm, depth) \
+                or self._plan_up_order_free(operand, perm, depth)
         rule = rule_for(op.op_type)
         if rule.opaque:
             return None
@@ -403,6 +436,20 @@ class TransposeMover(LayoutEditor):
         return _UpPlan("op", operand, perm, child.cost, {"newShape": list(new_shape)},
                        [(0, child)])
 
+    def _plan_up_order_free(self, operand: Operand, perm: list[int], depth: int
+                            ) -> _UpPlan | None:
+        """transpose(exit, perm) where `operand` is the one exit of an order-free region (a
+        one-group GroupNorm's reshape back): the region reads its source transposed instead,
+        and the exit reshapes to the transposed shape."""
+        exit_op = operand.producer
+        entry = region_entry(exit_op, operand.shape)
+        if entry is None or order_free_exits(operand.shape, perm, entry) != [exit_op]:
+            return None
+        child = self._plan_up(entry.inputs[0], perm, depth - 1)
+        if child is None:
+            return None
+        return _UpPlan("region", operand, perm, child.cost, {"entry": entry}, [(0, child)])
+
     def _apply_up(self, plan: _UpPlan, before: Operation, made: list[Operation]) -> Operand:
         operand, perm = plan.operand, plan.perm
         if plan.kind == "same":
@@ -422,6 +469,15 @@ class TransposeMover(LayoutEditor):
             made.append(out.producer)
             return out
         op = operand.producer
+        if plan.kind == "region":
+            entry = plan.attrs["entry"]
+            [(_, child)] = plan.children
+            entry.replace_input(0, self._apply_up(child, entry, made))
+            back = self.graph.add_operation("reshape", [op.inputs[0]],
+                                            {"newShape": list(apply(operand.shape, perm))},
+                                            name=self.graph.fresh_name(op.name), before=before)
+            self.stats["order_free_regions_passed"] += 1
+            return back.output
         inputs = list(op.inputs)
         for slot, child in plan.children:
             inputs[slot] = self._apply_up(child, before, made)
@@ -431,7 +487,7 @@ class TransposeMover(LayoutEditor):
 
     def _drop_planned(self, plan: _UpPlan) -> None:
         """Remove the ops a pushed-up plan replaced, readers before their sources."""
-        if plan.kind in ("op", "compose") and plan.operand.producer is not None:
+        if plan.kind in ("op", "compose", "region") and plan.operand.producer is not None:
             if not self.remove_if_dead(plan.operand.producer):
                 return
         for _, child in plan.children:

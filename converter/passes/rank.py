@@ -22,7 +22,7 @@ from ..ops.registry import infer
 from . import PassContext, PassResult, graph_pass
 from .cleanup import collapse_reshape_chains, replace_results
 from .rank_limits import rank_problems, rank_window
-from .rank_rules import RULES, Plan
+from .rank_rules import NO_RANK_RULE, RULES, Plan
 
 __all__ = ["rank", "plan_rank"]
 
@@ -67,7 +67,8 @@ def plan_rank(target, op: Operation) -> Plan | str | None:
         return None
     rule = RULES.get(op.op_type)
     if rule is None:
-        return f"{op.op_type} has no rank rewrite"
+        why = NO_RANK_RULE.get(op.op_type)
+        return f"{op.op_type} has no rank rewrite" + (f": {why}" if why else "")
     keys = rule.keys(op)
     fixed = sorted({key for key, _ in rank_problems(target, op)} - set(keys))
     if fixed:

@@ -29,7 +29,7 @@ from ..ir import Operation
 from ..ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
 from ..ops.reduction import REDUCE_OPS
 
-__all__ = ["Plan", "Rule", "RULES", "rank_rule"]
+__all__ = ["Plan", "Rule", "RULES", "NO_RANK_RULE", "rank_rule"]
 
 Shape = tuple[int, ...]
 
@@ -392,5 +392,16 @@ def _tile(op: Operation, low: int, high: float) -> Plan | str:
 
 
 rank_rule("batchNormalization", keys=_data_and_result)(_one_axis)
+
+# The ops no rank rule can serve, and why: their shape rules fix their ranks.
+NO_RANK_RULE = {
+    **dict.fromkeys(("conv2d", "convTranspose2d", "averagePool2d", "l2Pool2d", "maxPool2d",
+                     "resample2d", "instanceNormalization"),
+                    "its input has exactly two spatial dimensions and a channel dimension"),
+    "gemm": "it multiplies 2-D matrices only",
+    **dict.fromkeys(("gru", "lstm"), "its operands have fixed [steps, batch, features] ranks"),
+    **dict.fromkeys(("gruCell", "lstmCell"), "its operands have fixed [batch, features] ranks"),
+    "reshape": "its result's shape is its argument",
+}
 
 from . import rank_rules_indexing  # noqa: E402,F401  (registers the indexing and norm rules)

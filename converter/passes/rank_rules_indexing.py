@@ -1,6 +1,6 @@
 """Rank rules for ops whose operands are not simply broadcast together: the gathers and
-scatters, triangular and layerNormalization (the table and the shared helpers are in
-rank_rules.py).
+scatters, triangular, layerNormalization and the quantization ops (the table and the shared
+helpers are in rank_rules.py).
 
   * gather: the result is input[:axis] + indices + input[axis + 1:], and each of the three
     parts is read and written in row-major order on its own, so each may be regrouped
@@ -9,6 +9,13 @@ rank_rules.py).
   * gatherElements and scatterElements: input, indices (and updates) share every dimension
     but axis, so the dimensions before axis merge (or gain a 1) in all of them alike, and so
     do the ones after it;
+  * gatherND and scatterND: an index names input's first k dimensions (k = indices' last
+    dimension), which stay; input's other dimensions (and the same ones of updates and the
+    result) regroup as one part, and indices' leading dimensions (the batch of coordinates)
+    as another;
+  * quantizeLinear and dequantizeLinear: scale and zeroPoint have input's rank; neighbouring
+    dimensions merge where scale has input's size in both or 1 in both (a block that is
+    neither stays apart), like broadcasting;
   * triangular: the triangle lies in the last two dimensions; the ones before it are a batch
     and merge;
   * layerNormalization: like a reduction, normalized and kept dimensions merge apart; scale and
@@ -49,22 +56,65 @@ def _gather(op: Operation, low: int, high: float) -> Plan | str:
     x, indices = op.inputs
     axis = op.attr("axis")
     before, after = x.shape[:axis], x.shape[axis + 1:]
-    best = None
-    for p, q, s in itertools.product(_part_ranks(before), _part_ranks(indices.shape),
-                                     _part_ranks(after)):
-        ranks = (p + 1 + s, q, p + q + s)  # input, indices, output
-        if not all(low <= r <= high for r in ranks):
-            continue
-        cost = abs(p - len(before)) + abs(q - indices.rank) + abs(s - len(after))
-        if best is None or cost < best[0]:
-            best = (cost, p, q, s)
-    if best is None:
+    found = _best_parts([before, indices.shape, after],
+                        lambda p, q, s: (p + 1 + s, q, p + q + s), low, high)  # in, idx, out
+    if found is None:
         return (f"no regrouping of input {list(x.shape)} and indices {list(indices.shape)} "
                 f"has every rank in {low}..{high}")
-    _, p, q, s = best
+    p, q, s = found
     new_before = _regroup(before, p)
     shape = new_before + (x.shape[axis],) + _regroup(after, s)
     return Plan({0: shape, 1: _regroup(indices.shape, q)}, dict(op.attrs, axis=len(new_before)))
+
+
+def _best_parts(parts: list[Shape], ranks, low: int, high: float):
+    """The part ranks closest to the parts' own for which every rank `ranks(part ranks)` gives
+    (one per operand and result) lies in low..high; None when there are none."""
+    best = None
+    for choice in itertools.product(*(_part_ranks(p) for p in parts)):
+        if not all(low <= r <= high for r in ranks(*choice)):
+            continue
+        cost = sum(abs(c - len(p)) for c, p in zip(choice, parts))
+        if best is None or cost < best[0]:
+            best = (cost, choice)
+    return None if best is None else best[1]
+
+
+@rank_rule("gatherND", "scatterND")
+def _nd(op: Operation, low: int, high: float) -> Plan | str:
+    x, indices = op.inputs[0], op.inputs[1]
+    k = indices.shape[-1]
+    rest, batch = x.shape[k:], indices.shape[:-1]
+    found = _best_parts([rest, batch],
+                        lambda s, q: (k + s, q + 1, q + s), low, high)  # input, indices, the rest
+    if found is None:
+        return (f"no regrouping of input {list(x.shape)} (first {k} dimensions indexed) and "
+                f"indices {list(indices.shape)} has every rank in {low}..{high}")
+    s, q = found
+    new_rest, new_batch = _regroup(rest, s), _regroup(batch, q)
+    shapes = {0: x.shape[:k] + new_rest, 1: new_batch + (k,)}
+    if op.op_type == "scatterND":
+        shapes[2] = new_batch + new_rest
+    return Plan(shapes, dict(op.attrs))
+
+
+@rank_rule("quantizeLinear", "dequantizeLinear")
+def _quantization(op: Operation, low: int, high: float) -> Plan | str:
+    x, scale = op.inputs[0], op.inputs[1]
+    rank = x.rank
+    target = _target_rank(rank, low, high)
+    if target is None:
+        return f"rank {rank} cannot become a rank in {low}..{high}"
+    if target >= rank:
+        return Plan({i: _pad(v.shape, target) for i, v in enumerate(op.inputs)}, dict(op.attrs))
+    labels = [(None,) if x.shape[d] == 1 else ("full",) if scale.shape[d] == x.shape[d]
+              else ("one",) if scale.shape[d] == 1 else ("block", d) for d in range(rank)]
+    fixed = frozenset(d for d, label in enumerate(labels) if label[0] == "block")
+    groups = merge_dims(labels, target, fixed)
+    if groups is None:
+        return (f"its {rank} dimensions cannot be merged into {target}: scale blocks or "
+                f"broadcasts neighbouring dimensions differently")
+    return Plan({i: merged(v.shape, groups) for i, v in enumerate(op.inputs)}, dict(op.attrs))
 
 
 @rank_rule("gatherElements", "scatterElements")

@@ -8,9 +8,11 @@ it and the condition under which that pass does.
 For a violation, the entries of its kind are tried in table order and the first one whose
 condition holds gives the sentence; each kind ends with an entry no pass backs, whose sentence
 begins "no pass". So `check` never names a pass for a case that pass leaves alone: the rank
-advice asks the rank pass's own planner (`passes.rank.plan_rank`), the constant advice the
-constant_operands pass's own tables. tests/targets/test_advice.py builds a graph for every
-entry and runs the target pipeline to prove the named pass fixes it.
+advice asks the rank pass's own planner (`passes.rank.plan_rank`); the decompose and
+constant_operands advice expands a copy of the op the way those passes would (`trial_expand`);
+the int64 advice checks that constants fit int32. tests/targets/test_advice.py builds a graph
+for every entry and runs the target pipeline to prove the named pass fixes it (and that what
+no pass fixes stays).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ..ir import Operand, Operation
 if TYPE_CHECKING:
     from . import Target
 
-__all__ = ["Situation", "Advice", "ADVICE", "advice", "advise"]
+__all__ = ["Situation", "Advice", "ADVICE", "advice", "advise", "trial_expand"]
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,51 @@ def advise(s: Situation) -> tuple[Advice, str]:
                          f"with an entry that always applies")
 
 
+def trial_expand(op: Operation, *, acceptable, available, tolerable=lambda o: False,
+                 rule=None) -> str | None:
+    """Expand a copy of `op` (fresh inputs of its descriptors, its constants shared, no bytes
+    copied) the way a pass would, by `rule` (default: its decomposition); None when that
+    works, else why not."""
+    from ..ir import Graph
+    from ..passes.decompose import CannotExpand, Expander
+
+    trial = Graph("advice_trial")
+    inputs = []
+    for i, x in enumerate(op.inputs):
+        if x is None:
+            inputs.append(None)
+        elif x.is_constant:
+            inputs.append(trial.add_constant(f"constant{i}", x.constant))
+        else:
+            inputs.append(trial.add_input(f"input{i}", x.data_type, list(x.shape)))
+    copy = trial.add_operation(op.op_type, inputs, dict(op.attrs), name="op")
+    for i, out in enumerate(copy.outputs):
+        trial.set_output(f"output{i}", out)
+    try:
+        Expander(trial, acceptable=acceptable, available=available,
+                 tolerable=tolerable).expand(copy, rule)
+    except CannotExpand as why:
+        return str(why)
+    return None
+
+
+def _decomposition_problem(s: Situation) -> str | None:
+    """Why the decompose pass cannot replace the op on this target (None: it can)."""
+    target = s.target
+
+    def wanted(op_type: str) -> bool:
+        return not target.supports(op_type) or op_type in target.emulated
+
+    return trial_expand(s.op, acceptable=lambda o: not wanted(o.op_type),
+                        available=lambda t: not wanted(t),
+                        tolerable=lambda o: target.supports(o.op_type))
+
+
 # -- unsupported ops ---------------------------------------------------------------------------
 @advice("unsupported-op", "decompose", fixed_by=("decompose",),
-        when="the decomposition table has a rule for the op")
+        when="the op's decomposition builds, on this target, from ops the target has")
 def _decompose(s: Situation) -> str | None:
-    from ..passes.decompositions import decomposable_ops
-
-    if s.op.op_type not in decomposable_ops():
+    if _decomposition_problem(s) is not None:
         return None
     return (f"`convert --target {s.target.name}` decomposes {s.op.op_type} into ops it has "
             f"(the 'decompose' pass)")
@@ -88,7 +128,7 @@ def _decompose(s: Situation) -> str | None:
 
 @advice("unsupported-op", "no-decomposition", fixed_by=(), when="otherwise")
 def _no_decomposition(s: Situation) -> str:
-    return (f"no pass rewrites {s.op.op_type}: no decomposition of it exists; the model cannot "
+    return (f"no pass rewrites {s.op.op_type}: {_decomposition_problem(s)}; the model cannot "
             f"run on {s.target.name}")
 
 
@@ -98,13 +138,27 @@ def _no_decomposition(s: Situation) -> str:
 def _int64(s: Situation) -> str | None:
     if s.data_type != "int64" or "int32" not in s.allowed:
         return None
+    if s.operand is not None and s.operand.is_constant and not _fits_int32(s.operand):
+        return None
     return "the 'data_types' pass narrows int64 to int32 (constants checked for overflow)"
+
+
+def _fits_int32(constant: Operand) -> bool:
+    data = constant.constant
+    if data.fill is not None:
+        values = [int(data.fill)]
+    else:
+        array = data.numpy()
+        values = [int(array.min()), int(array.max())] if array.size else []
+    return all(-2**31 <= v < 2**31 for v in values)
 
 
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
 def _no_type_change(s: Situation) -> str:
-    return (f"no pass converts {s.data_type} here: the source model must compute in one of "
-            f"{', '.join(s.allowed) or 'the target types'}")
+    why = " (its values do not fit int32)" if s.data_type == "int64" and "int32" in s.allowed \
+        else ""
+    return (f"no pass converts {s.data_type} here{why}: the source model must compute in one "
+            f"of {', '.join(s.allowed) or 'the target types'}")
 
 
 # -- ranks -------------------------------------------------------------------------------------
@@ -226,27 +280,38 @@ def _fold(s: Situation) -> str | None:
             "time (the 'constant_operands' pass does where folding would grow the weights)")
 
 
-@advice("not-constant", "rewrite", fixed_by=("constant_operands",),
-        when="the op has a detaching rule for the operand or a decomposition")
-def _rewrite(s: Situation) -> str | None:
-    from ..passes.decompositions import decomposable_ops, get_detaching
+def _rewrite_problem(s: Situation) -> tuple[str | None, str]:
+    """(why the constant_operands pass cannot rewrite the op, or None; how it would)."""
+    from ..passes.constant_operands import computed_operands
+    from ..passes.decompositions import get_detaching
 
+    target = s.target
+    pending = computed_operands(s.op, target)
     detach = get_detaching(s.op.op_type)
-    names = [n for n in s.target.must_be_constant(s.op.op_type)
-             if s.op.input(n) is not None and not s.op.input(n).is_constant]
-    if detach is not None and set(names) <= set(detach.operands):
-        how = "detaches the operand"
-    elif s.op.op_type in decomposable_ops():
-        how = "decomposes it into ops that need no constant operands"
-    else:
+    rule = detach.rule if detach and set(pending) <= set(detach.operands) else None
+    why = trial_expand(s.op, rule=rule,
+                       acceptable=lambda o: target.supports(o.op_type)
+                       and not computed_operands(o, target),
+                       available=lambda t: target.supports(t) and not target.must_be_constant(t))
+    return why, ("detaches the operand" if rule else
+                 "decomposes it into ops that need no constant operands")
+
+
+@advice("not-constant", "rewrite", fixed_by=("constant_operands",),
+        when="the op's detaching rule or decomposition builds, on this target, from ops that "
+             "need no computed operand constant")
+def _rewrite(s: Situation) -> str | None:
+    why, how = _rewrite_problem(s)
+    if why is not None:
         return None
     return f"the 'constant_operands' pass rewrites {s.op.op_type}: it {how}"
 
 
 @advice("not-constant", "stays-computed", fixed_by=(), when="otherwise")
 def _stays_computed(s: Situation) -> str:
-    return (f"no pass rewrites {s.op.op_type} so that it takes a computed operand; give it a "
-            f"constant in the source model")
+    why, _ = _rewrite_problem(s)
+    return (f"no pass rewrites {s.op.op_type} so that it takes a computed operand ({why}); "
+            f"give it a constant in the source model")
 
 
 # -- tensor size -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Generated ONNX models of three CNN families (onnx.helper, NCHW as PyTorch exports them),
-for the layout pass's order-free patterns: PoolFormer (one-group GroupNorm exported as
-reshape -> InstanceNormalization -> reshape back, or as GroupNormalization), ConvNeXt (a
+for the layout pass's order-free patterns: PoolFormer (GroupNorm, one group as timm has it or
+several, exported as reshape -> InstanceNormalization -> reshape back, or as
+GroupNormalization), ConvNeXt (a
 depthwise conv, then permute -> LayerNorm -> MLP -> permute back; channels-first LayerNorm
 written out with ReduceMean) and MobileViT (convs, unfold into patches, attention, fold).
 The shapes follow the PyTorch modules (timm's PoolFormer/ConvNeXt, Apple's MobileViT), at a
@@ -61,33 +62,33 @@ class _Model:
 
 
 # -- PoolFormer ----------------------------------------------------------------------------------
-def _group_norm_one(m: _Model, x, c, shape, form):
-    """nn.GroupNorm(1, c): statistics over all of c * h * w per sample."""
-    if form == "instance":  # torch.onnx before opset 18
-        flat = m.node("Reshape", [x, m.const(np.array([shape[0], 1, -1], np.int64))])
-        normed = m.node("InstanceNormalization", [flat, m.const(np.ones(1, np.float32)),
-                                                  m.const(np.zeros(1, np.float32))],
+def _group_norm(m: _Model, x, c, shape, form, groups=1):
+    """nn.GroupNorm(groups, c): statistics over c / groups * h * w per sample and group."""
+    if form == "instance":  # torch.onnx's TorchScript exporter
+        flat = m.node("Reshape", [x, m.const(np.array([shape[0], groups, -1], np.int64))])
+        normed = m.node("InstanceNormalization", [flat, m.const(np.ones(groups, np.float32)),
+                                                  m.const(np.zeros(groups, np.float32))],
                         epsilon=1e-5)
         y = m.node("Reshape", [normed, m.const(np.array(shape, np.int64))])
-    else:  # GroupNormalization (opset 21: scale and bias per channel, applied after)
-        return m.node("GroupNormalization", [x, m.weight(c) , m.weight(c, scale=0.1)],
-                      num_groups=1, epsilon=1e-5)
+    else:  # GroupNormalization (opset 21: scale and bias per channel)
+        return m.node("GroupNormalization", [x, m.weight(c), m.weight(c, scale=0.1)],
+                      num_groups=groups, epsilon=1e-5)
     y = m.node("Mul", [y, m.weight(c, 1, 1)])
     return m.node("Add", [y, m.weight(c, 1, 1, scale=0.1)])
 
 
-def poolformer(form: str = "instance", blocks: int = 2, c: int = 8, size: int = 6
-               ) -> onnx.ModelProto:
-    m = _Model(f"poolformer_{form}")
+def poolformer(form: str = "instance", blocks: int = 2, c: int = 8, size: int = 6,
+               groups: int = 1) -> onnx.ModelProto:
+    m = _Model(f"poolformer_{form}_{groups}")
     shape = [1, c, size, size]
     x = m.conv("x", 3, c, k=3, stride=2)
     for _ in range(blocks):
-        n = _group_norm_one(m, x, c, shape, form)
+        n = _group_norm(m, x, c, shape, form, groups)
         pooled = m.node("AveragePool", [n], kernel_shape=[3, 3], strides=[1, 1],
                         pads=[1, 1, 1, 1], count_include_pad=0)
         mixed = m.node("Sub", [pooled, n])
         x = m.node("Add", [x, m.node("Mul", [mixed, m.weight(c, 1, 1)])])
-        n = _group_norm_one(m, x, c, shape, form)
+        n = _group_norm(m, x, c, shape, form, groups)
         hidden = m.gelu(m.conv(n, c, 2 * c))
         x = m.node("Add", [x, m.node("Mul", [m.conv(hidden, 2 * c, c), m.weight(c, 1, 1)])])
     pooled = m.node("GlobalAveragePool", [x])

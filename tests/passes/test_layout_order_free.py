@@ -79,7 +79,7 @@ def test_per_position_operands_stop_the_region():
     assert types(after).count("transpose") == 4
 
 
-def test_a_reduction_over_part_of_the_sample_stops_the_region():
+def test_a_reduction_over_part_of_the_sample_is_not_order_free_but_regroups():
     def build():
         b = GraphBuilder("partial")
         x = b.input("x", "float32", [1, 3, 6, 5])
@@ -90,9 +90,14 @@ def test_a_reduction_over_part_of_the_sample_stops_the_region():
         return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
                                              padding=[1, 1, 1, 1], strides=[1, 1])})
 
-    _, result = check_numbers(build, "nhwc")
+    after, result = check_numbers(build, "nhwc")
     assert "order_free_regions_passed" not in result.counts
-    assert result.counts["transposes_after_inside"] == 2
+    # layout_grouped.py's business: x's [H*W, G, C/G] (the size-1 batch dropped), the mean
+    # over axes 0 and 2.
+    assert result.counts["grouped_regions_relaid"] == 1
+    assert result.counts["transposes_after_inside"] == 0
+    mean = next(op for op in after.operations if op.op_type == "reduceMean")
+    assert mean.inputs[0].shape == (30, 2, 2) and mean.attr("axes") == [0, 2]
 
 
 # -- whole networks, imported from ONNX ------------------------------------------------------
@@ -122,3 +127,47 @@ def test_cnn_blocks_have_no_interior_transposes_at_an_nhwc_target(name):
     [key] = want
     np.testing.assert_allclose(got[key], want[key], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[key], reference, rtol=1e-4, atol=1e-5)
+
+
+def test_mobilevit_keeps_only_the_transposes_its_patches_need():
+    # Unfolding into patches and folding back move elements in any layout (one transpose
+    # each), and attention transposes K: three, where the export has five and the layout
+    # conversion alone made seven (a pair around the unfold and the fold).
+    model = cnn_blocks.mobilevit()
+    graph = import_model(model)
+    assert count_transposes(graph)["inside"] == 5
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    reference = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+    report = convert_for_target(graph, "chromium-litert")
+
+    assert count_transposes(graph) == {"total": 5, "boundary": 2, "inside": 3}
+    assert report.passed
+    collapsed = dict(report.passes)["layout"].counts["transpose_chains_collapsed"]
+    assert collapsed == 2  # the unfold and the fold
+    [key] = want
+    got = converter.run(graph, feeds)[key]
+    np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_a_group_norm_on_the_graph_input_takes_the_transpose_up_to_the_input():
+    # The region is the network's first op: the transpose in front of the pool moves up
+    # through it to the input, and the residual sub reads the pool's input as it is.
+    def build():
+        b = GraphBuilder("gn_first")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        normed = b.layerNormalization(b.reshape(x, [1, 1, 120]), axes=[2])
+        back = b.reshape(normed, [1, 4, 6, 5])
+        pooled = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                 strides=[1, 1])
+        return b.build({"y": conv(b, b.sub(pooled, back), 4, 4, "nchw")})
+
+    after, result = check_numbers(build, "nhwc")
+
+    assert result.counts["transposes_after"] == 2
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["order_free_regions_passed"] == 1
+    assert types(after)[:2] == ["transpose", "reshape"]  # x -> nhwc -> the region

@@ -8,7 +8,6 @@ import pytest
 import converter
 from converter.builder import GraphBuilder
 from converter.ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
-from converter.ops.reduction import REDUCE_OPS
 from converter.passes.rank_limits import rank_problems
 from converter.passes.rank_rules import RULES
 from converter.targets import load_target
@@ -221,37 +220,6 @@ FAMILIES = {
     **{op: (op, (0, 3), _binary(op)) for op in (*BINARY, *COMPARISON, *LOGICAL_BINARY)},
 }
 
-# Within a budget of a few ULP per element: the same values in another grouping.
-_ULP = {"softmax": 8, "layerNormalization": 16, "cumulativeSum": 8, "matmul": 10}
-
-
-@pytest.mark.parametrize("case", sorted(FAMILIES))
-def test_rank_rule_brings_the_op_into_range_with_the_same_numbers(case):
-    op_type, (lo, hi), build = FAMILIES[case]
-    t = target(f"{op_type}_{lo}_{hi}", {op_type: (lo, hi)})
-    graph, feeds = build()
-    want = converter.run(graph, feeds)
-    [op] = [op for op in graph.operations if op.op_type == op_type]
-    assert rank_problems(t, op), "the case must be outside the target's range to test anything"
-
-    result = rank_pass(graph, t)
-
-    assert result.changed and result.counts["ops_rewritten"] == 1 and not result.notes
-    [new] = [op for op in graph.operations if op.op_type == op_type]
-    assert not rank_problems(t, new)
-    assert all(lo <= x.rank <= hi for x in (*new.inputs, *new.outputs) if x is not None)
-    got = converter.run(graph, feeds)
-    ulp = _ULP.get(op_type, 0)
-    for key, value in want.items():
-        assert got[key].shape == value.shape and got[key].dtype == value.dtype, key
-        if ulp == 0 or value.dtype.kind != "f":
-            np.testing.assert_array_equal(got[key], value, err_msg=key)
-        else:
-            eps = float(np.finfo(np.float32).eps)
-            np.testing.assert_allclose(got[key], value, rtol=ulp * eps, atol=ulp * eps,
-                                       err_msg=key)
-
-
 def test_every_op_with_a_rank_rule_has_a_case_or_shares_its_familys():
     tested = {op_type for op_type, _, _ in FAMILIES.values()}
     # Ops that share a tested op's plan function (the same code path).
@@ -289,3 +257,87 @@ def test_issue_17_scalar_index_gather_converts_for_chromium_litert():
     got = converter.run(g, feeds)["y"]
     assert got.shape == () and got.dtype == np.float32
     assert float(got) == float(np.take(feeds["x"], 0) + np.float32(1))  # 3.5, by numpy
+
+
+def _gather_nd():
+    b = GraphBuilder("gather_nd")
+    x = b.input("x", "float32", [3, 4, 2, 5, 2])
+    idx = b.constant(np.array([[[2, 1], [0, 3]], [[1, 1], [2, 0]]], np.int32))  # [2, 2, 2]
+    return b.build({"y": b.gatherND(x, idx)}), {"x": seeded((3, 4, 2, 5, 2))}
+
+
+def _scatter_nd():
+    b = GraphBuilder("scatter_nd")
+    x = b.input("x", "float32", [3, 4, 2, 5, 2])
+    idx = b.constant(np.array([[[2, 1], [0, 3]], [[1, 0], [2, 0]]], np.int32))  # distinct
+    upd = b.input("u", "float32", [2, 2, 2, 5, 2])
+    return b.build({"y": b.scatterND(x, idx, upd)}), \
+        {"x": seeded((3, 4, 2, 5, 2)), "u": seeded((2, 2, 2, 5, 2), 1)}
+
+
+def _dequantize():
+    b = GraphBuilder("dequantize")
+    x = b.input("x", "int8", [2, 3, 4, 6, 2])
+    scale = b.constant(_positive((1, 1, 4, 3, 2)))  # per channel (dim 2), blocks of 2 (dim 3)
+    zero = b.constant(_ints((1, 1, 4, 3, 2), 5).astype(np.int8))
+    return b.build({"y": b.dequantizeLinear(x, scale, zero)}), \
+        {"x": (_ints((2, 3, 4, 6, 2), 200) - 100).astype(np.int8)}
+
+
+FAMILIES.update({
+    "gatherND": ("gatherND", (1, 3), _gather_nd),
+    "scatterND": ("scatterND", (1, 4), _scatter_nd),
+    "dequantizeLinear": ("dequantizeLinear", (0, 4), _dequantize),
+})
+
+
+def test_gather_nd_keeps_the_indexed_dimensions_and_regroups_the_rest():
+    t = target("gathernd3", {"gatherND": (1, 3)})
+    graph, feeds = _gather_nd()
+    rank_pass(graph, t)
+    op = next(op for op in graph.operations if op.op_type == "gatherND")
+    # input [3, 4 | 2, 5, 2] -> [3, 4, 20]; indices [2, 2 | 2] stay; result [2, 2, 20].
+    assert op.inputs[0].shape == (3, 4, 20) and op.inputs[1].shape == (2, 2, 2)
+    assert op.output.shape == (2, 2, 20)
+    idx = np.array([[[2, 1], [0, 3]], [[1, 1], [2, 0]]])
+    np.testing.assert_array_equal(converter.run(graph, feeds)["y"],
+                                  feeds["x"][idx[..., 0], idx[..., 1]])
+
+
+# Within a budget of a few ULP per element: the same values in another grouping.
+_ULP = {"softmax": 8, "layerNormalization": 16, "cumulativeSum": 8, "matmul": 10}
+
+
+@pytest.mark.parametrize("case", sorted(FAMILIES))
+def test_rank_rule_brings_the_op_into_range_with_the_same_numbers(case):
+    op_type, (lo, hi), build = FAMILIES[case]
+    t = target(f"{op_type}_{lo}_{hi}", {op_type: (lo, hi)})
+    graph, feeds = build()
+    want = converter.run(graph, feeds)
+    [op] = [op for op in graph.operations if op.op_type == op_type]
+    assert rank_problems(t, op), "the case must be outside the target's range to test anything"
+
+    result = rank_pass(graph, t)
+
+    assert result.changed and result.counts["ops_rewritten"] == 1 and not result.notes
+    [new] = [op for op in graph.operations if op.op_type == op_type]
+    assert not rank_problems(t, new)
+    assert all(lo <= x.rank <= hi for x in (*new.inputs, *new.outputs) if x is not None)
+    got = converter.run(graph, feeds)
+    ulp = _ULP.get(op_type, 0)
+    for key, value in want.items():
+        assert got[key].shape == value.shape and got[key].dtype == value.dtype, key
+        if ulp == 0 or value.dtype.kind != "f":
+            np.testing.assert_array_equal(got[key], value, err_msg=key)
+        else:
+            eps = float(np.finfo(np.float32).eps)
+            np.testing.assert_allclose(got[key], value, rtol=ulp * eps, atol=ulp * eps,
+                                       err_msg=key)
+
+
+def test_every_catalogue_op_has_a_rank_rule_or_a_reason_it_cannot():
+    from converter.ops.registry import all_ops
+    from converter.passes.rank_rules import NO_RANK_RULE
+
+    assert not set(RULES) & set(NO_RANK_RULE)
+    assert set(all_ops()) == set(RULES) | set(NO_RANK_RULE)

@@ -1,0 +1,108 @@
+"""Grouped regions (layout_grouped.py): a GroupNorm with several groups runs on the NHWC tensor
+regrouped ([N, H*W, G, C/G], statistics over axes 1 and 3) instead of between transposes."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import converter
+from converter.builder import GraphBuilder
+from converter.importers.onnx import import_model
+from converter.passes.layout import count_transposes
+from converter.targets.pipeline import convert_for_target
+
+from . import cnn_blocks
+from .layout_helpers import check_numbers, conv, seeded
+
+
+def _group_norm(kind: str, groups: int = 2):
+    def build():
+        b = GraphBuilder(f"gn_{kind}_{groups}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, groups, 4 // groups * 30])
+        if kind == "layer":  # ONNX GroupNormalization, imported
+            normed = b.layerNormalization(flat, axes=[2])
+        else:  # written out, with a per-group scale
+            centered = b.sub(flat, b.reduceMean(flat, axes=[2], keepDimensions=True))
+            var = b.reduceMean(b.mul(centered, centered), axes=[2], keepDimensions=True)
+            normed = b.div(centered, b.sqrt(b.add(var, b.constant("float32", 1e-5))))
+            normed = b.mul(normed, b.constant(seeded((1, groups, 1), 4)))
+        back = b.reshape(normed, [2, 4, 6, 5])
+        affine = b.add(b.mul(back, b.constant(seeded((4, 1, 1), 1))),
+                       b.constant(seeded((4, 1, 1), 2)))
+        pooled = b.averagePool2d(affine, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                 strides=[1, 1])
+        return b.build({"y": conv(b, b.sub(pooled, affine), 4, 4, "nchw")})
+    return build
+
+
+@pytest.mark.parametrize("kind", ["layer", "written"])
+def test_a_group_norm_with_two_groups_runs_regrouped_in_nhwc(kind):
+    after, result = check_numbers(_group_norm(kind), "nhwc")
+
+    assert result.counts["grouped_regions_relaid"] == 1
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["transposes_after"] == 2  # the input and the output
+    [stat] = [op for op in after.operations
+              if op.op_type in ("layerNormalization", "reduceMean")][:1]
+    # [N, H*W, G, C/G] = [2, 30, 2, 2]; statistics over the spatial and within-group axes.
+    assert stat.inputs[0].shape == (2, 30, 2, 2) and stat.attr("axes") == [1, 3]
+
+
+def test_a_kept_axis_that_x_holds_apart_stops_the_region():
+    # Statistics over W keep C * H as one axis, which NHWC holds apart (H, W, C).
+    def build():
+        b = GraphBuilder("over_h")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        rows = b.reshape(y, [1, 24, 5])
+        centered = b.sub(rows, b.reduceMean(rows, axes=[2], keepDimensions=True))
+        back = b.reshape(centered, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    _, result = check_numbers(build, "nhwc")
+    assert "grouped_regions_relaid" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+
+
+@pytest.mark.parametrize("form", ["group", "instance"])
+@pytest.mark.parametrize("groups", [2, 4])
+def test_poolformer_with_several_groups_has_no_interior_transposes(form, groups):
+    # "group": ONNX GroupNormalization; "instance": reshape to [N, G, M] -> rank-3
+    # InstanceNormalization -> reshape back (its instanceNormalization becomes a
+    # layerNormalization over the spatial axes, which joins the grouped region).
+    model = cnn_blocks.poolformer(form, groups=groups)
+    graph = import_model(model)
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    reference = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+    report = convert_for_target(graph, "chromium-litert")
+
+    assert count_transposes(graph) == {"total": 1, "boundary": 1, "inside": 0}
+    assert report.passed
+    counts = dict(report.passes)["layout"].counts
+    assert counts["grouped_regions_relaid"] == 4  # two GroupNorms in each of two blocks
+    if form == "instance":
+        assert counts["instance_norms_as_layer_norms"] == 4
+    [key] = want
+    got = converter.run(graph, feeds)[key]
+    np.testing.assert_allclose(got, want[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-5)
+
+
+def test_twelve_poolformer_blocks_keep_no_interior_transposes():
+    # The transpose after the stem is read by the first GroupNorm and the residual stream,
+    # which the look ahead follows through all twelve blocks.
+    graph = import_model(cnn_blocks.poolformer("group", blocks=12, groups=4))
+    feeds = {"x": np.random.default_rng(0).random(graph.inputs["x"].shape, dtype=np.float32)}
+    want = converter.run(graph, feeds)
+    convert_for_target(graph, "chromium-litert")
+    assert count_transposes(graph) == {"total": 1, "boundary": 1, "inside": 0}
+    [key] = want
+    np.testing.assert_allclose(converter.run(graph, feeds)[key], want[key], rtol=1e-5,
+                               atol=1e-5)
