@@ -8,6 +8,7 @@ output.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import tracemalloc
 from pathlib import Path
@@ -672,3 +673,31 @@ def test_a_model_path_that_is_a_fifo_is_refused_without_blocking(tmp_path, no_ha
 
 def test_a_model_path_that_does_not_exist(tmp_path):
     assert "m.onnx: no such file" in _convert_refused(tmp_path / "m.onnx", tmp_path / "out")
+
+
+# Attribute values a hostile file can set, found by mutating the ONNX backend's own node cases
+# (each crashed the importer with a Python exception before).
+@pytest.mark.parametrize("case,attr,value,message", [
+    ("test_averagepool_2d_ceil", "strides", [0, 0], "strides [0, 0] must hold 2 positive values"),
+    ("test_averagepool_2d_ceil", "strides", [], "strides [] must hold 2 positive values"),
+    ("test_averagepool_2d_dilations", "dilations", [], "dilations [] must hold 2 positive"),
+    ("test_averagepool_2d_precomputed_same_upper", "strides", [0, 0], "strides [0, 0] must"),
+    ("test_conv_with_autopad_same", "strides", [], "strides [] must hold 2 positive values"),
+    ("test_attention_24_qk_matmul_output_mode3_softmax_precision", "softmax_precision", -1,
+     "softmax_precision unknown data type -1 is not a WebNN type"),
+])
+def test_hostile_attribute_values_give_clear_errors(case, attr, value, message):
+    from converter.importers.onnx import import_model
+    from onnx.backend.test.case.node import collect_testcases
+
+    [found] = [c for c in collect_testcases(None) if c.name == case]
+    model = onnx.ModelProto()
+    model.CopyFrom(found.model)
+    [a] = [a for a in model.graph.node[0].attribute if a.name == attr]
+    if isinstance(value, list):
+        del a.ints[:]
+        a.ints.extend(value)
+    else:
+        a.i = value
+    with pytest.raises(ConverterError, match=re.escape(message)):
+        import_model(model)

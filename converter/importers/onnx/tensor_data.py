@@ -63,7 +63,7 @@ _DECIMAL = re.compile(r"[0-9]{1,20}")
 def onnx_dtype_name(elem_type: int) -> str:
     try:
         return onnx.TensorProto.DataType.Name(elem_type)
-    except ValueError:
+    except (ValueError, TypeError):
         return f"unknown data type {elem_type}"
 
 

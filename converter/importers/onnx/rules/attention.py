@@ -18,6 +18,7 @@ import onnx
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
+from ..tensor_data import onnx_dtype_name
 from ._emit import MS, emit, np_type, scalar_like, slice_last, transpose
 from .quantization import reshape
 from .rotary import cos_sin, rotate
@@ -179,7 +180,7 @@ def attention(ctx: ImportContext, node: OnnxNode):
         softmax_type = {onnx.TensorProto.FLOAT: "float32",
                         onnx.TensorProto.FLOAT16: "float16"}.get(precision)
         if softmax_type is None:
-            raise Unsupported(f"softmax_precision {onnx.TensorProto.DataType.Name(precision)} "
+            raise Unsupported(f"softmax_precision {onnx_dtype_name(precision)} "
                               f"is not a WebNN type")
     y, scores, biased, probs = _attend(ctx, q, k, v, scale, bias=bias, split_scale=True,
                                        softcap=float(node.attr("softcap", 0.0) or 0.0),

@@ -10,6 +10,7 @@ import onnx
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
+from ..tensor_data import onnx_dtype_name
 from ._emit import MS, emit, scalar_like, transpose
 
 
@@ -33,7 +34,7 @@ def _stash_type(node: OnnxNode, x: Operand) -> str:
         return "float32"
     if stash == onnx.TensorProto.FLOAT16 or stash == 0:
         return x.data_type
-    raise Unsupported(f"stash_type {onnx.TensorProto.DataType.Name(stash)} is not a WebNN type")
+    raise Unsupported(f"stash_type {onnx_dtype_name(stash)} is not a WebNN type")
 
 
 def _simplified_layer_norm(ctx: ImportContext, node: OnnxNode):

@@ -18,7 +18,7 @@ import onnx
 
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
-from ..registry import Unsupported, onnx_op
+from ..registry import Invalid, Unsupported, onnx_op
 
 __all__ = ["reshape", "reshaped_input", "spatial_pads", "webnn_padding", "dequantized",
            "largest_weight_sum", "check_exact_accumulation"]
@@ -98,9 +98,20 @@ def _conv_geometry(ctx: ImportContext, node: OnnxNode, allowed: tuple[int, ...] 
     if len(w_shape) != len(x_shape):
         raise Unsupported(f"filter rank {len(w_shape)} differs from input rank {len(x_shape)}")
     kernel = list(w_shape[2:])
-    strides = list(node.attr("strides", [1] * spatial))
-    dilations = list(node.attr("dilations", [1] * spatial))
+    strides, dilations = window_steps(node, spatial)
     return x_shape, w_shape, spatial, kernel, strides, dilations
+
+
+def window_steps(node: OnnxNode, spatial: int) -> tuple[list[int], list[int]]:
+    """The node's strides and dilations (default 1), one positive value per spatial axis."""
+    found = []
+    for name in ("strides", "dilations"):
+        values = [int(v) for v in node.attr(name, [1] * spatial)]
+        if len(values) != spatial or any(v < 1 for v in values):
+            raise Invalid(f"{name} {values} must hold {spatial} positive values, one per "
+                          f"spatial axis")
+        found.append(values)
+    return found[0], found[1]
 
 
 def _as_2d(ctx: ImportContext, x: Operand, spatial: int) -> Operand:

@@ -22,8 +22,8 @@ import numpy as np
 
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
-from ..registry import Unsupported, onnx_op
-from .conv import reshape, spatial_pads
+from ..registry import Invalid, Unsupported, onnx_op
+from .conv import reshape, spatial_pads, window_steps
 
 
 def _onnx_output_size(size: int, kernel: int, begin: int, end: int, stride: int,
@@ -66,8 +66,9 @@ def _pool(ctx: ImportContext, node: OnnxNode, webnn_op: str, *, zero_pad: bool =
     if kernel is None or len(kernel) != spatial:
         raise Unsupported(f"kernel_shape {kernel} must have one value per spatial axis "
                           f"({spatial})")
-    strides = list(node.attr("strides", [1] * spatial))
-    dilations = list(node.attr("dilations", [1] * spatial))
+    if any(int(k) < 1 for k in kernel):
+        raise Invalid(f"kernel_shape {list(kernel)} must hold positive values")
+    strides, dilations = window_steps(node, spatial)
     in_sizes = list(x.shape[2:])
     pads = spatial_pads(node, in_sizes, kernel, strides, dilations)
     ceil_mode = bool(node.attr("ceil_mode", 0))
