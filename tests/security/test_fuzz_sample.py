@@ -1,0 +1,89 @@
+"""The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py plus as
+many mutated real files, each through all seven commands (588 runs): no internal error, crash,
+timeout, memory overrun, leftover file or canary byte in any output."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import fuzz  # noqa: E402
+from fuzz_corpus import CANARY, HOSTILE  # noqa: E402
+
+
+def test_the_sample_has_no_failure_of_any_kind(tmp_path):
+    count = 2 * len(HOSTILE)  # the hostile cases take every other slot until they run out
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "fuzz.py"), "--seed", "0",
+                           "--count", str(count), "--jobs", "2", "--out", str(tmp_path / "f")],
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    values = dict(zip(header, (int(c) for c in rows[1].strip("|").split("|"))))
+    failures = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert values["runs"] == count * len(fuzz.COMMANDS)
+    assert {k: values[k] for k in fuzz.KINDS} == dict.fromkeys(fuzz.KINDS, 0), \
+        "\n".join(failures[:40])
+    assert proc.returncode == 0
+    # Both outcomes occur: the sample is not all rejections, nor all passes.
+    assert values["clean errors"] > 100 and values["successes"] > 50
+    assert values["clean errors"] + values["successes"] == values["runs"]
+    assert re.search(r"slowest run \d+\.\d s \(limit 30 s\)", proc.stdout)
+
+
+def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int = 50_000,
+            stderr: bytes = b"") -> list[str]:
+    model, out = tmp_path / "model", tmp_path / "out"
+    model.mkdir(parents=True)
+    out.mkdir()
+    (out / "stdout.txt").write_bytes(b"")
+    (out / "stderr.txt").write_bytes(stderr)
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    run = fuzz.Run("case", "convert.webnn")
+    case = fuzz.Case("case", model, model / "m.onnx")
+    status = exit_code << 8  # as wait4 reports a normal exit
+    fuzz._judge(run, case, out, ["o.webnn"], set(), status,
+                types.SimpleNamespace(ru_maxrss=maxrss_kb))
+    return run.failures
+
+
+def test_the_judge_sees_each_kind_of_failure(tmp_path):
+    """The sample above passes only because nothing fails, not because nothing is looked at."""
+    assert _judged(tmp_path / "a", {"o.webnn": b"ok"}, exit_code=0) == []
+    assert _judged(tmp_path / "b", {".o.weights.1234.tmp": b""}, exit_code=2) == ["leftover"]
+    assert _judged(tmp_path / "c", {"o.webnn": b"x"}, exit_code=2) == ["leftover"]
+    assert _judged(tmp_path / "d", {"o.webnn": CANARY}, exit_code=0) == ["canary"]
+    listed = ", ".join(str(b) for b in CANARY[8:24]).encode()
+    assert _judged(tmp_path / "e", {"o.webnn": b"[" + listed + b"]"}, exit_code=0) == ["canary"]
+    assert _judged(tmp_path / "f", {}, exit_code=2,
+                   stderr=b"internal error: KeyError: 11; rerun with --debug") == ["internal"]
+    assert _judged(tmp_path / "g", {}, exit_code=2, maxrss_kb=2_000_000) == ["memory"]
+    assert _judged(tmp_path / "h", {}, exit_code=120) == ["crash"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_judge_imports_emitted_modules_in_node(tmp_path):
+    # What the emitter wrote before issue 10: a U+2028 in a graph name ends the comment.
+    bad = "// WebNN graph 'g\u2028globalThis.CANARY=1;//', written by webnn-converter.\n"
+    good = "// WebNN graph \"g\\u2028globalThis.CANARY=1;//\", written by webnn-converter.\n"
+    for name, text, want in (("bad", bad, ["executes"]), ("good", good, [])):
+        run = fuzz.Run("case", "convert.js")
+        out, model = tmp_path / name, tmp_path / f"{name}-model"
+        out.mkdir()
+        model.mkdir()
+        (out / "stdout.txt").write_bytes(b"")
+        (out / "stderr.txt").write_bytes(b"")
+        (out / "o.js").write_text(text + "export const x = 1;\n", encoding="utf-8")
+        fuzz._judge(run, fuzz.Case("case", model, model / "m.onnx"), out, ["o.js"], set(), 0,
+                    types.SimpleNamespace(ru_maxrss=1000))
+        assert run.failures == want, (name, run.detail)
