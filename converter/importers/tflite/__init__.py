@@ -162,7 +162,10 @@ def _inputs(ctx: ImportContext, overrides: Mapping[str, Sequence[int]],
                                  fix="give its shape with --input-shape NAME=d0,d1,...")
         if ctx.graph.has_operand(t.name):
             raise ConverterError(f"two graph inputs are named '{t.name}'", where=ctx.where)
-        operand = ctx.graph.add_input(t.name, t.info.webnn, shape)
+        try:
+            operand = ctx.graph.add_input(t.name, t.info.webnn, shape)
+        except ConverterError as e:  # a shape past the spec's limits: say which file
+            raise ConverterError(f"input {t}: {e.what}", where=ctx.where, fix=e.fix) from None
         ctx.values[index] = Value(t, operand=operand)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.errors import FormatError
+from converter.errors import ConverterError, FormatError
 from converter.importers.tflite import import_tflite
 from converter.testing.tflite_fixtures import SAME, TfliteBuilder
 
@@ -140,3 +140,17 @@ def test_external_buffers_inside_the_file_are_read(tmp_path):
     graph, _ = check(data, {"x": rand(1, 4, 4, 3)})
     const = graph.constants["weights"].constant.numpy()
     np.testing.assert_array_equal(const.reshape(-1).view(np.uint8), weights)
+
+
+def test_an_input_shape_past_the_spec_limit_names_the_file_and_tensor(tmp_path):
+    b = TfliteBuilder()
+    x = b.input("x", [2**31 - 1] * 4)
+    y = b.tensor("y", [2**31 - 1] * 4)
+    b.op("RELU", [x], [y])
+    path = b.save(tmp_path / "model.tflite", [y])
+    with pytest.raises(ConverterError) as info:
+        import_tflite(path)
+    line = info.value.line()
+    assert line.startswith(f"{tmp_path / 'model.tflite'}: input tensor 0 'x': shape "
+                           f"[2147483647, 2147483647, 2147483647, 2147483647] has "), line
+    assert "more than the spec's limit 2147483647" in line
