@@ -38,8 +38,9 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
     beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
-    LiteRT too with --verify), .js an ES module and page for the browser. With --verify, exits 1 when the
-    outputs do not match.
+    LiteRT too with --verify), .js an ES module and page for the browser. With --verify, the
+    outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
+    they do not.
     """
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if io_layout and not target_name:

@@ -92,3 +92,18 @@ def test_inline_bytes_read_back_exactly(tmp_path):
     save_graph(graph, tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text())["consts"]["c"]["init"]["bytes"] \
         == values
+
+
+def test_the_schema_never_walks_a_byte_list(monkeypatch):
+    """The schema checked inline bytes one by one (seconds per MB): the lists it sees now are
+    empty, and the bytes still arrive whole (bench/bench_json_load.py measures the speed)."""
+    seen = []
+
+    def spy(obj, schema_name, where):
+        seen.append(obj["consts"]["c"]["init"]["bytes"])
+
+    monkeypatch.setattr(webnn_json, "validate", spy)
+    values = [7, 0, 255] * 10_000
+    doc = webnn_json.parse(_bytes_graph(values), "b.json")
+    assert seen == [[]]
+    assert doc.consts[0].data == bytes(values)
