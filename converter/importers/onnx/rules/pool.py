@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .... import dtypes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Invalid, Unsupported, onnx_op
@@ -126,12 +127,62 @@ def _pool_separably(ctx: ImportContext, webnn_op: str, x: Operand, axes: list[_A
     return reshape(ctx, y, (n, c, *sizes), "unfold")
 
 
-@onnx_op("MaxPool", webnn=("maxPool2d", "reshape"))
+@onnx_op("MaxPool", webnn=("maxPool2d", "reshape", "pad", "slice", "concat", "argMax",
+                           "equal", "where", "reduceSum", "add"))
 def max_pool(ctx: ImportContext, node: OnnxNode):
+    y = _pool(ctx, node, "maxPool2d")
     if len(node.outputs) > 1 and node.outputs[1] is not None:
-        raise Unsupported("its Indices output (argmax positions) has no WebNN form; only the "
-                          "pooled values can be imported")
-    return [_pool(ctx, node, "maxPool2d")]
+        return [y, _max_pool_indices(ctx, node, y)]
+    return [y]
+
+
+def _max_pool_indices(ctx: ImportContext, node: OnnxNode, y: Operand) -> Operand:
+    """MaxPool's Indices output for 2-D pooling: the flat position in X of each window's
+    (first) largest element. The K window taps are K strided slices of X padded with its
+    type's lowest value, stacked; argMax over them picks the tap, and the tap's position
+    (a constant per output pixel) is summed out of a one-hot selection."""
+    x = ctx.operand(node.input(0))
+    if x.rank != 4:
+        raise Unsupported("the Indices output is imported for 2-D pooling ([N, C, H, W])")
+    n, c, height, width = x.shape
+    kernel = list(node.attr("kernel_shape"))
+    strides = list(node.attr("strides", [1, 1]))
+    dilations = list(node.attr("dilations", [1, 1]))
+    pads = spatial_pads(node, [height, width], kernel, strides, dilations)
+    out_h, out_w = y.shape[2:]
+    begins = pads[:2]
+    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in
+             zip((out_h, out_w), strides, kernel, dilations)]
+    ends = [max(0, r - size - b) for r, size, b in zip(reach, (height, width), begins)]
+    np_type = np.dtype(dtypes.numpy_dtype(x.data_type))
+    lowest = float("-inf") if np_type.kind == "f" else int(np.iinfo(np_type).min)
+    padded = ctx.emit("pad", [x], {"beginningPadding": [0, 0, *begins],
+                                   "endingPadding": [0, 0, *ends], "mode": "constant",
+                                   "value": lowest})
+    taps, positions = [], []
+    rows = np.arange(out_h)[:, None] * strides[0] - begins[0]
+    cols = np.arange(out_w)[None, :] * strides[1] - begins[1]
+    column_major = int(node.attr("storage_order", 0)) == 1
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            tap = ctx.emit("slice", [padded], {
+                "starts": [0, 0, i * dilations[0], j * dilations[1]],
+                "sizes": [n, c, (out_h - 1) * strides[0] + 1, (out_w - 1) * strides[1] + 1],
+                "strides": [1, 1, strides[0], strides[1]]})
+            taps.append(reshape(ctx, tap, (1, n, c, out_h, out_w), "tap"))
+            h, w = rows + i * dilations[0], cols + j * dilations[1]
+            positions.append(h + w * height if column_major else h * width + w)
+    stacked = taps[0] if len(taps) == 1 else ctx.emit("concat", taps, {"axis": 0})
+    best = ctx.emit("argMax", [stacked], {"axis": 0, "keepDimensions": True,
+                                          "outputDataType": "int64"})
+    count = len(taps)
+    tap_ids = ctx.constant(np.arange(count, dtype=np.int64).reshape(count, 1, 1, 1, 1), "int64")
+    where_at = ctx.constant(np.stack(positions).astype(np.int64)[:, None, None], "int64")
+    picked = ctx.emit("where", [ctx.emit("equal", [tap_ids, best]), where_at,
+                                ctx.scalar(0, "int64")])
+    within = ctx.emit("reduceSum", [picked], {"axes": [0], "keepDimensions": False})
+    planes = (np.arange(n * c, dtype=np.int64) * height * width).reshape(n, c, 1, 1)
+    return ctx.emit("add", [within, ctx.constant(planes, "int64")])
 
 
 @onnx_op("AveragePool", webnn=("averagePool2d", "pad", "reshape"))
@@ -191,3 +242,32 @@ def global_lp_pool(ctx: ImportContext, node: OnnxNode):
     powered = ctx.emit("pow", [ctx.emit("abs", [x]), ctx.scalar(p, x.data_type)])
     summed = ctx.emit("reduceSum", [powered], {"axes": axes, "keepDimensions": True})
     return [ctx.emit("pow", [summed, ctx.scalar(1.0 / p, x.data_type)])]
+
+
+@onnx_op("MaxUnpool", since=9, webnn=("reshape", "scatterND", "pad"))
+def max_unpool(ctx: ImportContext, node: OnnxNode):
+    """Zeros with each value of X put back at its flat index I (MaxPool's Indices output):
+    one scatterND into the flattened output."""
+    x, indices = ctx.operand(node.input(0)), ctx.operand(node.input(1))
+    spatial = x.rank - 2
+    kernel = list(node.attr("kernel_shape"))
+    strides = list(node.attr("strides", [1] * spatial))
+    pads = list(node.attr("pads", [0] * 2 * spatial))
+    shape = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i]
+                                 - pads[i + spatial] + kernel[i] for i in range(spatial)]
+    if tuple(indices.shape) != tuple(x.shape):
+        raise Unsupported(f"I {list(indices.shape)} does not match X {list(x.shape)}")
+    total = int(np.prod(shape, dtype=np.int64))
+    zeros = ctx.constant(np.broadcast_to(np.zeros((), dtypes.numpy_dtype(x.data_type)),
+                                         (total,)), x.data_type)
+    flat = ctx.emit("scatterND", [zeros, reshape(ctx, indices, (x.size, 1), "indices"),
+                                  reshape(ctx, x, (x.size,), "values")])
+    y = reshape(ctx, flat, shape, "unflatten")
+    if node.input(2) is None:
+        return [y]
+    # I indexes the shape the attributes give; a larger output_shape pads it at the end.
+    wanted = [int(v) for v in np.asarray(ctx.require_known(node.input(2), "output_shape"))]
+    if len(wanted) != x.rank or any(w < s for w, s in zip(wanted, shape)):
+        raise Unsupported(f"output_shape {wanted} is smaller than the unpooled {shape}")
+    return [ctx.emit("pad", [y], {"beginningPadding": [0] * x.rank,
+                                  "endingPadding": [w - s for w, s in zip(wanted, shape)]})]
