@@ -17,6 +17,11 @@ the ops allowed are element-wise ones, broadcast with statistics or with outside
 are constant over the free axes (those are reshaped to the new axes), reductions over exactly
 the free axes keeping dimensions, and layerNormalization over exactly the free axes without
 scale or bias. Anything else, or a region tensor read from outside, means no region.
+
+GroupNorm exported as a rank-3 InstanceNormalization arrives as an instanceNormalization of
+[N, G, M, 1]; `instance_as_layer_norm` turns it into layerNormalization over its spatial axes
+and its per-channel scale and bias (before the layout pass converts layout-bearing ops), so it
+joins a grouped region instead of being converted between two transposes that move the groups.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from typing import Sequence
 from ..ir import Operand, Operation
 from ..ops.reduction import REDUCE_OPS
 from .layout_chains import atomize
-from .layout_order_free import _COMBINING, _PER_ELEMENT
+from .layout_order_free import COMBINING, PER_ELEMENT
 
 __all__ = ["GroupedRegion", "grouped_region", "rewrite_grouped", "instance_as_layer_norm"]
 
@@ -192,7 +197,7 @@ def _walk(entry: Operation, full: tuple, shape: tuple):
                 if tuple(op.output.shape) != shape or value.shape != full:
                     return None, None, None
                 exits.append(op)
-            elif op.op_type in _PER_ELEMENT or op.op_type in _COMBINING:
+            elif op.op_type in PER_ELEMENT or op.op_type in COMBINING:
                 todo.append(op.output)
             elif op.op_type in REDUCE_OPS or op.op_type == "layerNormalization":
                 if op.inputs[0] is not value or value.shape != full:

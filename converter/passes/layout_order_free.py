@@ -26,14 +26,14 @@ from ..ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UN
 from ..ops.reduction import REDUCE_OPS
 from .layout_perms import keeps_element_order
 
-__all__ = ["order_free_exits", "region_entry"]
+__all__ = ["order_free_exits", "region_entry", "PER_ELEMENT", "COMBINING"]
 
 # Ops that compute each element from the element at the same position alone.
-_PER_ELEMENT = frozenset((*UNARY, *PREDICATES, "cast", "clamp", "elu", "gelu", "hardSigmoid",
+PER_ELEMENT = frozenset((*UNARY, *PREDICATES, "cast", "clamp", "elu", "gelu", "hardSigmoid",
                           "hardSwish", "leakyRelu", "linear", "relu", "sigmoid", "softplus",
                           "softsign", "tanh"))
 # Ops that combine elements at the same position with other operands (broadcast).
-_COMBINING = frozenset((*BINARY, *COMPARISON, *LOGICAL_BINARY, "where", "prelu"))
+COMBINING = frozenset((*BINARY, *COMPARISON, *LOGICAL_BINARY, "where", "prelu"))
 
 
 def _boundary(shape: Sequence[int], batch: int) -> int | None:
@@ -119,9 +119,9 @@ def _step(op: Operation, value: Operand, j: int, batch: int, shape: tuple
             return "exit", [], []
         return ("inside", [op.output], []) if _boundary(op.output.shape, batch) is not None \
             else None
-    if op.op_type in _PER_ELEMENT:
+    if op.op_type in PER_ELEMENT:
         return "inside", [op.output], []
-    if op.op_type in _COMBINING:
+    if op.op_type in COMBINING:
         if op.output.shape != value.shape:
             return None  # the region tensor itself is broadcast: positions repeat
         needs = []
@@ -162,10 +162,10 @@ def region_entry(exit_op: Operation, shape: Sequence[int], limit: int = 64) -> O
             return None
         if op.op_type == "reshape" and op.inputs[0].shape == tuple(shape):
             return op
-        if _reshape_like(op) or op.op_type in _PER_ELEMENT or op.op_type in (
+        if _reshape_like(op) or op.op_type in PER_ELEMENT or op.op_type in (
                 "layerNormalization", "instanceNormalization"):
             value = op.inputs[0]
-        elif op.op_type in _COMBINING:
+        elif op.op_type in COMBINING:
             same = [x for x in op.inputs if x is not None and x.shape == value.shape]
             if not same:
                 return None
