@@ -11,6 +11,7 @@ from .. import dtypes
 from ..errors import ConverterError, GraphInvalidError
 from .operand import ConstantData, Operand, TensorDesc
 from .operation import Operation
+from .state import StateVar
 
 __all__ = ["Graph"]
 
@@ -33,6 +34,8 @@ class Graph:
         self._op_names: set[str] = set()
         self._counters: dict[str, int] = {}
         self.metadata: dict[str, Any] = {}
+        # State pairs (input before a step, output after it): see state.py.
+        self.state: list[StateVar] = []
 
     # -- names --------------------------------------------------------------------------------
     def operand(self, name: str) -> Operand:
@@ -156,6 +159,20 @@ class Graph:
                                  where=f"output '{name}'")
         self.outputs[name] = operand
 
+    def declare_state(self, input_name: str, output_name: str,
+                      initial: ConstantData | np.ndarray | None = None) -> StateVar:
+        """Pair graph input `input_name` with graph output `output_name` as one state, which
+        starts at `initial` (zeros when None). Checked by verify(), as passes may edit both."""
+        if isinstance(initial, np.ndarray):
+            operand = self.inputs.get(input_name)
+            data_type = operand.data_type if operand is not None else \
+                dtypes.from_numpy(initial.dtype)
+            initial = ConstantData(data_type, initial.shape,
+                                   array=initial.astype(dtypes.numpy_dtype(data_type)))
+        var = StateVar(input_name, output_name, initial)
+        self.state.append(var)
+        return var
+
     # -- editing ------------------------------------------------------------------------------
     def remove_operation(self, op: Operation, *, safe: bool = True) -> None:
         """Detach and drop an operation. With `safe`, refuse if a result is still read."""
@@ -192,6 +209,9 @@ class Graph:
         for table in (self.inputs, self.constants):
             if operand.name in table:
                 table[new_name] = table.pop(operand.name)
+        for var in self.state:  # the pairing follows the input (outputs are keyed apart)
+            if operand.kind == "input" and var.input == operand.name:
+                var.input = new_name
         operand.name = new_name
         self._operands[new_name] = operand
 
