@@ -7,6 +7,7 @@ import click
 
 import converter
 from converter.convert import load_any
+from converter.errors import ConverterError
 
 from ..options import shape_options, tolerance_options
 
@@ -39,6 +40,10 @@ def finish(report, as_json: bool) -> None:
     """Print a parity report (as JSON or a table); exit 1 when it did not pass."""
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
+    elif hasattr(report, "steps"):
+        from .stepping import print_steps_report
+
+        print_steps_report(report)
     else:
         print_report(report)
     if not report.passed:
@@ -56,8 +61,12 @@ def finish(report, as_json: bool) -> None:
               show_default=True,
               help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
                    "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Compare N consecutive steps, each side carrying its own state (LiteRT "
+                   "keeps its variables; an ONNX source is fed its own next-state outputs). "
+                   "A stateful graph is compared over one step without it.")
 def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rtol, ulp, as_json,
-            runtime):
+            runtime, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
@@ -65,6 +74,19 @@ def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rt
     ULP, cosine and the worst element. Exit 0 pass, 1 mismatch, 2 error.
     """
     graph = load_any(graph_path) if graph_path else None
+    if steps is None and graph is None and not known_inputs:
+        graph = load_any(source, dims=dims, input_shapes=input_shapes)
+    if steps is not None or (graph is not None and graph.state):
+        if known_inputs or runtime != "ort":
+            raise ConverterError("step-wise verification runs on ort, without --const",
+                                 fix="drop --const and --runtime for --steps")
+        from converter.verification_steps import verify_steps
+
+        report = verify_steps(source, graph, steps=steps or 1, seed=seed, dims=dims,
+                              input_shapes=input_shapes, atol=atol, rtol=rtol, ulp=ulp,
+                              graph_path=graph_path)
+        finish(report, as_json)
+        return
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
                               graph_path=graph_path, runtime=runtime)

@@ -12,4 +12,5 @@ from . import (  # noqa: F401
     reduction,
     resize,
     shape_ops,
+    variables,
 )
