@@ -46,6 +46,8 @@ _TYPES = {
     "uint32": (schema.TensorType.UINT32, np.uint32),
     "uint64": (schema.TensorType.UINT64, np.uint64),
     "float64": (schema.TensorType.FLOAT64, np.float64),
+    # A variable's handle (VAR_HANDLE's result): no values, so no numpy type.
+    "resource": (schema.TensorType.RESOURCE, None),
 }
 
 # Each builtin op's options table (the union member of BuiltinOptions), for ops that have one.

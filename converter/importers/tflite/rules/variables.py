@@ -10,9 +10,9 @@ function, so here each variable becomes one state pair:
     a read after an ASSIGN_VARIABLE in the same step reads the assigned value, as LiteRT does;
   * the last value assigned becomes a graph output `<variable>/next`, the state after the step
     (a variable only read keeps its value: the output is the input);
-  * the init subgraph is evaluated now, with the importer's own rules on known values: what it
-    assigns is each variable's initial value. An init subgraph that computes from graph inputs
-    is not supported (the value would need a second graph).
+  * the init subgraph is evaluated now: imported with the importer's own rules and, where it
+    computes, run once on the executor; what it assigns is each variable's initial value. An
+    init subgraph that takes inputs is not supported (the value would need a second graph).
 
 Assigned values are carried as stored (int8 stays int8): LiteRT copies a variable's bytes and
 does not requantize between the assigned tensor and the variable's.
@@ -46,6 +46,7 @@ class _Variables:
     def __init__(self):
         self.by_name: dict[str, _Variable] = {}
         self.handles: dict[tuple[int, int], str] = {}  # (subgraph, tensor) -> variable name
+        self.init_failed = False  # a CALL_ONCE was refused: reads it would set are skipped
 
     def variable(self, name: str) -> _Variable:
         return self.by_name.setdefault(name, _Variable(name))
@@ -102,6 +103,10 @@ def read_variable(ctx: ImportContext, op: Operator):
         return [var.current]
     if var.state is None:
         t = ctx.out_tensor(0)
+        if var.initial is None and _variables(ctx).init_failed:
+            from .. import _Skipped  # the CALL_ONCE that should set it is reported already
+
+            raise _Skipped()
         if var.initial is None:
             raise Unsupported(f"variable '{var.name}' is read before any value is assigned "
                               f"to it (no CALL_ONCE initializes it)")
@@ -132,6 +137,14 @@ def assign_variable(ctx: ImportContext, op: Operator):
 @tflite_op("CALL_ONCE")
 def call_once(ctx: ImportContext, op: Operator):
     """Evaluate the init subgraph now: each variable it assigns gets its initial value."""
+    try:
+        return _call_once(ctx, op)
+    except Unsupported:
+        _variables(ctx).init_failed = True
+        raise
+
+
+def _call_once(ctx: ImportContext, op: Operator):
     from .. import _known_tensors, import_op  # the driver, loaded before any rule runs
 
     model = ctx.model
@@ -139,19 +152,23 @@ def call_once(ctx: ImportContext, op: Operator):
     if model is None or not 0 < index < len(model.subgraphs):
         raise Unsupported(f"its init subgraph {index} is not in the model")
     sub = model.subgraphs[index]
+    if sub.inputs:
+        raise Unsupported(f"its init subgraph '{sub.name}' takes inputs; only an init that "
+                          f"depends on nothing is evaluated at conversion time")
     init = ImportContext(ctx.graph.__class__(f"{ctx.graph.name}_init"), sub, ctx.where)
     init.model, init.variables = model, _variables(ctx)
     _known_tensors(init)
+    computed: dict[str, Operand] = {}  # variable -> a value the init graph computes
     for inner in sub.operators:
         init.op = inner
         if inner.name == "ASSIGN_VARIABLE":
             var = _handle(init, 0)
-            value = init.known(1)
-            if value is None:
-                raise Unsupported(f"its init subgraph '{sub.name}' assigns variable "
-                                  f"'{var.name}' a value computed at run time; only values "
-                                  f"known at conversion time are supported")
-            var.initial = np.array(value)
+            value = init.value(1)
+            computed.pop(var.name, None)
+            if value.known is not None:
+                var.initial = np.array(value.known)
+            else:
+                computed[var.name] = value.operand
         elif inner.name in ("READ_VARIABLE", "CALL_ONCE"):
             raise Unsupported(f"its init subgraph '{sub.name}' uses {inner.name}, which an "
                               f"initialization evaluated at conversion time does not support")
@@ -161,11 +178,28 @@ def call_once(ctx: ImportContext, op: Operator):
             except Unsupported as e:
                 raise Unsupported(f"its init subgraph '{sub.name}' has {inner.name} "
                                   f"(op {inner.index}): {e}") from None
-        if init.graph.operations:
-            raise Unsupported(f"its init subgraph '{sub.name}' computes {inner.name} "
-                              f"(op {inner.index}) at run time; only values known at "
-                              f"conversion time are supported")
+    if computed:
+        _evaluate(init, computed, sub.name)
     return []
+
+
+def _evaluate(init: ImportContext, computed: dict[str, Operand], where: str) -> None:
+    """Run the init graph (it has no inputs) on the executor: its results are initial values."""
+    from ....errors import ConverterError
+    from ....execute import run
+
+    init.op = None
+    for name, operand in computed.items():
+        if operand.kind != "intermediate":
+            operand = init.emit("identity", [operand], suffix=f"{name}/initial")
+        init.graph.set_output(name, operand)
+    try:
+        values = run(init.graph, {})
+    except ConverterError as e:
+        raise Unsupported(f"its init subgraph '{where}' could not be evaluated: "
+                          f"{e.line()}") from None
+    for name, value in values.items():
+        init.variables.by_name[name].initial = np.asarray(value)
 
 
 def finish_variables(ctx: ImportContext) -> None:
