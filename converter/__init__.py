@@ -6,6 +6,7 @@ The Python API:
     outputs = converter.run(graph, {"x": array})               # on ONNX Runtime
     session = converter.Session(graph); session.step(feeds)    # state carried between steps
     report = converter.verify("model.onnx", seed=0)            # source runtime vs WebNN graph
+    report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
 __all__ = [
-    "__version__", "load", "save", "run", "verify", "Session", "GraphBuilder", "Graph", "Operand", "Operation",
+    "__version__", "load", "save", "run", "verify", "verify_steps", "Session", "GraphBuilder", "Graph", "Operand", "Operation",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
 ]
@@ -78,3 +79,11 @@ def verify(source: str | Path, graph: Graph | None = None, seed: int = 0, **opti
     from .verification import verify as _verify
 
     return _verify(source, graph, seed=seed, **options)
+
+
+def verify_steps(source: str | Path, graph: Graph | None = None, steps: int = 20, seed: int = 0,
+                 **options):
+    """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
+    from .verification_steps import verify_steps as _verify_steps
+
+    return _verify_steps(source, graph, steps=steps, seed=seed, **options)

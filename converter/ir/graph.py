@@ -162,7 +162,9 @@ class Graph:
     def declare_state(self, input_name: str, output_name: str,
                       initial: ConstantData | np.ndarray | None = None) -> StateVar:
         """Pair graph input `input_name` with graph output `output_name` as one state, which
-        starts at `initial` (zeros when None). Checked by verify(), as passes may edit both."""
+        starts at `initial` (zeros when None). The pair names the interface, as users feed and
+        read it: it does not follow an operand's rename (passes that retype an input keep its
+        name on a new operand). verify() checks the pair still fits."""
         if isinstance(initial, np.ndarray):
             operand = self.inputs.get(input_name)
             data_type = operand.data_type if operand is not None else \
@@ -209,9 +211,6 @@ class Graph:
         for table in (self.inputs, self.constants):
             if operand.name in table:
                 table[new_name] = table.pop(operand.name)
-        for var in self.state:  # the pairing follows the input (outputs are keyed apart)
-            if operand.kind == "input" and var.input == operand.name:
-                var.input = new_name
         operand.name = new_name
         self._operands[new_name] = operand
 
