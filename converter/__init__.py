@@ -40,7 +40,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
 __all__ = [
-    "__version__", "load", "save", "run", "verify", "verify_steps", "Session", "GraphBuilder", "Graph", "Operand", "Operation",
+    "__version__", "load", "save", "run", "verify", "verify_steps", "Session", "GraphBuilder",
+    "Graph", "Operand", "Operation",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
 ]

@@ -59,7 +59,7 @@ def test_a_variable_becomes_a_state_pair_with_the_init_subgraphs_value():
     assert graph.outputs["acc/next"].producer.op_type == "add"
 
 
-def test_session_steps_match_numpy_and_litert(tmp_path):
+def test_session_steps_match_numpy_and_litert():
     start = rand(1, 4)
     model = _accumulator(start)
     graph = import_tflite(model)
@@ -78,9 +78,9 @@ def test_session_steps_match_numpy_and_litert(tmp_path):
                                rtol=1e-6)
 
 
-def test_verify_steps_compares_every_step_and_catches_a_lost_state():
+def test_verify_steps_compares_every_step_and_catches_a_lost_state(tmp_path):
     model = _accumulator(rand(1, 4))
-    path = Path(__import__("tempfile").mkdtemp()) / "acc.tflite"
+    path = tmp_path / "acc.tflite"
     path.write_bytes(model)
     report = verify_steps(path, steps=20, seed=3)
     assert report.passed and len(report.steps) == 20

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .... import dtypes
 from ....ir import Operand
 from ..context import ImportContext
 from ..model_file import Operator, Subgraph
@@ -222,6 +223,8 @@ def finish_variables(ctx: ImportContext) -> None:
         while key in ctx.graph.outputs:
             key += "_"
         ctx.graph.set_output(key, nxt)
-        initial = var.initial.astype(np.dtype(var.initial.dtype), copy=False)
-        ctx.graph.declare_state(var.state.name, key, initial)
+        if var.initial.dtype != dtypes.numpy_dtype(var.data_type):
+            raise Unsupported(f"variable '{var.name}' starts as {var.initial.dtype} but is "
+                              f"read as {var.data_type}")
+        ctx.graph.declare_state(var.state.name, key, var.initial)
 
