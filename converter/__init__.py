@@ -4,7 +4,9 @@ The Python API:
     graph = converter.load("model.onnx", dims={"batch": 1})   # or a .webnn / .json graph
     converter.save(graph, "out.webnn")                         # or .json, .onnx
     outputs = converter.run(graph, {"x": array})               # on ONNX Runtime
+    session = converter.Session(graph); session.step(feeds)    # state carried between steps
     report = converter.verify("model.onnx", seed=0)            # source runtime vs WebNN graph
+    report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
 """
 from __future__ import annotations
@@ -19,12 +21,13 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .builder import GraphBuilder
+    from .session import Session
     from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
 
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
 _LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
-         "Operation": ".ir", "TensorDesc": ".ir"}
+         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session"}
 
 
 def __getattr__(name: str):
@@ -37,7 +40,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
 __all__ = [
-    "__version__", "load", "save", "run", "verify", "GraphBuilder", "Graph", "Operand", "Operation",
+    "__version__", "load", "save", "run", "verify", "verify_steps", "Session", "GraphBuilder",
+    "Graph", "Operand", "Operation",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
 ]
@@ -85,3 +89,11 @@ def verify(source: str | Path, graph: Graph | None = None, seed: int = 0, **opti
     from .verification import verify as _verify
 
     return _verify(source, graph, seed=seed, **options)
+
+
+def verify_steps(source: str | Path, graph: Graph | None = None, steps: int = 20, seed: int = 0,
+                 **options):
+    """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
+    from .verification_steps import verify_steps as _verify_steps
+
+    return _verify_steps(source, graph, steps=steps, seed=seed, **options)

@@ -15,7 +15,7 @@ from . import dtypes
 from .errors import ConverterError, UnsupportedError
 from .ir import Graph
 
-__all__ = ["run", "check_feeds", "RUNTIMES"]
+__all__ = ["run", "prepare", "check_feeds", "RUNTIMES"]
 
 RUNTIMES = ("ort", "chromium")
 # Constants of at least this size go to ORT as OrtValues over the graph's own arrays instead
@@ -63,7 +63,13 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
         from .runtimes.chromium import run_chromium
 
         return run_chromium(graph, feeds)
-    arrays = check_feeds(graph, feeds)
+    check_feeds(graph, feeds)  # feed mistakes first: they are the caller's, not the graph's
+    return prepare(graph, opset)(feeds)
+
+
+def prepare(graph: Graph, opset: int | None = None):
+    """Lower `graph` once for ONNX Runtime; returns run(feeds) -> {output name: ndarray}, for
+    callers that run the same graph many times (a Session's steps)."""
     problems = graph.problems()
     if problems:
         raise ConverterError(problems[0], where=f"graph '{graph.name}'",
@@ -74,12 +80,17 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
     session = _ort_session(lowered)
     names = list(graph.outputs)
     quiet = _ort_run_options()
-    try:
-        values = session.run([lowered.outputs[n] for n in names], arrays, quiet)
-    except Exception as e:  # ORT's own exception types; report them as ours
-        raise ConverterError(f"ONNX Runtime failed running the lowered model: {e}",
-                             where="executor") from e
-    return {name: np.asarray(v) for name, v in zip(names, values)}
+
+    def run_once(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        arrays = check_feeds(graph, feeds)
+        try:
+            values = session.run([lowered.outputs[n] for n in names], arrays, quiet)
+        except Exception as e:  # ORT's own exception types; report them as ours
+            raise ConverterError(f"ONNX Runtime failed running the lowered model: {e}",
+                                 where="executor") from e
+        return {name: np.asarray(v) for name, v in zip(names, values)}
+
+    return run_once
 
 
 def _ort_run_options():

@@ -34,21 +34,36 @@ def _inputs(ctx, param, values) -> dict[str, str]:
               show_default=True,
               help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
                    "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
-def command(graph_file, inputs, output_dir, seed, runtime):
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Run N consecutive steps carrying the graph's declared state (initial "
+                   "values first); each output is written stacked, [N, ...]. An input file "
+                   "of shape [N, ...] gives one value a step. A stateful graph runs one step "
+                   "without it.")
+def command(graph_file, inputs, output_dir, seed, runtime, steps):
     """Execute a WebNN graph (or a model, converted first) on ONNX Runtime or in Chromium."""
     from converter.verification import make_inputs
 
     graph = load_any(graph_file)
-    feeds, _ = make_inputs(graph, seed)
+    given = {}
     for name, path in inputs.items():
         if name not in graph.inputs:
             raise ConverterError(f"the graph has no input '{name}'",
                                  fix=f"inputs are: {', '.join(graph.inputs)}")
         try:
-            feeds[name] = np.load(path, allow_pickle=False)
+            given[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise ConverterError(f"cannot read {path} as .npy: {e}") from None
-    outputs = converter.run(graph, feeds, runtime=runtime)
+    if steps is not None or graph.state:
+        if runtime != "ort":
+            raise ConverterError("step-wise runs (a stateful graph, --steps) run on ort only",
+                                 fix="use --runtime ort")
+        from .stepping import run_steps
+
+        outputs = run_steps(graph, given, steps, seed)
+    else:
+        feeds, _ = make_inputs(graph, seed)
+        feeds.update(given)
+        outputs = converter.run(graph, feeds, runtime=runtime)
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for name, value in outputs.items():

@@ -7,7 +7,7 @@ import click
 
 import converter
 from converter.convert import load_any
-
+from converter.errors import ConverterError
 from converter.verification import BISECT_HINT
 
 from ..options import shape_options, tolerance_options
@@ -65,6 +65,10 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
         if bisected:
             out["bisect"] = None if finding is None else finding.to_json()
         click.echo(json.dumps(out, indent=2, default=_number))
+    elif hasattr(report, "steps"):
+        from .stepping import print_steps_report
+
+        print_steps_report(report)
     else:
         print_report(report)
         if bisected:
@@ -103,8 +107,12 @@ def _number(value):
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False),
               help="With --bisect: write that operation as DIR/subgraph.webnn with its inputs "
                    "and expected result as .npy files.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Compare N consecutive steps, each side carrying its own state (LiteRT "
+                   "keeps its variables; an ONNX source is fed its own next-state outputs). "
+                   "A stateful graph is compared over one step without it.")
 def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rtol, ulp, as_json,
-            runtime, oracle, do_bisect, dump_dir):
+            runtime, oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
@@ -116,8 +124,19 @@ def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rt
     if dump_dir and not do_bisect:
         raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
     graph = load_any(graph_path) if graph_path else None
-    if graph is None and do_bisect:
+    if graph is None and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+    if steps is not None or (graph is not None and graph.state):
+        if known_inputs or runtime != "ort" or do_bisect:
+            raise ConverterError("step-wise verification runs on ort, without --const or "
+                                 "--bisect", fix="drop --const, --runtime and --bisect for --steps")
+        from converter.verification_steps import verify_steps
+
+        report = verify_steps(source, graph, steps=steps or 1, seed=seed, dims=dims,
+                              input_shapes=input_shapes, atol=atol, rtol=rtol, ulp=ulp,
+                              graph_path=graph_path)
+        finish(report, as_json)
+        return
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
                               graph_path=graph_path, runtime=runtime, oracle=oracle)

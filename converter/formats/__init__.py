@@ -83,7 +83,7 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
         graph.verify()
     doc = doc_from_graph(graph)
     text = module.render(doc)
-    tensors = [(c.key, c.source) for c in doc.consts if c.kind == "weights"]
+    tensors = [(c.key, c.source) for c in doc.weight_decls()]
     manifest_path, weights_path = sibling_paths(path)
     with AtomicSave() as files:
         if tensors:

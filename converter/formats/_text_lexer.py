@@ -10,6 +10,7 @@ Two comment forms carry what the syntax cannot, and other readers skip them as c
                                     identifier (`serving_default_input:0`); anywhere in the file.
     #@output "output name"          the next item of the outputs block is returned under this
                                     name rather than under the operand's own.
+    #@state "input" "output" INIT   a state pair (state_doc.py); anywhere in the file.
 """
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def quote(text: str) -> str:
 
 @dataclass(frozen=True)
 class Directive:
-    kind: str  # "name" or "output"
+    kind: str  # "name", "output" or "state"
     ident: str | None  # the identifier a `#@name` gives a name to
-    value: str  # the real name
+    value: str  # the real name (`#@state`: the directive's text after the word, for state_doc)
     line: int
     column: int
 
@@ -68,7 +69,8 @@ class Token:
 
 
 def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
-    """The tokens of `text` (ending with an eof token) and its `#@name` directives."""
+    """The tokens of `text` (ending with an eof token) and its `#@name` and `#@state`
+    directives."""
     tokens: list[Token] = []
     names: list[Directive] = []
     pending: list[Directive] = []
@@ -93,7 +95,7 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
             end = n if end < 0 else end
             directive = _directive(text[i:end].rstrip("\r"), path, line, i - line_start + 1)
             if directive is not None:
-                (names if directive.kind == "name" else pending).append(directive)
+                (pending if directive.kind == "output" else names).append(directive)
             i = end
         elif ch == '"':
             m = re.compile(_STRING).match(text, i)
@@ -140,10 +142,12 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
 
 
 def _directive(comment: str, path: str, line: int, column: int) -> Directive | None:
-    """A `#@name` / `#@output` comment as a Directive; None for any other comment."""
-    word = re.match(r"#@(name|output)\b", comment)
+    """A `#@name` / `#@output` / `#@state` comment as a Directive; None for any other."""
+    word = re.match(r"#@(name|output|state)\b", comment)
     if word is None:
         return None
+    if word.group(1) == "state":  # its syntax is state_doc.py's
+        return Directive("state", None, comment[word.end():], line, column)
     if word.group(1) == "name":
         m = _NAME_DIRECTIVE.match(comment)
         if m is None:

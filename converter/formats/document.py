@@ -124,6 +124,8 @@ class GraphDoc:
     outputs: list[OutputDecl] = field(default_factory=list)
     # Text form: identifier -> the operand's real name (from `#@name` directives).
     aliases: dict[str, str] = field(default_factory=dict)
+    # State pairs (state_doc.StateDecl): `#@state` directives, the JSON `state` member.
+    state: list[Any] = field(default_factory=list)
 
     def operand_name(self, value: Any) -> str | None:
         """The operand a value names: a Ref through the aliases, a string as is."""
@@ -134,4 +136,12 @@ class GraphDoc:
         return None
 
     def needs_weights(self) -> bool:
-        return any(c.kind == "weights" for c in self.consts)
+        return any(c.kind == "weights" for c in self.consts) or any(
+            s.init is not None and s.init.kind == "weights" for s in self.state)
+
+    def weight_decls(self) -> list[ConstDecl]:
+        """Every declaration whose bytes go in the weights file: constants, then the
+        initial values of state."""
+        decls = [c for c in self.consts if c.kind == "weights"]
+        return decls + [s.init for s in self.state if s.init is not None and
+                        s.init.kind == "weights"]

@@ -28,6 +28,7 @@ from ..ir import ConstantData, Graph, Operand
 from ..ir.graph import shape_problem
 from ..ops.registry import OpDef, Param, get_op
 from .document import NON_FINITE, ConstDecl, GraphDoc, NodeDecl, Ref
+from .state_doc import add_state
 from .weights import check_key
 
 __all__ = ["graph_from_doc", "located"]
@@ -99,6 +100,7 @@ class _Reader:
                 self.problems.append(located(e, node.where))
                 self.failed.update(node.outputs)
         self.add_outputs()
+        add_state(self, self.doc.state)
         if len(self.problems) == 1:
             raise self.problems[0]
         if self.problems:

@@ -22,6 +22,7 @@ from ..ir import Graph
 from ..schemas import validate
 from ._files import check_nesting, parse_json
 from .document import ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl
+from .state_doc import state_from_json, state_to_json
 
 __all__ = ["parse", "loads", "dumps", "render", "JSON_VERSION"]
 
@@ -68,6 +69,7 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
             option_where={k: f"{where}.options.{k}" for k in n.get("options", {})}))
     for key, operand in obj["outputs"].items():
         doc.outputs.append(OutputDecl(key, operand, _at(path, "outputs", key)))
+    doc.state = state_from_json(obj.get("state", []), path)
     return doc
 
 
@@ -153,6 +155,8 @@ def to_object(doc: GraphDoc) -> dict[str, Any]:
         nodes.append(node)
     obj["nodes"] = nodes
     obj["outputs"] = {o.key: o.operand for o in doc.outputs}
+    if doc.state:  # only stateful graphs carry the member (see state_doc.py)
+        obj["state"] = state_to_json(doc.state)
     return obj
 
 

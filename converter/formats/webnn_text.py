@@ -39,6 +39,7 @@ from ._files import MAX_NESTING
 from ._text_lexer import Directive, Token, is_identifier, quote, tokenize
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, Ref,
                        non_finite_name, unique_name)
+from .state_doc import parse_directive, render_directive
 
 __all__ = ["parse", "loads", "dumps", "render", "TEXT_VERSION"]
 
@@ -51,9 +52,11 @@ _TOKENS = ", ".join(t.token for t in dtypes.DATA_TYPES.values())
 
 def parse(text: str, path: str = "<string>") -> GraphDoc:
     """The GraphDoc of a `.webnn` text; ParseError (path:line:column) on a syntax error."""
-    tokens, names = tokenize(text, path)
+    tokens, directives = tokenize(text, path)
     doc = _Parser(tokens, path).file()
-    _apply_names(doc, names, path)
+    _apply_names(doc, [d for d in directives if d.kind == "name"], path)
+    doc.state = [parse_directive(d.value, path, d.line, d.column)
+                 for d in directives if d.kind == "state"]
     return doc
 
 
@@ -367,6 +370,7 @@ def render(doc: GraphDoc) -> str:
     out: list[str] = []
     flag = " @quantized" if doc.quantized else ""
     out.append(f"webnn_graph {quote(doc.name)} v{TEXT_VERSION}{flag} {{")
+    out += [f"  {render_directive(d)}" for d in doc.state]
 
     def declare(name: str, text: str) -> None:
         if idents[name] != name:

@@ -2,5 +2,6 @@
 from .graph import Graph
 from .operand import ConstantData, Operand, TensorDesc, Use
 from .operation import Operation
+from .state import StateVar
 
-__all__ = ["Graph", "Operand", "Operation", "ConstantData", "TensorDesc", "Use"]
+__all__ = ["Graph", "Operand", "Operation", "ConstantData", "TensorDesc", "Use", "StateVar"]

@@ -11,6 +11,7 @@ from .. import dtypes
 from ..errors import ConverterError, GraphInvalidError
 from .operand import ConstantData, Operand, TensorDesc
 from .operation import Operation
+from .state import StateVar
 
 __all__ = ["Graph"]
 
@@ -33,6 +34,8 @@ class Graph:
         self._op_names: set[str] = set()
         self._counters: dict[str, int] = {}
         self.metadata: dict[str, Any] = {}
+        # State pairs (input before a step, output after it): see state.py.
+        self.state: list[StateVar] = []
 
     # -- names --------------------------------------------------------------------------------
     def operand(self, name: str) -> Operand:
@@ -155,6 +158,22 @@ class Graph:
             raise ConverterError(f"operand '{operand.name}' belongs to another graph",
                                  where=f"output '{name}'")
         self.outputs[name] = operand
+
+    def declare_state(self, input_name: str, output_name: str,
+                      initial: ConstantData | np.ndarray | None = None) -> StateVar:
+        """Pair graph input `input_name` with graph output `output_name` as one state, which
+        starts at `initial` (zeros when None). The pair names the interface, as users feed and
+        read it: it does not follow an operand's rename (passes that retype an input keep its
+        name on a new operand). verify() checks the pair still fits."""
+        if isinstance(initial, np.ndarray):
+            operand = self.inputs.get(input_name)
+            data_type = operand.data_type if operand is not None else \
+                dtypes.from_numpy(initial.dtype)
+            initial = ConstantData(data_type, initial.shape,
+                                   array=initial.astype(dtypes.numpy_dtype(data_type)))
+        var = StateVar(input_name, output_name, initial)
+        self.state.append(var)
+        return var
 
     # -- editing ------------------------------------------------------------------------------
     def remove_operation(self, op: Operation, *, safe: bool = True) -> None:

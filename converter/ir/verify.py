@@ -9,7 +9,8 @@ The invariants:
      data types its shape rule computes;
   5. each constant's data has the operand's data type, shape and byte length;
   6. there is at least one output, and no output is a graph input or a constant (the spec's
-     build() rejects both).
+     build() rejects both);
+  7. each declared state pairs an input and an output of one data type and shape (state.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConverterError
 from .graph import shape_problem
+from .state import state_problems
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -106,4 +108,5 @@ def graph_problems(graph: "Graph") -> list[str]:
         elif operand.kind != "intermediate":
             add(f"output '{key}' is {operand.kind} '{operand.name}'; an output must be the "
                 f"result of an operation")
+    problems += state_problems(graph)
     return problems

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConverterError
 
-__all__ = ["run_litert", "LITERT_NAME", "KERNEL_SETS"]
+__all__ = ["run_litert", "LiteRTSession", "LITERT_NAME", "KERNEL_SETS"]
 
 LITERT_NAME = "litert"
 KERNEL_SETS = ("default", "builtin")
@@ -43,6 +43,26 @@ def run_litert(model: str | Path | bytes, feeds: Mapping[str, np.ndarray], *,
     where = "<tflite bytes>" if isinstance(model, (bytes, bytearray)) else str(model)
     interpreter = _interpreter(model, where, num_threads, keep_all=bool(tensors),
                                kernels=kernels)
+    return _invoke(interpreter, feeds, where, tensors)
+
+
+class LiteRTSession:
+    """One Interpreter kept across invocations, so the model's resource variables carry over
+    from one `run` to the next, as in a streaming app (run_litert starts afresh each call)."""
+
+    def __init__(self, model: str | Path | bytes, *, num_threads: int | None = None,
+                 tensors: Sequence[str] = ()):
+        self.where = "<tflite bytes>" if isinstance(model, (bytes, bytearray)) else str(model)
+        self.tensors = tuple(tensors)  # intermediate tensors every run returns too
+        self.interpreter = _interpreter(model, self.where, num_threads,
+                                        keep_all=bool(self.tensors))
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return _invoke(self.interpreter, feeds, self.where, self.tensors)
+
+
+def _invoke(interpreter, feeds: Mapping[str, np.ndarray], where: str,
+            tensors: Sequence[str]) -> dict[str, np.ndarray]:
     inputs = interpreter.get_input_details()
     problems: list[str] = []
     arrays: dict[int, np.ndarray] = {}

@@ -47,6 +47,8 @@ _TYPES = {
     "uint64": (schema.TensorType.UINT64, np.uint64),
     "float64": (schema.TensorType.FLOAT64, np.float64),
     "complex64": (schema.TensorType.COMPLEX64, np.complex64),
+    # A variable's handle (VAR_HANDLE's result): no values, so no numpy type.
+    "resource": (schema.TensorType.RESOURCE, None),
 }
 
 # Each builtin op's options table (the union member of BuiltinOptions), for ops that have one.

@@ -157,9 +157,17 @@ def _variant(spec: dict, source: Path, target: str | None) -> dict[str, Any]:
     for runtime in spec.get("runtimes") or ["ort"]:
         t = time.perf_counter()
         try:
-            report = verify(source, graph, seed=spec.get("seed", 0), runtime=runtime,
-                            known_inputs=_const_inputs(spec) or None, atol=tol.get("atol"),
-                            rtol=tol.get("rtol"), ulp=tol.get("ulp"))
+            if graph.state:  # stateful: every step compared, each side keeping its state
+                from ..verification_steps import verify_steps
+
+                report = verify_steps(source, graph, steps=STATE_STEPS,
+                                      seed=spec.get("seed", 0), runtime=runtime,
+                                      atol=tol.get("atol"), rtol=tol.get("rtol"),
+                                      ulp=tol.get("ulp"))
+            else:
+                report = verify(source, graph, seed=spec.get("seed", 0), runtime=runtime,
+                                known_inputs=_const_inputs(spec) or None,
+                                atol=tol.get("atol"), rtol=tol.get("rtol"), ulp=tol.get("ulp"))
             outputs = [{"name": o.name, "passed": o.passed, "maxAbs": _num(o.max_abs),
                         "maxUlp": o.max_ulp, "cosine": _num(o.cosine), "reason": o.reason}
                        for o in report.outputs]
@@ -181,6 +189,10 @@ def _variant(spec: dict, source: Path, target: str | None) -> dict[str, Any]:
                             f"{rt} {o['name']}: {o['reason']}" for rt, e in out["parity"].items()
                             for o in e["outputs"] if not o["passed"])}
     return out
+
+
+# Steps a stateful model is compared over (the acceptance: 20 consecutive steps).
+STATE_STEPS = 20
 
 
 def _num(value):

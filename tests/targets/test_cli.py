@@ -20,8 +20,8 @@ from converter.targets.check import check_all
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
 ZOO = json.loads((ROOT / "models" / "zoo.json").read_text())
-# Every public model that converts (ONNX and TFLite); the wake-word TFLite models with control
-# flow and variables do not import at all (tests/importers/tflite/test_public_models.py).
+# Every public model that converts (ONNX and TFLite), the stateful wake-word TFLite models
+# included (their variables are graph state: tests/importers/tflite/test_variables.py).
 PUBLIC_MODELS = {m["id"]: m for m in ZOO["models"] if m["expect"] == "verified"}
 TARGETS = ["chromium-litert", "coreml", "directml", "onnxruntime", "spec"]
 GROUP = click.Group(commands=[check_graph.command, list_targets.command])

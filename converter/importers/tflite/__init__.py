@@ -8,9 +8,10 @@ as stored (CONV_2D "ohwi", DEPTHWISE_CONV_2D "ihwo"), TRANSPOSE_CONV becomes con
 stay views into the mapped file; float16 weights reach the graph through DEQUANTIZE as cast,
 sparse ones through DENSIFY (densified here), quantized tensors through dequantizeLinear and
 quantizeLinear; complex64 tensors (RFFT2D's result) as pairs of float32 parts (see
-rules/spectral.py). What cannot be imported (other custom ops, control flow, resource variables,
-several subgraphs, ops without a WebNN form) is collected over the whole model and reported at
-once, by name.
+rules/spectral.py). Resource variables become graph state, initialized by evaluating
+CALL_ONCE's subgraph (rules/variables.py). What cannot be imported (other custom ops, control
+flow, other subgraphs, ops without a WebNN form) is collected over the whole model and reported
+at once, by name.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .context import ImportContext, Value, stored_array
 from .model_file import Operator, TfliteModel, read_tflite
 from .registry import NOT_IMPORTED, Unsupported, known_ops, rule_for
 from .rules.spectral import PART_BY_PART, part_by_part
+from .rules.variables import finish_variables, init_subgraphs
 
 __all__ = ["import_tflite", "import_model", "read_tflite", "known_ops"]
 
@@ -54,11 +56,13 @@ def import_model(model: TfliteModel, *,
     main = model.subgraphs[0]
     graph = Graph(name)
     ctx = ImportContext(graph, main, model.where)
+    ctx.model = model
     report = _Report()
-    if len(model.subgraphs) > 1:
+    if len(model.subgraphs) > 1 + len(init_subgraphs(main) - {0}):
         names = ", ".join(f"'{sg.name}'" for sg in model.subgraphs)
         report.add_model(f"{len(model.subgraphs)} subgraphs ({names}): only a model of one "
-                         f"subgraph imports, the others are reached through control flow")
+                         f"subgraph (and CALL_ONCE's init subgraphs) imports, the others are "
+                         f"reached through control flow")
     _known_tensors(ctx)
     _inputs(ctx, input_shapes or {}, known_inputs or {})
     for op in main.operators:
@@ -72,6 +76,11 @@ def import_model(model: TfliteModel, *,
             _poison(ctx, op)
     ctx.op = None
     _outputs(ctx, report)
+    if not report:
+        try:
+            finish_variables(ctx)  # state outputs after the model's own
+        except Unsupported as e:
+            report.add_model(f"resource variables: {e}")
     if report:
         raise UnsupportedError(report.items(), where=model.where,
                                fix="these have no WebNN form; see `webnn-convert ops`")

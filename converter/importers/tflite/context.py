@@ -61,6 +61,8 @@ class ImportContext:
         self.where = where
         self.values: dict[int, Value] = {}
         self.op: Operator | None = None  # the operator being imported, for names and errors
+        self.model = None  # the TfliteModel, for rules that reach other subgraphs (CALL_ONCE)
+        self.variables = None  # resource variables met so far (rules/variables.py)
 
     # -- the current operator's tensors --------------------------------------------------------
     def tensor(self, k: int) -> Tensor | None:

@@ -48,12 +48,10 @@ def known_ops() -> list[str]:
 
 
 _CONTROL_FLOW = "control flow (it calls other subgraphs) has no WebNN form"
-_VARIABLES = "resource variables (state kept between invocations) have no WebNN form"
 # Ops that are reported with a reason of their own instead of "no WebNN equivalent".
 NOT_IMPORTED: dict[str, str] = {
-    "WHILE": _CONTROL_FLOW, "IF": _CONTROL_FLOW, "CALL_ONCE": _CONTROL_FLOW,
+    "WHILE": _CONTROL_FLOW, "IF": _CONTROL_FLOW,
     "CALL": _CONTROL_FLOW, "STABLEHLO_WHILE": _CONTROL_FLOW, "STABLEHLO_CASE": _CONTROL_FLOW,
-    "VAR_HANDLE": _VARIABLES, "READ_VARIABLE": _VARIABLES, "ASSIGN_VARIABLE": _VARIABLES,
     "HASHTABLE": "hash tables have no WebNN form",
     "HASHTABLE_FIND": "hash tables have no WebNN form",
     "HASHTABLE_IMPORT": "hash tables have no WebNN form",

@@ -1,15 +1,15 @@
 """The public TFLite models of models/zoo.json (fetched from their pip packages, sha256-checked
 at test time): each imports; those without control flow or variables match LiteRT within the
-whole-model tolerances, the others fail with the list of what is unsupported.
+whole-model tolerances; the stateful ones verify step by step (test_variables.py).
 
 Which is which (write it down; a change here is a change in what the importer supports):
   verified:     face_detection_back, face_detection_front, face_detection_full_range,
                 face_detection_full_range_sparse (DENSIFY), face_detection_short_range,
                 face_landmark, iris_landmark, selfie_segmentation and
                 selfie_segmentation_landscape (MediaPipe's Convolution2DTransposeBias)
-  unsupported:  alexa, hey_jarvis, hey_mycroft, okay_nabu (pymicro-wakeword's int8 streaming
-                models: a second subgraph run by CALL_ONCE, and resource variables that carry
-                the audio stream between invocations)
+  stateful:     alexa, hey_jarvis, hey_mycroft, okay_nabu (pymicro-wakeword's int8 streaming
+                models: resource variables carry the audio stream between invocations, and
+                CALL_ONCE's init subgraph sets them; verified over 20 steps in test_variables.py)
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.errors import UnsupportedError
 from converter.execute import run
 from converter.fetch import fetch_model
 from converter.importers.tflite import import_tflite
@@ -31,11 +30,11 @@ TFLITE = {m["id"]: m for m in ZOO["models"] if m["format"] == "tflite"}
 VERIFIED = ("face_detection_back", "face_detection_front", "face_detection_full_range",
             "face_detection_full_range_sparse", "face_detection_short_range", "face_landmark",
             "iris_landmark", "selfie_segmentation", "selfie_segmentation_landscape")
-UNSUPPORTED = ("alexa", "hey_jarvis", "hey_mycroft", "okay_nabu")
+STATEFUL = ("alexa", "hey_jarvis", "hey_mycroft", "okay_nabu")
 
 
 def test_every_public_tflite_model_is_classified():
-    assert sorted(TFLITE) == sorted(VERIFIED + UNSUPPORTED)
+    assert sorted(TFLITE) == sorted(VERIFIED + STATEFUL)
 
 
 def _logits(graph, output: str) -> str | None:
@@ -65,19 +64,6 @@ def test_public_model_matches_litert(model_id):
             assert result.max_abs <= 1e-4, result.to_json()
         else:
             assert result.passed, result.to_json()
-
-
-@pytest.mark.parametrize("model_id", UNSUPPORTED)
-def test_stateful_wake_word_model_lists_what_is_unsupported(model_id):
-    source = fetch_model(TFLITE[model_id]["source"])
-    with pytest.raises(UnsupportedError) as info:
-        import_tflite(source, input_shapes=TFLITE[model_id].get("inputShapes"))
-    items = info.value.items
-    assert items[0].startswith("2 subgraphs ('main', 'NoOp')")
-    names = [item.split(" ")[0] for item in items[1:]]
-    assert names == ["CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"]
-    assert "VAR_HANDLE x6" in items[2] and "resource variables" in items[2]
-    assert "\n" not in info.value.line()
 
 
 @pytest.mark.parametrize("model_id", ["face_detection_back", "face_detection_front",

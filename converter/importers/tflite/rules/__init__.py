@@ -16,4 +16,5 @@ from . import (  # noqa: F401
     resize,
     shape_ops,
     spectral,
+    variables,
 )

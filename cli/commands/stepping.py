@@ -1,0 +1,57 @@
+"""Step-wise runs and reports for stateful graphs (`run --steps`, `verify --steps`)."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from converter.errors import ConverterError
+
+
+def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
+              seed: int) -> dict[str, np.ndarray]:
+    """Run `steps` steps in a Session (one when None: outputs then not stacked). A given input
+    of shape [steps, *input shape] feeds one row a step; one of the input's shape feeds every
+    step; the others are seeded random values, seed + step."""
+    from converter.session import Session
+    from converter.verification import make_inputs
+
+    session = Session(graph)
+    count = steps or 1
+    for name in given:
+        if name not in session.feed_names:
+            raise ConverterError(f"'{name}' is state; the run feeds it its initial value",
+                                 fix=f"give only {', '.join(session.feed_names) or 'nothing'}")
+    results: dict[str, list[np.ndarray]] = {}
+    for k in range(count):
+        drawn, _ = make_inputs(graph, seed + k)
+        feeds = {name: drawn[name] for name in session.feed_names}
+        for name, value in given.items():
+            shape = graph.inputs[name].shape
+            if steps is not None and value.shape == (count, *shape):
+                feeds[name] = value[k]
+            else:
+                feeds[name] = value
+        for name, value in session.step(feeds).items():
+            results.setdefault(name, []).append(value)
+    if steps is None:
+        return {name: values[0] for name, values in results.items()}
+    return {name: np.stack(values) for name, values in results.items()}
+
+
+def print_steps_report(report) -> None:
+    from rich.console import Console  # only when printing: rich is slow to import
+    from rich.table import Table
+
+    console = Console(highlight=False, width=160)
+    title = f"{report.graph_runtime} vs {report.source_runtime}, {len(report.steps)} steps"
+    table = Table("output", "elements", "max abs", "outside bounds", "differing",
+                  "first failing step", "result", box=None, title=title, title_justify="left")
+    for name, s in report.summary().items():
+        failing = s["firstFailingStep"]
+        table.add_row(name, str(s["elements"]), f"{s['maxAbs']:.3g}", str(s["mismatched"]),
+                      str(s["differing"]), "-" if failing is None else str(failing),
+                      "pass" if failing is None else "FAIL")
+    console.print(table)
+    console.print(f"seed {report.seed} + step; state: {', '.join(report.state) or 'none'}")
+    console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
