@@ -129,7 +129,17 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
             drawn[name] = np.asarray(value)
             described[name] = {"dataType": graph.inputs[name].data_type,
                                "shape": list(np.shape(value)), "range": "given"}
-    source_feeds = dict(drawn)
+    internal_state = set()
+    for var in graph.state:  # one step from the initial state, on both sides
+        from .ir.state import initial_value
+
+        drawn[var.input] = initial_value(graph, var)
+        described[var.input] = {"dataType": graph.inputs[var.input].data_type,
+                                "shape": list(graph.inputs[var.input].shape),
+                                "range": "initial state"}
+        if source.suffix.lower() == ".tflite":  # LiteRT keeps its variables inside
+            internal_state.add(var.input)
+    source_feeds = {k: v for k, v in drawn.items() if k not in internal_state}
     for name, value in (known_inputs or {}).items():  # fixed in the graph, fed to the source
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion"}
