@@ -18,6 +18,7 @@ import onnx
 from ....budget import shape_bytes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
+from ..inference import inferred_types
 from ..registry import DEFAULT_DOMAINS, Invalid, Unsupported, onnx_op
 from ..tensor_data import attribute_array, onnx_dtype_name, sparse_array, tensor_array
 from .shape_ops import known_scalar
@@ -221,11 +222,5 @@ def _branch_types(ctx: ImportContext, branch: onnx.GraphProto) -> dict[str, int]
     graph = onnx.helper.make_graph(branch.node, "branch", inputs, branch.output,
                                    initializer=branch.initializer)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            onnx.helper.make_model(graph, opset_imports=opsets), strict_mode=False).graph
-    except Exception:  # inference only refines types; every rule still types its results
-        return {}
-    return {vi.name: vi.type.tensor_type.elem_type
-            for vi in (*inferred.value_info, *inferred.output)
-            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
+    # In a child process: ONNX's C++ inference can crash on a hostile branch (inference.py).
+    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where)
