@@ -683,6 +683,11 @@ def test_a_model_path_that_does_not_exist(tmp_path):
     ("test_averagepool_2d_dilations", "dilations", [], "dilations [] must hold 2 positive"),
     ("test_averagepool_2d_precomputed_same_upper", "strides", [0, 0], "strides [0, 0] must"),
     ("test_conv_with_autopad_same", "strides", [], "strides [] must hold 2 positive values"),
+    # onnx 1.23's own LayerNormalization shape inference dies of SIGSEGV on this axis; it runs
+    # in a child process, so the converter refuses the model instead of dying with it (an onnx
+    # without that bug gets our rule's own range check).
+    ("test_layer_normalization_2d_axis0", "axis", 2 ** 31,
+     r"crashed on this model \(SIGSEGV\): it is malformed|out of range"),
     ("test_attention_24_qk_matmul_output_mode3_softmax_precision", "softmax_precision", -1,
      "softmax_precision unknown data type -1 is not a WebNN type"),
 ])
@@ -699,5 +704,5 @@ def test_hostile_attribute_values_give_clear_errors(case, attr, value, message):
         a.ints.extend(value)
     else:
         a.i = value
-    with pytest.raises(ConverterError, match=re.escape(message)):
+    with pytest.raises(ConverterError, match=message if "|" in message else re.escape(message)):
         import_model(model)

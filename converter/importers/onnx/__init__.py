@@ -22,6 +22,7 @@ from . import rules  # noqa: F401  (registers every op family's rules)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_known_indices, check_model
 from .folding import can_fold, fold, folded_bytes
+from .inference import inferred_types
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
 from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
 from .tensor_data import resolve_tensors, sparse_array, tensor_array
@@ -76,7 +77,7 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
               for o in model.opset_import}
     graph = Graph(model.graph.name or name or "graph")
     ctx = ImportContext(graph, opsets, budget=budget, where=where)
-    inferred = _inferred_types(model)
+    inferred = inferred_types(model, where)
 
     for tensor in model.graph.initializer:
         ctx.set(tensor.name, arrays[tensor.name], tensor.data_type,
@@ -250,20 +251,6 @@ def _onnx_type_of_webnn(data_type: str) -> int:
 
 def _onnx_type_of_array(arr: np.ndarray) -> int:
     return onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
-
-
-def _inferred_types(model: onnx.ModelProto) -> dict[str, int]:
-    """Element types ONNX's type inference gives every value (bool stays bool)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:  # inference is a convenience for types; rules still type every result
-        inferred = model
-    types = {}
-    for vi in (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input):
-        elem = vi.type.tensor_type.elem_type
-        if elem:
-            types[vi.name] = elem
-    return types
 
 
 def _input_shapes(model, initializers: set[str], dims: Mapping[str, int],

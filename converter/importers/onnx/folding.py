@@ -13,6 +13,7 @@ import onnx
 
 from ...budget import shape_bytes
 from .context import ImportContext, OnnxNode, unpack_known
+from .inference import isolated
 from .registry import DEFAULT_DOMAINS, Unsupported
 
 __all__ = ["can_fold", "fold", "folded_bytes"]
@@ -75,6 +76,24 @@ def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
             return None
     if node.op_type in _JOINED:
         return sum(math.prod(s) for s in shapes) * _WIDEST
+    if node.op_type in ("Gather", "GatherElements") and len(shapes) == 2:
+        return max(math.prod(shapes[1]), 1) * max(math.prod(shapes[0]), 1) * _WIDEST
+    # Shape-making ops: the size follows from a small known input's values.
+    values = [ctx.known(n) for n in node.inputs[1:2] if n is not None]
+    first = ctx.known(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    try:
+        if node.op_type == "ConstantOfShape" and first is not None and first.size <= 64:
+            return math.prod(abs(int(d)) for d in first.reshape(-1)) * _WIDEST
+        if node.op_type in ("Expand", "Tile") and values and values[0].size <= 64:
+            wanted = [abs(int(d)) for d in values[0].reshape(-1)]
+            if node.op_type == "Tile":
+                return math.prod(shapes[0]) * math.prod(wanted) * _WIDEST
+            rank = max(len(wanted), len(shapes[0]))
+            padded = [1] * (rank - len(shapes[0])) + list(shapes[0])
+            wanted = [1] * (rank - len(wanted)) + wanted
+            return math.prod(max(a, b) for a, b in zip(padded, wanted)) * _WIDEST
+    except (TypeError, ValueError, OverflowError):
+        return None
     return None
 
 
@@ -100,13 +119,28 @@ def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
     outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.outputs if o]
     graph = onnx.helper.make_graph([node.proto], "size", inputs, outputs, initializer=inits)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            onnx.helper.make_model(graph, opset_imports=opsets), strict_mode=False,
-            data_prop=True)
-    except Exception:  # inference is only an estimate here; folding itself reports errors
+    model = onnx.helper.make_model(graph, opset_imports=opsets)
+    shapes = isolated(lambda: _output_shapes(model), ctx.where)
+    if not shapes:
         return None
     total = 0
+    for dims, elem in shapes:
+        try:
+            size = onnx.helper.tensor_dtype_to_np_dtype(elem).itemsize
+        except (KeyError, ValueError, TypeError):
+            return None
+        total += shape_bytes(dims, size)
+    return total
+
+
+def _output_shapes(model: onnx.ModelProto) -> list | None:
+    """[(dims, element type)] of the model's outputs by ONNX's shape inference; None when any
+    is not fully known."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # inference is only an estimate here; folding itself reports errors
+        return None
+    shapes = []
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not tt.elem_type:
@@ -114,12 +148,8 @@ def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         if None in dims:
             return None
-        try:
-            size = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).itemsize
-        except (KeyError, ValueError, TypeError):
-            return None
-        total += shape_bytes(dims, size)
-    return total
+        shapes.append((dims, tt.elem_type))
+    return shapes
 
 
 def fold(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:

@@ -21,6 +21,7 @@ import onnx
 
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
+from ..inference import inferred_types
 from ..tensor_data import sparse_array, tensor_array
 from ..registry import DEFAULT_DOMAINS, Unsupported, onnx_op
 from .shape_ops import known_scalar, normalize_axis
@@ -94,14 +95,8 @@ def body_types(ctx: ImportContext, body: onnx.GraphProto) -> dict[str, int]:
     graph = onnx.helper.make_graph(body.node, "body", inputs, body.output,
                                    initializer=body.initializer)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            onnx.helper.make_model(graph, opset_imports=opsets), strict_mode=False).graph
-    except Exception:  # inference only refines types; every rule still types its results
-        return {}
-    return {vi.name: vi.type.tensor_type.elem_type
-            for vi in (*inferred.value_info, *inferred.output)
-            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
+    # In a child process: ONNX's C++ inference can crash on a hostile body (inference.py).
+    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where)
 
 
 def _as_operand(ctx: ImportContext, value) -> Operand:
