@@ -216,3 +216,84 @@ def test_an_op_that_would_materialise_past_the_memory_limit_is_kept():
                for n in result.notes)
     same_outputs(before, converter.run(g, feeds))
     assert fold(g).counts["folded"] == 2  # under the default limit: reduceSum and reshape
+
+
+# -- the keep rules at their exact thresholds ---------------------------------------------------
+def _expand_graph(rows: int, copies: int = 1, fill: bool = False, size: int = 16):
+    """`copies` expands of their own non-uniform [size] float32 constant (64 bytes each, freed
+    by folding) to [rows, size], each added to the input."""
+    b = GraphBuilder("grow")
+    x = b.input("x", "float32", [rows, size])
+    y = x
+    for i in range(copies):
+        c = b.constant("float32", 0.5, name=f"c{i}") if fill else b.constant(
+            np.arange(size, dtype=np.float32) + i, name=f"c{i}")
+        y = b.add(y, b.expand(c, [rows, size], name=f"e{i}"))
+    return b.build({"y": y})
+
+
+def test_growth_per_op_threshold_is_inclusive():
+    # 1025 x 16 float32 = 65,600 bytes stored, 64 freed: growth 65,536 = the limit, folded
+    g = _expand_graph(1025)
+    assert fold(g).counts["folded"] == 1 and "expand" not in g.op_histogram()
+    # one more row: 65,600 over the limit, kept
+    g = _expand_graph(1026)
+    result = fold(g)
+    assert result.counts["folded"] == 0 and result.counts["kept_growth"] == 1
+    assert "expand 'e0' (+65600 bytes)" in result.notes[0]
+    assert f"more than {GROWTH_PER_OP // 1024} KiB" in result.notes[0]
+
+
+def test_growth_of_the_whole_run_stops_at_one_mebibyte():
+    # each expand grows the weights by 1024 * 64 - 64 = 65,472 bytes: 16 of them fit in
+    # 1 MiB (1,047,552 bytes), the 17th does not
+    g = _expand_graph(1024, copies=17)
+    x = np.zeros((1024, 16), np.float32)
+    before = converter.run(g, {"x": x})
+    result = fold(g)
+    assert result.counts["folded"] == 16 and result.counts["kept_growth"] == 1
+    assert "expand 'e16'" in result.notes[0] and f"{1 << 20} bytes in all" in result.notes[0]
+    np.testing.assert_array_equal(converter.run(g, {"x": x})["y"], before["y"])
+
+
+def test_a_uniform_result_is_free_up_to_the_probe_size():
+    # expand of a fill: evaluated although 64 MiB is far over the per-op limit, and stored as
+    # a fill (no growth)
+    b = GraphBuilder("fill")
+    e = b.expand(b.constant("float32", 0.5, name="c"), [16 * 1024 * 1024], name="e")
+    g = b.build({"y": b.reduceSum(e, name="y")})
+    result = fold(g)
+    assert result.counts["folded"] == 2 and result.counts["kept_growth"] == 0
+    assert converter.run(g, {})["y"] == np.float32(8 * 1024 * 1024)
+    # one element more than the probe size: kept without computing it
+    b = GraphBuilder("fill")
+    e = b.expand(b.constant("float32", 0.5, name="c"), [16 * 1024 * 1024 + 1], name="e")
+    g = b.build({"y": b.reduceSum(e, name="y")})
+    result = fold(g)
+    assert result.counts["folded"] == 0 and result.counts["kept_growth"] == 1
+
+
+def test_dequantize_threshold_is_inclusive():
+    for n, folded in ((4096, True), (4097, False)):
+        b = GraphBuilder("q")
+        q = b.constant(np.arange(n, dtype=np.int8).reshape(1, n) % 7, name="q")
+        w = b.dequantizeLinear(q, b.constant(np.full((1, 1), 0.5, np.float32)),
+                               b.constant(np.zeros((1, 1), np.int8)), name="w")
+        x = b.input("x", "float32", [1, n])
+        g = b.build({"y": b.add(x, w)})
+        result = fold(g)
+        assert (result.counts["kept_quantized"] == 0) == folded, n
+        assert ("dequantizeLinear" in g.op_histogram()) != folded
+
+
+def test_an_unread_result_of_a_multi_result_op_is_dropped():
+    b = GraphBuilder("split")
+    c = b.constant(np.arange(6, dtype=np.float32), name="c")
+    first, _ = b.split(c, [2, 4], name="s")
+    x = b.input("x", "float32", [2])
+    g = b.build({"y": b.add(x, first)})
+    result = fold(g)
+    assert result.counts["folded"] == 1 and g.op_histogram() == {"add": 1}
+    assert [list(o.shape) for o in g.constants.values()] == [[2]]
+    out = converter.run(g, {"x": np.ones(2, np.float32)})["y"]
+    assert out.tolist() == [1.0, 2.0]

@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 
 from converter.builder import GraphBuilder
 
-from ..passes.layout_helpers import check_numbers, conv, seeded, types
+from converter.passes.layout import source_layouts
+
+from ..passes.layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, check_numbers, conv, seeded,
+                                   types)
 
 STEPS = ["conv", "depthwise", "unary", "pool", "bias", "residual", "concat", "softmax",
          "batchnorm", "instancenorm", "resample", "reduce"]
@@ -115,3 +118,22 @@ def test_random_layout_chains_keep_numbers_and_transpose_only_at_the_boundary(
             at_input = op.inputs[0] is graph.inputs["x"]
             at_output = any(o is graph.outputs["y"] for o in op.outputs)
             assert at_input or at_output, types(graph)
+
+
+@given(st.sampled_from(["nchw", "nhwc"]), st.integers(1, 3), st.integers(3, 7),
+       st.integers(3, 7), st.lists(st.tuples(st.sampled_from(STEPS), st.integers(0, 11)),
+                                   min_size=1, max_size=5))
+def test_random_chains_presented_in_the_target_layout_need_no_transpose(layout, c, h, w, steps):
+    # Asked to present inputs and outputs in the target's layout (io), the pass first finds
+    # the layout each one has from the layout-bearing ops it meets; it is never the wrong one,
+    # and where both are known the converted graph has no transpose at all.
+    target = "nhwc" if layout == "nchw" else "nchw"
+    perm = NCHW_TO_NHWC if layout == "nchw" else NHWC_TO_NCHW
+    inputs, outputs = source_layouts(build_chain(layout, c, h, w, steps))
+    assert inputs["x"] in (layout, None) and outputs["y"] in (layout, None)
+    graph, result = check_numbers(
+        lambda: build_chain(layout, c, h, w, steps), target, io=target,
+        inputs={"x": perm} if inputs["x"] else {}, outputs={"y": perm} if outputs["y"] else {})
+    assert result.counts["transposes_after_inside"] == 0, types(graph)
+    if inputs["x"] and outputs["y"]:
+        assert types(graph).count("transpose") == 0, types(graph)
