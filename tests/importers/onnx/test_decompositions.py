@@ -257,3 +257,19 @@ def test_reverse_sequence_matches_onnx_runtime(time_axis, batch_axis):
     got = y[:, 2] if time_axis == 0 else y[2]
     np.testing.assert_array_equal(got[:3], first[:3][::-1])
     np.testing.assert_array_equal(got[3], first[3])
+
+
+# -- TensorScatter (a KV-cache write) --------------------------------------------------------
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_with_run_time_write_indices(mode):
+    past, update = rand(2, 3, 6, 4), rand(2, 3, 2, 4)
+    write = np.array([1, 5 if mode == "circular" else 4], np.int64)
+    model = single_node("TensorScatter", ["past", "update", "w"],
+                        {"past": past, "update": update, "w": write}, opset=24, mode=mode)
+    _, (y,) = imported(model, {"past": past, "update": update, "w": write})
+    want = past.copy()
+    for b in range(2):  # the spec's pseudocode
+        for s in range(2):
+            at = write[b] + s
+            want[b, :, at % 6 if mode == "circular" else at] = update[b, :, s]
+    np.testing.assert_array_equal(y, want)
