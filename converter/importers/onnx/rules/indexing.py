@@ -312,7 +312,7 @@ TOPK_LIMIT = 256
 
 
 @onnx_op("TopK", webnn=("argMax", "argMin", "gatherElements", "equal", "where", "concat",
-                        "reshape"))
+                        "reshape", "cast"))
 def top_k(ctx: ImportContext, node: OnnxNode):
     """The k largest (smallest) values along an axis and their indices, in order, with k known
     at conversion time: k rounds of argMax (argMin), each reading its value with
@@ -342,11 +342,12 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     mask = ctx.scalar(mask_value, x.data_type)
     along = [1] * x.rank
     along[axis] = size
-    positions = ctx.constant(np.arange(size, dtype=np.int64).reshape(along), "int64")
+    # int32 inside (the type every backend compares and selects), int64 only at the end
+    positions = ctx.constant(np.arange(size, dtype=np.int32).reshape(along), "int32")
     rest, values, indices = x, [], []
     for step in range(k):
         index = ctx.emit("argMax" if largest else "argMin", [rest],
-                         {"axis": axis, "keepDimensions": True, "outputDataType": "int64"},
+                         {"axis": axis, "keepDimensions": True, "outputDataType": "int32"},
                          suffix=f"pick_{step}")
         values.append(ctx.emit("gatherElements", [x, index], {"axis": axis}))
         indices.append(index)
@@ -357,4 +358,4 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     def joined(parts):
         return parts[0] if len(parts) == 1 else ctx.emit("concat", parts, {"axis": axis})
 
-    return [joined(values), joined(indices)]
+    return [joined(values), ctx.emit("cast", [joined(indices)], {"dataType": "int64"})]
