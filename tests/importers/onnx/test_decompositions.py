@@ -273,3 +273,13 @@ def test_tensor_scatter_with_run_time_write_indices(mode):
             at = write[b] + s
             want[b, :, at % 6 if mode == "circular" else at] = update[b, :, s]
     np.testing.assert_array_equal(y, want)
+
+
+# -- hyperbolic functions --------------------------------------------------------------------
+@pytest.mark.parametrize("op, low, high", [("Sinh", -8, 8), ("Cosh", -8, 8), ("Asinh", -50, 50),
+                                           ("Acosh", 1, 50), ("Atanh", -0.99, 0.99)])
+def test_hyperbolic_functions_match_onnx_runtime(op, low, high):
+    x = np.random.default_rng(9).uniform(low, high, 64).astype(np.float32)
+    x[0] = low  # an edge: acosh(1) = 0
+    # relative accuracy, and a few float32 epsilons absolute near 0
+    check(single_node(op, ["x"], {"x": x}, opset=9), {"x": x}, rtol=1e-5, atol=1e-6)
