@@ -163,7 +163,7 @@ def reverse_sequence(ctx: ImportContext, node: OnnxNode):
 @onnx_op("TensorScatter", since=24, webnn=("gatherElements", "sub", "div", "mul", "add",
                                           "lesser", "greater", "greaterOrEqual", "logicalAnd",
                                           "logicalOr", "logicalNot", "where", "reshape",
-                                          "expand", "abs"))
+                                          "expand", "cast"))
 def tensor_scatter(ctx: ImportContext, node: OnnxNode):
     """A KV-cache write: cache position s of batch b takes update[s - w[b]] when that lies in
     the update (s - w[b] taken modulo the cache length in "circular" mode), else keeps the
