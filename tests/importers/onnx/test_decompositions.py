@@ -257,3 +257,29 @@ def test_reverse_sequence_matches_onnx_runtime(time_axis, batch_axis):
     got = y[:, 2] if time_axis == 0 else y[2]
     np.testing.assert_array_equal(got[:3], first[:3][::-1])
     np.testing.assert_array_equal(got[3], first[3])
+
+
+# -- TensorScatter (a KV-cache write) --------------------------------------------------------
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_with_run_time_write_indices(mode):
+    past, update = rand(2, 3, 6, 4), rand(2, 3, 2, 4)
+    write = np.array([1, 5 if mode == "circular" else 4], np.int64)
+    model = single_node("TensorScatter", ["past", "update", "w"],
+                        {"past": past, "update": update, "w": write}, opset=24, mode=mode)
+    _, (y,) = imported(model, {"past": past, "update": update, "w": write})
+    want = past.copy()
+    for b in range(2):  # the spec's pseudocode
+        for s in range(2):
+            at = write[b] + s
+            want[b, :, at % 6 if mode == "circular" else at] = update[b, :, s]
+    np.testing.assert_array_equal(y, want)
+
+
+# -- hyperbolic functions --------------------------------------------------------------------
+@pytest.mark.parametrize("op, low, high", [("Sinh", -8, 8), ("Cosh", -8, 8), ("Asinh", -50, 50),
+                                           ("Acosh", 1, 50), ("Atanh", -0.99, 0.99)])
+def test_hyperbolic_functions_match_onnx_runtime(op, low, high):
+    x = np.random.default_rng(9).uniform(low, high, 64).astype(np.float32)
+    x[0] = low  # an edge: acosh(1) = 0
+    # relative accuracy, and a few float32 epsilons absolute near 0
+    check(single_node(op, ["x"], {"x": x}, opset=9), {"x": x}, rtol=1e-5, atol=1e-6)

@@ -23,4 +23,5 @@ from . import (  # noqa: F401
     losses,
     constants,
     control_flow,
+    functions,
 )

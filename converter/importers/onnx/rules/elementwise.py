@@ -1,5 +1,6 @@
 """Element-wise ONNX ops: arithmetic (including the many-input Sum/Mean/Max/Min), comparisons,
-logic, unary math, Where and Cast.
+logic, unary math (with the hyperbolic functions WebNN lacks, from exp, log and sqrt), Where
+and Cast.
 
 ONNX BOOL values are WebNN uint8 holding 0 or 1, which is what WebNN's comparisons produce and
 its logical ops and `where` consume.
@@ -143,3 +144,44 @@ def mod(ctx: ImportContext, node: OnnxNode):
                                          ctx.emit("equal", [a, zero])])
         by_infinity = ctx.emit("where", [keeps_a, a, b])
     return [ctx.emit("where", [ctx.emit("isInfinite", [b]), by_infinity, result])]
+
+
+# -- hyperbolic functions ----------------------------------------------------------------------
+# Written with exp, log and sqrt; where the result is near 0 (sinh, asinh and atanh of small
+# x) their error is a few float epsilons absolute rather than relative, as log(1 + x) and
+# e^x - e^-x lose the low digits of a small x.
+def _hyperbolic(kind: str):
+    def rule(ctx: ImportContext, node: OnnxNode):
+        x = ctx.operand(node.input(0))
+        if x.data_type not in ("float32", "float16"):
+            raise Unsupported(f"{node.op_type} of {x.data_type}")
+        dt = x.data_type
+
+        def op(name, *inputs):
+            return ctx.emit(name, list(inputs))
+
+        def c(v):
+            return ctx.scalar(v, dt)
+
+        if kind in ("sinh", "cosh"):
+            up, down = op("exp", x), op("exp", op("neg", x))
+            return [op("mul", op("sub" if kind == "sinh" else "add", up, down), c(0.5))]
+        if kind == "asinh":  # odd: computed on |x| so large negative x does not cancel
+            size = op("abs", x)
+            magnitude = op("log", op("add", size, op("sqrt", op("add", op("mul", size, size),
+                                                                     c(1.0)))))
+            return [op("mul", op("sign", x), magnitude)]
+        if kind == "acosh":
+            return [op("log", op("add", x, op("sqrt", op("sub", op("mul", x, x), c(1.0)))))]
+        # atanh
+        return [op("mul", op("log", op("div", op("add", c(1.0), x), op("sub", c(1.0), x))),
+                   c(0.5))]
+    return rule
+
+
+for _onnx, _kind, _ops in (("Sinh", "sinh", ("exp", "neg", "sub", "mul")),
+                           ("Cosh", "cosh", ("exp", "neg", "add", "mul")),
+                           ("Asinh", "asinh", ("abs", "mul", "add", "sqrt", "log", "sign")),
+                           ("Acosh", "acosh", ("mul", "sub", "sqrt", "add", "log")),
+                           ("Atanh", "atanh", ("add", "sub", "div", "log", "mul"))):
+    onnx_op(_onnx, since=9, webnn=_ops)(_hyperbolic(_kind))

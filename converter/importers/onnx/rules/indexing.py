@@ -160,6 +160,48 @@ def reverse_sequence(ctx: ImportContext, node: OnnxNode):
                      {"axis": time_axis})]
 
 
+@onnx_op("TensorScatter", since=24, webnn=("gatherElements", "sub", "div", "mul", "add",
+                                          "lesser", "greater", "greaterOrEqual", "logicalAnd",
+                                          "logicalOr", "logicalNot", "where", "reshape",
+                                          "expand", "cast"))
+def tensor_scatter(ctx: ImportContext, node: OnnxNode):
+    """A KV-cache write: cache position s of batch b takes update[s - w[b]] when that lies in
+    the update (s - w[b] taken modulo the cache length in "circular" mode), else keeps the
+    past value. The write indices may be run-time values: the source position of every
+    cache element is computed in the graph and read with one gatherElements."""
+    past, update = ctx.operand(node.input(0)), ctx.operand(node.input(1))
+    axis = normalize_axis(node.attr("axis", -2), past.rank)
+    mode = node.attr("mode", "linear")
+    if axis == 0 or mode not in ("linear", "circular"):
+        raise Unsupported(f"axis {axis} / mode {mode!r}: the axis cannot be the batch axis, "
+                          f"the mode is linear or circular")
+    cache, length, batch = past.shape[axis], update.shape[axis], past.shape[0]
+    positions = ctx.constant(np.arange(cache, dtype=np.int64).reshape(1, cache), "int64")
+    if node.input(2) is not None:
+        write = ctx.operand(node.input(2))
+        if write.data_type != "int64":
+            write = ctx.emit("cast", [write], {"dataType": "int64"})
+        source = ctx.emit("sub", [positions, ctx.emit("reshape", [write],
+                                                      {"newShape": [batch, 1]})])
+    else:
+        source = ctx.emit("expand", [positions], {"newShape": [batch, cache]})
+    if mode == "circular":
+        from .integer_math import integer_mod
+
+        source = integer_mod(ctx, source, ctx.scalar(cache, "int64"), fmod=False)
+    inside = ctx.emit("logicalAnd", [
+        ctx.emit("greaterOrEqual", [source, ctx.scalar(0, "int64")]),
+        ctx.emit("lesser", [source, ctx.scalar(length, "int64")])])
+    safe = ctx.emit("where", [inside, source, ctx.scalar(0, "int64")])
+    along = [1] * past.rank
+    along[0], along[axis] = batch, cache
+    safe = ctx.emit("expand", [ctx.emit("reshape", [safe], {"newShape": along})],
+                    {"newShape": list(past.shape[:axis]) + [cache] + list(past.shape[axis + 1:])})
+    picked = ctx.emit("gatherElements", [update, safe], {"axis": axis})
+    inside = ctx.emit("reshape", [inside], {"newShape": along})
+    return [ctx.emit("where", [inside, picked, past])]
+
+
 # -- OneHot --------------------------------------------------------------------------------------
 @onnx_op("OneHot", webnn=("equal", "logicalOr", "where", "cast", "slice", "reshape"))
 def one_hot(ctx: ImportContext, node: OnnxNode):
@@ -270,7 +312,7 @@ TOPK_LIMIT = 256
 
 
 @onnx_op("TopK", webnn=("argMax", "argMin", "gatherElements", "equal", "where", "concat",
-                        "reshape"))
+                        "reshape", "cast"))
 def top_k(ctx: ImportContext, node: OnnxNode):
     """The k largest (smallest) values along an axis and their indices, in order, with k known
     at conversion time: k rounds of argMax (argMin), each reading its value with
@@ -300,11 +342,12 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     mask = ctx.scalar(mask_value, x.data_type)
     along = [1] * x.rank
     along[axis] = size
-    positions = ctx.constant(np.arange(size, dtype=np.int64).reshape(along), "int64")
+    # int32 inside (the type every backend compares and selects), int64 only at the end
+    positions = ctx.constant(np.arange(size, dtype=np.int32).reshape(along), "int32")
     rest, values, indices = x, [], []
     for step in range(k):
         index = ctx.emit("argMax" if largest else "argMin", [rest],
-                         {"axis": axis, "keepDimensions": True, "outputDataType": "int64"},
+                         {"axis": axis, "keepDimensions": True, "outputDataType": "int32"},
                          suffix=f"pick_{step}")
         values.append(ctx.emit("gatherElements", [x, index], {"axis": axis}))
         indices.append(index)
@@ -315,4 +358,4 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     def joined(parts):
         return parts[0] if len(parts) == 1 else ctx.emit("concat", parts, {"axis": axis})
 
-    return [joined(values), joined(indices)]
+    return [joined(values), ctx.emit("cast", [joined(indices)], {"dataType": "int64"})]

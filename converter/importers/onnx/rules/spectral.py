@@ -1,5 +1,5 @@
-"""Spectral ops: DFT (opset 17, axis an attribute; opset 20, axis an input), STFT, and the
-window generators HannWindow, HammingWindow and BlackmanWindow.
+"""Spectral ops: DFT (opset 17, axis an attribute; opset 20, axis an input), STFT, the
+window generators HannWindow, HammingWindow and BlackmanWindow, and MelWeightMatrix.
 
 WebNN has no FFT and no complex type, so a transform of length L along one axis is two
 matmuls with constant matrices: the real and imaginary parts of exp(-+2 pi i t k / L) (the
@@ -216,3 +216,15 @@ def onnx_np_type(elem: int):
 for _op, _kind in (("HannWindow", "hann"), ("HammingWindow", "hamming"),
                    ("BlackmanWindow", "blackman")):
     onnx_op(_op, since=17, webnn=())(_window(_kind))
+
+
+@onnx_op("MelWeightMatrix", since=17, webnn=())
+def mel_weight_matrix(ctx: ImportContext, node: OnnxNode):
+    """A constant filterbank of its (known) sizes, rates and edges: with all five inputs
+    known the node is computed at conversion time, by ONNX's reference implementation."""
+    for name, what in zip(node.inputs, ("num_mel_bins", "dft_length", "sample_rate",
+                                        "lower_edge_hertz", "upper_edge_hertz")):
+        ctx.require_known(name, what)
+    from ..folding import fold
+
+    return fold(ctx, node)
