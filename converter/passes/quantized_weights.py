@@ -83,7 +83,7 @@ class Decision:
             how = "re-based" if dtypes.info(self.new_type).bits == \
                 dtypes.info(self.data_type).bits else "widened"
             moved = f", zero point {self.shift:+d}" if self.shift else ""
-            return f"{head}: {how} to {self.new_type}{moved} (exact){self._because()}"
+            return f"{head}: {how} to {self.new_type}{moved} (exact; {self.why})"
         if self.action == "dequantize":
             return f"{head}: dequantized to {self.new_type} at conversion time{self._because()}"
         return f"{head}: stays {self.data_type}{self._because()}"

@@ -188,3 +188,55 @@ def test_targets_accept_quantized_models_and_match_onnxruntime(make, target, deq
         assert kinds & {"int4", "int8", "uint8"}
     assert any(line.startswith("quantized_weights:") for line in report.lines())
     _within_float32_policy(run(g, feeds)["y"], _ort(model, feeds))
+
+
+def _tflite_per_channel_model():
+    """x [2, 64] -> FULLY_CONNECTED with weights DEQUANTIZE(int8 [96, 64], per-channel scales
+    and zero points on axis 0), as TFLite weight-only quantization stores them."""
+    from converter.testing.tflite_fixtures import Quant, TfliteBuilder
+
+    rng = np.random.default_rng(5)
+    q = rng.integers(-128, 128, (96, 64)).astype(np.int8)
+    scales = (rng.random(96) * 0.02 + 0.005).astype(np.float32)
+    zeros = rng.integers(-5, 5, 96).astype(np.int64)
+    b = TfliteBuilder()
+    x = b.input("x", [2, 64])
+    w, y = b.tensor("w", [96, 64]), b.tensor("y", [2, 96])
+    b.op("DEQUANTIZE", [b.constant("q", q, quant=Quant(scales, zeros, axis=0))], [w])
+    b.op("FULLY_CONNECTED", [x, w, b.constant("bias", np.zeros(96, np.float32))], [y])
+    return b.build([y]), {"x": rng.uniform(-1, 1, (2, 64)).astype(np.float32)}, q, zeros
+
+
+@pytest.mark.parametrize("target, action, stored", [
+    ("chromium-litert", "keep", "int8"),
+    ("uint8-only", "re-encode", "uint8"),
+    ("coreml", "dequantize", "float32"),  # with --dequantize
+])
+def test_tflite_per_channel_int8_weights_match_litert(target, action, stored):
+    from converter.importers.tflite import import_tflite
+    from converter.runtimes.litert import run_litert
+
+    model, feeds, q, zeros = _tflite_per_channel_model()
+    g = import_tflite(model)
+    if target == "uint8-only":  # a backend whose dequantizeLinear takes uint8 weights only
+        base = load_target("chromium-litert")
+        limits = {**base.limits, "dequantizeLinear": {
+            k: ({**v, "dataTypes": ["uint8"]} if k in ("input", "zeroPoint") else v)
+            for k, v in base.limits["dequantizeLinear"].items()}}
+        target = Target(name="uint8-only", limits=limits)
+    dequantize = action == "dequantize"
+    assert [d.action for d in plan(g, load_target(target), dequantize)] == [action]
+
+    report = convert_for_target(g, target, dequantize=dequantize)
+
+    assert report.passed
+    # (coreml's gemm becomes a matmul: its float weights are folded to [64, 96])
+    (weights,) = [c for c in g.constants.values() if c.size == 96 * 64]
+    assert weights.data_type == stored
+    if stored == "uint8":  # every weight and zero point moved up by 128
+        np.testing.assert_array_equal(weights.constant.numpy(), q.astype(np.int16) + 128)
+        (zp,) = [c for c in g.constants.values() if c.shape == (96, 1)
+                 and c.data_type == "uint8"]
+        np.testing.assert_array_equal(zp.constant.numpy().reshape(-1), zeros + 128)
+    want = run_litert(model, feeds)["y"]
+    _within_float32_policy(run(g, feeds)["y"], want)
