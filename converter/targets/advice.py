@@ -119,6 +119,17 @@ def _decomposition_problem(s: Situation) -> str | None:
 
 
 # -- unsupported ops ---------------------------------------------------------------------------
+@advice("unsupported-op", "dequantize-weights", fixed_by=("quantized_weights",),
+        when="a dequantizeLinear of constant weights, scale and zero point: the pass computes "
+             "it at conversion time")
+def _dequantize_weights(s: Situation) -> str | None:
+    op = s.op
+    if op.op_type != "dequantizeLinear" or not all(x.is_constant for x in op.inputs):
+        return None
+    return (f"the 'quantized_weights' pass dequantizes the weights to {op.output.data_type} "
+            f"at conversion time")
+
+
 @advice("unsupported-op", "decompose", fixed_by=("decompose",),
         when="the op's decomposition builds, on this target, from ops the target has")
 def _decompose(s: Situation) -> str | None:

@@ -146,7 +146,14 @@ def _quantized_weights():
     return import_model(model), load_target("chromium-litert"), "up/dequantizeLinear"
 
 
+def _dequantize_weights():
+    # The same weights on a target without dequantizeLinear: computed at conversion time.
+    graph, _, node = _quantized_weights()
+    return graph, _spec(lambda d: d.pop("dequantizeLinear")), node
+
+
 CASES = {
+    "dequantize-weights": _dequantize_weights,
     "decompose": _decompose,
     "no-decomposition": _no_decomposition,
     "int64-to-int32": _int64,
