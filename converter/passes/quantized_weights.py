@@ -78,7 +78,7 @@ class Decision:
     def line(self) -> str:
         head = f"dequantizeLinear '{self.node}' weights '{self.weights}' ({self.data_type})"
         if self.action == "keep":
-            return f"{head}: kept {self.data_type}"
+            return f"{head}: kept {self.data_type}{self._because()}"
         if self.action == "re-encode":
             how = "re-based" if dtypes.info(self.new_type).bits == \
                 dtypes.info(self.data_type).bits else "widened"
@@ -130,19 +130,20 @@ def decide(op: Operation, target: "Target", dequantize: bool = False) -> Decisio
     missing = _op_missing(target, op)
     if dequantize and can_compute:
         return Decision(op, "dequantize", q_type, out_type, why="--dequantize", **named)
+    runtime_scale = "" if can_compute else \
+        "its scale is computed at run time, so it cannot be dequantized at conversion time"
+    unforced = f"; --dequantize: {runtime_scale}" if dequantize else ""  # it was asked for
     if missing is None and _takes(target, q_type):
-        return Decision(op, "keep", q_type, q_type, **named)
+        return Decision(op, "keep", q_type, q_type, why=unforced.removeprefix("; "), **named)
     if missing is None:
         for new_type, shift in ENCODINGS.get(q_type, ()):
             if _takes(target, new_type):
                 return Decision(op, "re-encode", q_type, new_type, shift,
-                                f"{target.name} takes no {q_type} there", **named)
+                                f"{target.name} takes no {q_type} there{unforced}", **named)
     why = missing or f"{target.name} takes no {q_type} there, nor a type that holds its values"
     if can_compute:
         return Decision(op, "dequantize", q_type, out_type, why=why, **named)
-    return Decision(op, "stays", q_type, q_type,
-                    why=f"{why}; its scale is computed at run time, so it cannot be dequantized "
-                        f"at conversion time", **named)
+    return Decision(op, "stays", q_type, q_type, why=f"{why}; {runtime_scale}", **named)
 
 
 def plan(graph: Graph, target: "Target", dequantize: bool = False) -> list[Decision]:

@@ -240,3 +240,47 @@ def test_tflite_per_channel_int8_weights_match_litert(target, action, stored):
         np.testing.assert_array_equal(zp.constant.numpy().reshape(-1), zeros + 128)
     want = run_litert(model, feeds)["y"]
     _within_float32_policy(run(g, feeds)["y"], want)
+
+
+def _runtime_scale_graph():
+    """dequantizeLinear(uint4 constant weights, a scale given at run time, uint4 zero point)."""
+    from converter.builder import GraphBuilder
+    from converter.ir.operand import pack4
+
+    b = GraphBuilder("runtime_scale")
+    values = np.arange(16, dtype=np.uint8).reshape(4, 4)
+    q = b.constant("uint4", [4, 4], pack4(values).tobytes())
+    zero = b.constant("uint4", [1, 4], pack4(np.array([3, 8, 0, 15], np.uint8)).tobytes())
+    scale = b.input("scale", "float32", [1, 4])
+    g = b.build({"w": b.dequantizeLinear(q, scale, zero, name="dq")})
+    feeds = {"scale": np.array([[0.5, 1.0, 2.0, 0.25]], np.float32)}
+    want = (values.astype(np.float32) - [3, 8, 0, 15]) * feeds["scale"]
+    return g, feeds, want
+
+
+def test_a_runtime_scale_is_re_based_but_cannot_be_dequantized():
+    g, feeds, want = _runtime_scale_graph()
+    np.testing.assert_array_equal(run(g, feeds)["w"], want)
+    litert = load_target("chromium-litert")
+    (forced,) = plan(g, litert, dequantize=True)
+    assert forced.action == "re-encode"
+    assert "--dequantize: its scale is computed at run time" in forced.line()
+    limits = {**litert.limits, "dequantizeLinear": {
+        k: ({**v, "dataTypes": ["int32"]} if k in ("input", "zeroPoint") else v)
+        for k, v in litert.limits["dequantizeLinear"].items()}}
+    (stays,) = plan(g, Target(name="int32-only", limits=limits))
+    assert stays.action == "stays" and "computed at run time" in stays.line()
+
+    result = _rewrite(g, "chromium-litert")
+
+    assert result.counts["re_based"] == 1
+    assert g.operations[0].inputs[0].data_type == "int4"
+    np.testing.assert_array_equal(run(g, feeds)["w"], want)
+
+
+def test_without_a_target_nothing_changes():
+    model, _ = decoder_block()
+    g = _import(model)
+    [(_, result)] = run_passes(g, ["quantized_weights"], PassContext())
+    assert not result.changed and "no target" in result.notes[0]
+    assert [op.inputs[0].data_type for op in _dequantize_ops(g)] == ["uint4", "uint4"]
