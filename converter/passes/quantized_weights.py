@@ -16,9 +16,10 @@ initializer, TFLite per-channel int8 weights. For each such op, in this order of
      does) and becomes a float constant of its result type (float32 or float16). This is the
      only choice when the target lacks the op, its scale or result type, or takes no quantized
      type that holds the values; and the choice for every op with `--dequantize`
-     (PassContext.dequantize). The float weights are claimed from the conversion's memory budget
-     (converter.budget) before they are computed; past it the conversion stops with the flag
-     that allows more.
+     (PassContext.dequantize). The float weights are claimed from a memory budget with the
+     conversion's limits (converter.budget: --max-tensor-bytes, --max-total-bytes, the total
+     by default twice the graph's weights) before they are computed; past it the conversion
+     stops with the flag that allows more. Re-encoded copies are claimed the same way.
 
 A dequantizeLinear whose scale is computed at run time cannot be dequantized here: it is
 re-encoded when that helps, else left for the check to report. `plan` gives the decision for
