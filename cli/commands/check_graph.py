@@ -18,15 +18,21 @@ _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
               metavar="T", help="A built-in target's name (see `webnn-convert targets`), a "
                                 "target file (an opSupportLimits JSON), or `all`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--dequantize", is_flag=True,
+              help="Say what `convert --dequantize` does with quantized weights: float "
+                   "everywhere (default: kept, re-encoded or dequantized per target).")
 @shape_options
-def command(source, target_name, as_json, dims, input_shapes, known_inputs):
+def command(source, target_name, as_json, dequantize, dims, input_shapes, known_inputs):
     """Check GRAPH_OR_MODEL (.onnx, .tflite, .webnn, .json) against a backend target.
 
     Lists every violation: the op, operand, rule, the value found and what would fix it
-    (`webnn-convert convert SRC --target T` runs the passes named). With `--target all`,
-    prints one row per built-in target. Exits 0 when the graph fits every target checked,
+    (`webnn-convert convert SRC --target T` runs the passes named), then what conversion
+    does with each dequantizeLinear of constant weights (kept, re-encoded exactly, or
+    dequantized; with --dequantize: dequantized). With `--target all`, prints one row per
+    built-in target. Exits 0 when the graph fits every target checked,
     1 when it does not.
     """
+    from converter.passes.quantized_weights import plan
     from converter.targets import builtin_targets, load_target
     from converter.targets.check import check
 
@@ -35,23 +41,28 @@ def command(source, target_name, as_json, dims, input_shapes, known_inputs):
     names = builtin_targets() if target_name == "all" else [target_name]
     targets = [load_target(n) for n in names]
     results = {t.name: check(graph, t) for t in targets}
+    weights = {t.name: plan(graph, t, dequantize) for t in targets}
     if as_json:
         click.echo(json.dumps({
             "source": source, "operations": len(graph.operations),
             "passed": not any(results.values()),
-            "targets": {name: {"passed": not found, "violations": [v.to_json() for v in found]}
+            "targets": {name: {"passed": not found, "violations": [v.to_json() for v in found],
+                               "quantizedWeights": [d.to_json() for d in weights[name]]}
                         for name, found in results.items()}}, indent=1))
     elif target_name == "all":
         _table(source, graph, targets, results)
     else:
-        _listing(source, graph, targets[0], results[targets[0].name])
+        _listing(source, graph, targets[0], results[targets[0].name],
+                 weights[targets[0].name])
     if any(results.values()):
         raise SystemExit(1)
 
 
-def _listing(source, graph, target, found) -> None:
+def _listing(source, graph, target, found, weights) -> None:
     for v in found:
         click.echo(v.line())
+    for decision in weights:  # what `convert --target` does with each quantized weight
+        click.echo(f"{target.name}: {decision.line()}")
     used = {op.op_type for op in graph.operations}
     emulated = [op for op in sorted(target.emulated) if op in used]
     if found:

@@ -25,6 +25,10 @@ from .verify_model import finish
 @click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
               help="With --target: the layout of 4-D graph inputs and outputs (default: the "
                    "source's).")
+@click.option("--dequantize", is_flag=True,
+              help="With --target: store quantized weights as float (each dequantizeLinear's "
+                   "result type) even where the target takes their type; by default they stay "
+                   "quantized there, or are re-encoded exactly (uint4 -> int4 ...).")
 @click.option("--verify", "then_verify", is_flag=True,
               help="Also verify the result against the source on its own runtime; the "
                    "outputs are written only if it passes.")
@@ -32,8 +36,8 @@ from .verify_model import finish
               help="With --verify: write the outputs even when verification fails.")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
-def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, then_verify,
-            keep_on_mismatch, seed, atol, rtol, ulp, as_json):
+def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, dequantize,
+            then_verify, keep_on_mismatch, seed, atol, rtol, ulp, as_json):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
@@ -45,8 +49,10 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
+    if dequantize and not target_name:
+        raise click.UsageError("--dequantize applies with --target")
     if target_name:
-        _rewrite_for(graph, target_name, io_layout, as_json)
+        _rewrite_for(graph, target_name, io_layout, as_json, dequantize)
     if keep_on_mismatch and not then_verify:
         raise click.UsageError("--keep-on-mismatch applies with --verify")
     if not then_verify:
@@ -78,7 +84,8 @@ def _wrote(written, graph, as_json: bool) -> None:
                    f"operations)")
 
 
-def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool) -> None:
+def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool,
+                 dequantize: bool = False) -> None:
     """Run the target's passes; list every remaining violation and exit 1 if any remain."""
     from converter.errors import UnsupportedError
     from converter.targets import load_target
@@ -86,7 +93,8 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool) ->
 
     target = load_target(target_name)
     try:
-        report = convert_for_target(graph, target, io_layout=io_layout)
+        report = convert_for_target(graph, target, io_layout=io_layout,
+                                    dequantize=dequantize)
     except UnsupportedError as e:
         for item in e.items:
             click.echo(f"{target.name}: {item}", err=True)

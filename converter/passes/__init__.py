@@ -5,7 +5,8 @@
         ...
 
 `ctx` carries the target (None: no target, only target-independent rewrites) and the options
-a user gives (`io_layout`: the layout graph inputs and outputs keep, default the source's).
+a user gives (`io_layout`: the layout graph inputs and outputs keep, default the source's;
+`dequantize`: quantized weights become float constants even where the target takes them).
 
 A pass edits the graph in place through the IR's own methods and returns a PassResult: whether
 it changed anything, counts worth reporting (transposes before and after ...), and notes on
@@ -32,6 +33,7 @@ __all__ = ["PassContext", "PassResult", "graph_pass", "get_pass", "all_passes", 
 class PassContext:
     target: "Target | None" = None
     io_layout: str | None = None  # "nchw" | "nhwc" | None (keep the source's)
+    dequantize: bool = False  # quantized weights become float at conversion time, everywhere
 
 
 @dataclass
@@ -97,10 +99,12 @@ def run_passes(graph: Graph, names: list[str], ctx: PassContext | None = None
 def pipeline_for(target: "Target") -> list[str]:
     """The passes that rewrite a graph for `target`, in order.
 
-    Folding and cleanup first (fewer ops to rewrite), then what changes ops (decomposition of
+    Folding and cleanup first (fewer ops to rewrite), then quantized weights (kept, re-encoded or
+    dequantized before decompose would expand a dequantizeLinear the target lacks), then what
+    changes ops (decomposition of
     ops the target lacks, constant-only operands (whose rewrites add scalars and reshapes the
     rank pass must see), ranks, data types), then layout (it sees the final set of ops), then
     folding and cleanup again (transposes of constants fold, identities and dead ops go).
     """
-    return ["fold_constants", "cleanup", "decompose", "constant_operands", "rank",
+    return ["fold_constants", "cleanup", "quantized_weights", "decompose", "constant_operands", "rank",
             "data_types", "layout", "fold_constants", "cleanup"]

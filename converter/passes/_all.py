@@ -6,5 +6,6 @@ from . import (  # noqa: F401
     decompose,
     fold_constants,
     layout,
+    quantized_weights,
     rank,
 )

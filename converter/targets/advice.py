@@ -10,7 +10,8 @@ condition holds gives the sentence; each kind ends with an entry no pass backs, 
 begins "no pass". So `check` never names a pass for a case that pass leaves alone: the rank
 advice asks the rank pass's own planner (`passes.rank.plan_rank`); the decompose and
 constant_operands advice expands a copy of the op the way those passes would (`trial_expand`);
-the int64 advice checks that constants fit int32. tests/targets/test_advice.py builds a graph
+the int64 advice checks that constants fit int32; the quantized weights advice asks that pass's
+own `decide`. tests/targets/test_advice.py builds a graph
 for every entry and runs the target pipeline to prove the named pass fixes it (and that what
 no pass fixes stays).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from .. import dtypes
 from ..ir import Operand, Operation
 
 if TYPE_CHECKING:
@@ -117,6 +119,17 @@ def _decomposition_problem(s: Situation) -> str | None:
 
 
 # -- unsupported ops ---------------------------------------------------------------------------
+@advice("unsupported-op", "dequantize-weights", fixed_by=("quantized_weights",),
+        when="a dequantizeLinear of constant weights, scale and zero point: the pass computes "
+             "it at conversion time")
+def _dequantize_weights(s: Situation) -> str | None:
+    op = s.op
+    if op.op_type != "dequantizeLinear" or not all(x.is_constant for x in op.inputs):
+        return None
+    return (f"the 'quantized_weights' pass dequantizes the weights to {op.output.data_type} "
+            f"at conversion time")
+
+
 @advice("unsupported-op", "decompose", fixed_by=("decompose",),
         when="the op's decomposition builds, on this target, from ops the target has")
 def _decompose(s: Situation) -> str | None:
@@ -151,6 +164,44 @@ def _fits_int32(constant: Operand) -> bool:
         array = data.numpy()
         values = [int(array.min()), int(array.max())] if array.size else []
     return all(-2**31 <= v < 2**31 for v in values)
+
+
+def _weight_decisions(s: Situation) -> list | None:
+    """The quantized_weights pass's decisions for the dequantizeLinear ops at fault: the op
+    itself, or every reader of a graph constant (None: not weights that pass handles)."""
+    from ..passes.quantized_weights import decide
+
+    if s.op is not None:
+        ops = [s.op]
+    elif s.graph_kind == "constant" and s.operand is not None and s.operand.uses():
+        ops = list({id(u.op): u.op for u in s.operand.uses()}.values())
+        if not all(u.index in (0, 2) for u in s.operand.uses()):
+            return None
+    else:
+        return None
+    if not all(op.op_type == "dequantizeLinear" and op.inputs[0].is_constant
+               and op.inputs[2].is_constant for op in ops):
+        return None
+    decisions = [decide(op, s.target) for op in ops]
+    return None if any(d.action in ("keep", "stays") for d in decisions) else decisions
+
+
+@advice("data-type", "quantized-weights", fixed_by=("quantized_weights",),
+        when="constant weights or zero points of dequantizeLinear (or that op's scale or "
+             "result) the pass re-encodes exactly or dequantizes at conversion time")
+def _quantized_weights(s: Situation) -> str | None:
+    decisions = _weight_decisions(s)
+    if not decisions:
+        return None
+    d = decisions[0]
+    if d.action == "dequantize":
+        how = f"dequantizes the weights to {d.new_type} at conversion time ({d.why})"
+    elif dtypes.info(d.new_type).bits == dtypes.info(d.data_type).bits:
+        how = f"re-bases the weights to {d.new_type} (zero point {d.shift:+d}; exact)"
+    else:
+        how = f"widens the weights to {d.new_type}" + \
+            (f" (zero point {d.shift:+d}; exact)" if d.shift else " (exact)")
+    return f"the 'quantized_weights' pass {how}; --dequantize makes every such weight float"
 
 
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")

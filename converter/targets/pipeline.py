@@ -69,7 +69,7 @@ class TargetReport:
 
 
 def convert_for_target(graph: Graph, target: Target | str | Path, *,
-                       io_layout: str | None = None) -> TargetReport:
+                       io_layout: str | None = None, dequantize: bool = False) -> TargetReport:
     """Rewrite `graph` in place for `target` and check the result.
 
     Args:
@@ -77,6 +77,10 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
         target: a Target, a built-in target's name or a target file's path.
         io_layout: the layout graph inputs and outputs take (`nchw`/`nhwc`); None keeps the
             source's.
+        dequantize: make every dequantizeLinear of constant weights a float constant (its
+            result type) at conversion time, even where the target takes the quantized type;
+            by default weights stay quantized where the target takes them or an exact
+            re-encoding (uint4 -> int4 ...), and only the rest is dequantized.
 
     Returns the report. Raises UnsupportedError with every violation left after the passes.
     """
@@ -87,7 +91,8 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
                                  f"the source's layout")
     transposes_before, operations_before = _transposes(graph), len(graph.operations)
     results = run_passes(graph, pipeline_for(target),
-                         PassContext(target=target, io_layout=io_layout))
+                         PassContext(target=target, io_layout=io_layout,
+                                     dequantize=dequantize))
     violations = check(graph, target)
     used = {op.op_type for op in graph.operations}
     report = TargetReport(target.name, results, transposes_before, _transposes(graph),

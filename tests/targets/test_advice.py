@@ -136,10 +136,28 @@ def _too_big():
     return g, load_target("coreml"), None
 
 
+def _quantized_weights():
+    # uint4 MatMulNBits weights (more than fold_constants folds): chromium-litert's
+    # dequantizeLinear takes int4, so the pass re-bases them.
+    from converter.importers.onnx import import_model
+    from tests.passes.quantized_models import decoder_block
+
+    model, _ = decoder_block()
+    return import_model(model), load_target("chromium-litert"), "up/dequantizeLinear"
+
+
+def _dequantize_weights():
+    # The same weights on a target without dequantizeLinear: computed at conversion time.
+    graph, _, node = _quantized_weights()
+    return graph, _spec(lambda d: d.pop("dequantizeLinear")), node
+
+
 CASES = {
+    "dequantize-weights": _dequantize_weights,
     "decompose": _decompose,
     "no-decomposition": _no_decomposition,
     "int64-to-int32": _int64,
+    "quantized-weights": _quantized_weights,
     "no-type-change": _no_type_change,
     "interface-rank": _interface_rank,
     "constant-rank": _constant_rank,
