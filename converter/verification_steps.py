@@ -186,12 +186,12 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
         raise ConverterError("intermediate tensors are compared for TFLite sources only",
                              where=str(source))
     if suffix == ".onnx":
-        from .verification import _run_onnx_source  # one way to run an ONNX source
+        from .source_runs import run_onnx  # ONNX Runtime at the session options verify uses
 
         state = {var.input: initial_value(graph, var) for var in graph.state}
 
         def step(feeds: Mapping[str, np.ndarray]) -> dict:
-            out = _run_onnx_source(source, {**feeds, **state})
+            out = run_onnx(source, {**feeds, **state})
             for var in graph.state:
                 if var.output not in out:
                     raise ConverterError(f"the source has no output '{var.output}' to carry "

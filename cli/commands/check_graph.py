@@ -7,18 +7,16 @@ import click
 
 import converter
 
-from ..options import shape_options
+from ..options import source_options, target_option
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
 
 
 @click.command("check")
 @click.argument("source", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
-@click.option("--target", "-t", "target_name", default="all", show_default=True,
-              metavar="T", help="A built-in target's name (see `webnn-convert targets`), a "
-                                "target file (an opSupportLimits JSON), or `all`.")
+@target_option(default="all", allow_all=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@shape_options
+@source_options
 def command(source, target_name, as_json, dims, input_shapes, known_inputs):
     """Check GRAPH_OR_MODEL (.onnx, .tflite, .webnn, .json) against a backend target.
 

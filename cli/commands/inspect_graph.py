@@ -8,16 +8,22 @@ import click
 import converter
 from converter.summary import summarize
 
+from ..options import source_options
+
 
 @click.command("inspect")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(file: str, as_json: bool) -> None:
+@source_options
+def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     """Show a graph's inputs, outputs, op histogram, constants and transpose count.
 
-    FILE is a WebNN graph (.webnn or .json, with its manifest and weights beside it).
+    FILE is a WebNN graph (.webnn or .json, with its manifest and weights beside it) or a
+    model (.onnx, .tflite), shown as the WebNN graph it converts into; a model's dynamic
+    dimensions take values from --dim or --input-shape.
     """
-    info = summarize(converter.load(file))
+    info = summarize(converter.load(file, dims=dims, input_shapes=input_shapes,
+                                    known_inputs=known_inputs))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return

@@ -10,7 +10,9 @@ from converter.convert import load_any
 from converter.errors import ConverterError
 from converter.verification import BISECT_HINT
 
-from ..options import shape_options, tolerance_options
+from ..inputs import read_inputs
+from ..logs import debugging, quiet_runtimes
+from ..options import given_inputs, source_options, target_option, tolerance_options
 
 
 def print_report(report) -> None:
@@ -49,6 +51,9 @@ def print_report(report) -> None:
             console.print(f"  decided by: {o.extra['decidedBy']}")
     bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
               for o in report.outputs}
+    made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
+                     for name, d in report.inputs.items())
+    console.print(f"inputs: {made}")
     console.print(f"seed {report.seed}; bounds {bounds}; {report.session_options}")
     if report.oracle:
         console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
@@ -90,7 +95,13 @@ def _number(value):
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False),
               help="A WebNN graph converted earlier (.webnn/.json); default: convert SOURCE now.")
-@shape_options
+@source_options
+@target_option(help="Verify SOURCE converted for that backend (its passes run first).")
+@click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
+              help="An input's value as a .npy file (repeatable); the inputs not given are "
+                   "seeded values that suit their names (masks all ones, position ids a range).")
+@click.option("--inputs", "inputs_dir", type=click.Path(file_okay=False),
+              help="A folder of NAME.npy files, one per input to give (--input wins).")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
@@ -111,22 +122,33 @@ def _number(value):
               help="Compare N consecutive steps, each side carrying its own state (LiteRT "
                    "keeps its variables; an ONNX source is fed its own next-state outputs). "
                    "A stateful graph is compared over one step without it.")
-def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rtol, ulp, as_json,
-            runtime, oracle, do_bisect, dump_dir, steps):
+def command(source, graph_path, dims, input_shapes, known_inputs, target_name, given, inputs_dir,
+            seed, atol, rtol, ulp, as_json, runtime, oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
-    same seeded inputs; reports per output the max abs and rel error, max
+    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
     ULP, cosine and the worst element. An output outside the budget is judged against the
     graph evaluated in float64 and the source runtime's own noise (see the README's verdict
     rules). Exit 0 pass, 1 mismatch, 2 error.
     """
     if dump_dir and not do_bisect:
         raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
+    if graph_path and target_name:
+        raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
+                               "graph already: drop one")
+    quiet_runtimes(debugging())
+    feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     graph = load_any(graph_path) if graph_path else None
-    if graph is None and (do_bisect or (steps is None and not known_inputs)):
+    if target_name:
+        graph = converter.convert(source, target=target_name, dims=dims,
+                                  input_shapes=input_shapes, known_inputs=known_inputs)
+    elif graph is None and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if steps is not None or (graph is not None and graph.state):
+        if feeds:
+            raise ConverterError("step-wise verification draws its inputs a step at a time",
+                                 fix="drop --input/--inputs for --steps")
         if known_inputs or runtime != "ort" or do_bisect:
             raise ConverterError("step-wise verification runs on ort, without --const or "
                                  "--bisect", fix="drop --const, --runtime and --bisect for --steps")
@@ -139,7 +161,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rt
         return
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path, runtime=runtime, oracle=oracle)
+                              graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None
     if do_bisect and not report.passed:
         from converter.bisect import bisect
