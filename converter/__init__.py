@@ -70,7 +70,7 @@ def load(path: str | Path, dims: Mapping[str, int] | None = None,
     model's weights, at least 256 MiB); see converter.budget.
     """
     from .budget import limits
-    from .convert import load_any
+    from .by_suffix import load_any
 
     with limits(max_tensor_bytes, max_total_bytes):
         return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
@@ -90,7 +90,7 @@ def convert(source: str | Path, output: str | Path | None = None, *,
     Raises UnsupportedError listing what still breaks the target after its passes, and
     ConverterError when `output` is `source` (or one of its files): nothing is written then.
     """
-    from .convert import load_any, refuse_overwriting, write_any
+    from .by_suffix import load_any, refuse_overwriting, write_any
 
     if io_layout is not None and target is None:
         raise ConverterError("io_layout applies with a target", fix="give target= too")
@@ -120,7 +120,7 @@ def save(graph: Graph, path: str | Path) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
     `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
     """
-    from .convert import write_any
+    from .by_suffix import write_any
 
     return write_any(graph, path)
 

@@ -187,7 +187,7 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
     source = Path(source)
     src = _source_kind(source)
     if graph is None:
-        from .convert import load_any
+        from .by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     limits = src.int_limits(source)

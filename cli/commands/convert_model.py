@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 import converter
-from converter.convert import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
+from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
 from converter.formats._files import StagedSave
 
 from ..logs import debugging, quiet_runtimes

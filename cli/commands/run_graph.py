@@ -7,7 +7,7 @@ import click
 import numpy as np
 
 import converter
-from converter.convert import load_any
+from converter.by_suffix import load_any
 from converter.errors import ConverterError
 
 from ..logs import debugging, quiet_runtimes

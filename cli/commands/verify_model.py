@@ -6,7 +6,7 @@ import json
 import click
 
 import converter
-from converter.convert import load_any
+from converter.by_suffix import load_any
 from converter.errors import ConverterError
 from converter.verification import BISECT_HINT
 

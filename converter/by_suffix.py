@@ -1,5 +1,6 @@
-"""Conversion end to end: read a source (ONNX or TFLite model, or WebNN graph file), write an
+"""Files by their suffix: read a source (ONNX or TFLite model, or WebNN graph file), write an
 output chosen by its suffix. Writes are atomic: on any failure nothing is left behind.
+(`converter.convert`, the API function, is this plus a target's rewrites.)
 """
 from __future__ import annotations
 
