@@ -60,8 +60,7 @@ def _listing(source, graph, target, found) -> None:
 
 
 def _table(source, graph, targets, results) -> None:
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
     rows = []
     for target in targets:
@@ -71,16 +70,9 @@ def _table(source, graph, targets, results) -> None:
             reasons += f"; ... {len(found) - _REASONS_IN_TABLE} more"
         rows.append((target.name, target.preferred_layout, _count(found) if found else "fits",
                      reasons))
-    table = Table(box=None)
-    # One line a target: the first columns keep their full width; reasons too long for the
-    # terminal end in an ellipsis (`--target T` lists them all).
-    for i, name in enumerate(("target", "layout", "result")):
-        table.add_column(name, no_wrap=True,
-                         min_width=max(len(name), *(len(row[i]) for row in rows)))
-    table.add_column("first reasons", no_wrap=True, overflow="ellipsis")
-    for row in rows:
-        table.add_row(*row)
-    Console(highlight=False, width=200).print(table)
+    # Every column stays: the reasons wrap between words within the terminal (`--target T`
+    # lists every violation of one target, `--json` all of them).
+    print_table(("target", "layout", "result", "first reasons"), rows)
     failing = [name for name, found in results.items() if found]
     summary = f"does not fit {', '.join(failing)}" if failing else "fits every target"
     click.echo(f"{source}: {len(graph.operations)} operations; {summary}")

@@ -27,22 +27,15 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
-    console = Console(highlight=False)
-    console.print(f"graph [bold]{info['name']}[/bold]: {info['operations']} operations, "
-                  f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
-                  f"{info['transposes']} transposes")
-    io = Table("", "name", "data type", "shape", box=None)
-    for kind in ("inputs", "outputs"):
-        for name, d in info[kind].items():
-            io.add_row(kind[:-1], name, d["dataType"], str(d["shape"]))
-    console.print(io)
-    ops = Table("op", "count", box=None)
-    for name, count in info["opHistogram"].items():
-        ops.add_row(name, str(count))
-    console.print(ops)
+    click.echo(f"graph {info['name']}: {info['operations']} operations, "
+               f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
+               f"{info['transposes']} transposes")
+    print_table(("", "name", "data type", "shape"),
+                [(kind[:-1], name, d["dataType"], str(d["shape"]))
+                 for kind in ("inputs", "outputs") for name, d in info[kind].items()])
+    print_table(("op", "count"), [(name, str(count)) for name, count in info["opHistogram"].items()])
 
 
 def _bytes(n: int) -> str:

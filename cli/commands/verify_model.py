@@ -16,23 +16,21 @@ from ..options import given_inputs, source_options, target_option, tolerance_opt
 
 
 def print_report(report) -> None:
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import console as make_console, print_table
 
-    console = Console(highlight=False, width=160)
+    console = make_console()
     runs = [(f"{report.graph_runtime} vs {report.source_runtime}", report.outputs)]
     runs += [(f"{label} vs {report.source_runtime}", results)
              for label, results in report.others.items()]
     for title, results in runs:
-        table = Table("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at",
-                      "result", box=None, title=title, title_justify="left")
-        for o in results:
-            table.add_row(o.name, str(o.shape), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
-                          "-" if o.max_ulp is None else str(o.max_ulp),
-                          "-" if o.cosine is None else f"{o.cosine:.6f}",
-                          "-" if o.worst_index is None else str(o.worst_index),
-                          "pass" if o.passed else f"FAIL: {o.reason}")
-        console.print(table)
+        print_table(("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at",
+                     "result"),
+                    [(o.name, str(o.shape), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
+                      "-" if o.max_ulp is None else str(o.max_ulp),
+                      "-" if o.cosine is None else f"{o.cosine:.6f}",
+                      "-" if o.worst_index is None else str(o.worst_index),
+                      "pass" if o.passed else f"FAIL: {o.reason}") for o in results],
+                    title=title)
     for o in report.outputs:  # the verdict against the float64 oracle, when it was computed
         figures = []
         if "sourceVsF64" in o.extra:
