@@ -160,3 +160,15 @@ def test_python_dash_m_converter_is_the_cli():
                           capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and proc.stderr.startswith("error: ")
+
+
+def test_run_takes_a_model_with_its_source_options_and_a_target(tmp_path):
+    model = _relu_model(tmp_path / "m.onnx", ["batch", 3])
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = run("run", model, "--dim", "batch=2", "--target", "coreml", "--input",
+            f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert np.load(tmp_path / "out" / "y.npy").tolist() == [[0.0, 2.0, 0.0], [4.0, 0.0, 6.0]]
+    r = run("run", model, "--output-dir", tmp_path / "out2")
+    assert r.exit_code == 2 and "--dim" in r.stderr and not (tmp_path / "out2").exists()
