@@ -60,8 +60,10 @@ class _Group(LazyGroup):
         except (OSError, MemoryError) as e:
             _report(ctx, f"error: {_os_error_line(e)}")
         except Exception as e:  # a bug of ours: say so plainly, keep the trace behind --debug
-            _report(ctx, f"internal error: {type(e).__name__}: {e}; rerun with --debug and "
-                         f"report it")
+            line = f"internal error: {type(e).__name__}: {e}"
+            if not ctx.find_root().params.get("debug"):  # with --debug the trace is above
+                line += "; rerun with --debug and report it"
+            _report(ctx, line)
 
 
 def _os_error_line(e: Exception) -> str:
@@ -89,6 +91,7 @@ def main(debug: bool) -> None:
     NAME.manifest.json and NAME.weights beside them.
     """
     _stop_on_signals()
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,15 @@
-"""Options several commands share, parsed into the library's arguments."""
+"""Options several commands share, defined once here and parsed into the library's arguments.
+
+`source_options` (--dim, --input-shape, --const and the memory limits) go on every command that
+reads a source model: convert, verify, run, check, inspect and validate; `target_option` on
+those that can rewrite or check for a backend (convert, verify, run, check).
+"""
 from __future__ import annotations
 
 import click
+
+
+INPUT_FILES = "webnn_converter.input_files"  # ctx.meta key: files the command reads
 
 
 def _dim(ctx, param, values) -> dict[str, int]:
@@ -35,6 +43,7 @@ def _const(ctx, param, values) -> dict:
             raise click.BadParameter(f"{item!r}: expected NAME=VALUE, NAME=V1,V2,... or "
                                      f"NAME=FILE.npy")
         if value.endswith(".npy"):
+            ctx.meta.setdefault(INPUT_FILES, []).append(value)  # never to be overwritten
             try:
                 known[name] = np.load(value, allow_pickle=False)
             except (OSError, ValueError) as e:
@@ -63,7 +72,10 @@ def _size_limit(ctx, param, value):
     ctx.call_on_close(lambda: budget.reset_limits(token))
 
 
-def shape_options(f):
+def source_options(f):
+    """--dim, --input-shape, --const, --max-tensor-bytes, --max-total-bytes: how a source model
+    (.onnx, .tflite) is read. Given with a WebNN graph file they are an error: its shapes are
+    static."""
     f = click.option("--max-total-bytes", callback=_size_limit, expose_value=False,
                      metavar="SIZE",
                      help="Memory the conversion may allocate for values it computes "
@@ -93,3 +105,32 @@ def tolerance_options(f):
     f = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the random inputs.")(f)
     return f
+
+
+shape_options = source_options  # the name the commands used before these options were shared
+
+
+def target_option(*, default: str | None = None, allow_all: bool = False, help: str = ""):
+    """--target T (-t): a built-in target's name (see `webnn-convert targets`) or a target file
+    (an opSupportLimits JSON); with `allow_all`, also `all`."""
+    text = ("A built-in target's name (see `webnn-convert targets`) or a target file (an "
+            "opSupportLimits JSON)" + (", or `all`" if allow_all else "") + ". " + help)
+    return click.option("--target", "-t", "target_name", default=default, metavar="T",
+                        show_default=default is not None, help=text.strip())
+
+
+def verbose_option(f):
+    return click.option("--verbose", "-v", is_flag=True,
+                        help="Print what the conversion did (each pass's statistics) on "
+                             "stderr.")(f)
+
+
+def given_inputs(ctx, param, values) -> dict[str, str]:
+    """--input NAME=FILE.npy (repeatable): input name -> the file's path."""
+    out = {}
+    for item in values:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
+        out[name] = path
+    return out

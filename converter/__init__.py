@@ -2,17 +2,20 @@
 
 The Python API:
     graph = converter.load("model.onnx", dims={"batch": 1})   # or a .webnn / .json graph
-    converter.save(graph, "out.webnn")                         # or .json, .onnx
+    graph = converter.convert("model.onnx", "out.webnn", target="coreml")  # load, rewrite, save
+    converter.save(graph, "out.webnn")                         # or .json, .onnx, .tflite, .js
+    violations = converter.check(graph, "chromium-litert")     # what will not run there
     outputs = converter.run(graph, {"x": array})               # on ONNX Runtime
     session = converter.Session(graph); session.step(feeds)    # state carried between steps
     report = converter.verify("model.onnx", seed=0)            # source runtime vs WebNN graph
+    report = converter.verify("model.onnx", target="coreml", inputs={"x": array})
     report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import (ConverterError, FormatError, GraphInvalidError, OpValidationError,
                      ParseError, UnsupportedError, WeightsError)
@@ -22,7 +25,13 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .builder import GraphBuilder
     from .session import Session
+    import numpy as np
+
     from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
+    from .targets import Target
+    from .targets.check import Violation
+    from .verification import VerifyReport
+    from .verification_steps import StepsReport
 
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
@@ -40,7 +49,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
 __all__ = [
-    "__version__", "load", "save", "run", "verify", "verify_steps", "Session", "GraphBuilder",
+    "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
     "Graph", "Operand", "Operation",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
@@ -61,38 +70,101 @@ def load(path: str | Path, dims: Mapping[str, int] | None = None,
     model's weights, at least 256 MiB); see converter.budget.
     """
     from .budget import limits
-    from .convert import load_any
+    from .by_suffix import load_any
 
     with limits(max_tensor_bytes, max_total_bytes):
         return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
                         verify=verify)
 
 
+def convert(source: str | Path, output: str | Path | None = None, *,
+            target: str | Path | Target | None = None, io_layout: str | None = None,
+            dims: Mapping[str, int] | None = None,
+            input_shapes: Mapping[str, Sequence[int]] | None = None,
+            known_inputs: Mapping[str, Any] | None = None) -> Graph:
+    """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
+    `target` when given (a built-in target's name, a target file or a Target; `io_layout`
+    "nchw"/"nhwc" sets the layout of its 4-D inputs and outputs), and write `output` when
+    given, in the format its suffix names (as `save` does). Returns the graph.
+
+    Raises UnsupportedError listing what still breaks the target after its passes, and
+    ConverterError when `output` is `source` (or one of its files): nothing is written then.
+    """
+    from .by_suffix import load_any, refuse_overwriting, write_any
+
+    if io_layout is not None and target is None:
+        raise ConverterError("io_layout applies with a target", fix="give target= too")
+    if output is not None:
+        refuse_overwriting([source], output)
+    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+    if target is not None:
+        from .targets.pipeline import convert_for_target
+
+        convert_for_target(graph, target, io_layout=io_layout)
+    if output is not None:
+        write_any(graph, output)
+    return graph
+
+
+def check(graph: Graph | str | Path, target: str | Path | Target) -> list[Violation]:
+    """Every way `graph` (a Graph, or a file `load` reads) breaks `target` (a built-in name, a
+    target file or a Target): an empty list when it fits."""
+    from .targets.check import check as _check
+
+    if not hasattr(graph, "operations"):
+        graph = load(graph)
+    return _check(graph, target)
+
+
 def save(graph: Graph, path: str | Path) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
     `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
     """
-    from .convert import write_any
+    from .by_suffix import write_any
 
     return write_any(graph, path)
 
 
-def run(graph: Graph, feeds: Mapping, runtime: str = "ort") -> dict:
-    """Execute a graph on `feeds` (input name -> ndarray); outputs by graph output name."""
+def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort"
+        ) -> dict[str, np.ndarray]:
+    """Execute a graph on `feeds` (input name -> ndarray); outputs by graph output name.
+
+    A bool feed is accepted for a uint8 input: WebNN has no bool, so an input that was bool in
+    the source is uint8 (0 or 1) in the graph.
+    """
     from .execute import run as _run
+    from .verification import as_graph_feeds
 
-    return _run(graph, feeds, runtime=runtime)
+    return _run(graph, as_graph_feeds(graph, feeds), runtime=runtime)
 
 
-def verify(source: str | Path, graph: Graph | None = None, seed: int = 0, **options):
-    """Parity of a source model (on its own runtime) and its WebNN graph; see converter.verify."""
+def verify(source: str | Path, graph: Graph | None = None, *,
+           target: str | Path | Target | None = None,
+           inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+           **options: Any) -> VerifyReport:
+    """Parity of a source model (on its own runtime) and its WebNN graph.
+
+    `graph` defaults to `source` converted now (with `target`'s rewrites when given, and the
+    `dims`, `input_shapes`, `known_inputs` options); `inputs` gives some or all inputs' values
+    (name -> array; bool accepted for a bool source input), the others are seeded (`seed`).
+    Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
+    """
     from .verification import verify as _verify
 
+    if graph is None and target is not None:
+        graph = convert(source, target=target, dims=options.get("dims"),
+                        input_shapes=options.get("input_shapes"),
+                        known_inputs=options.get("known_inputs"))
+    elif target is not None:
+        raise ConverterError("target= rewrites the graph verify converts; a graph is given",
+                             fix="give graph= or target=, not both")
+    if inputs is not None:
+        options["feeds"] = {**options.get("feeds", {}), **inputs}
     return _verify(source, graph, seed=seed, **options)
 
 
 def verify_steps(source: str | Path, graph: Graph | None = None, steps: int = 20, seed: int = 0,
-                 **options):
+                 **options: Any) -> StepsReport:
     """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
     from .verification_steps import verify_steps as _verify_steps
 

@@ -4,9 +4,11 @@
     report = verify("model.onnx", graph=g)       # or checks a graph converted earlier
     report.passed, report.to_json()
 
-Inputs are seeded random values in a range that suits each input: floats in [0, 1); integer
-inputs that index an embedding (Gather data) within its rows; other integers in [0, 10); bool
-inputs 0 or 1. The report states the seed, the inputs' ranges and the bounds used.
+Inputs the caller gives (`feeds`) are used as they are; the others are seeded values that suit
+what the input's name and the graph say (`make_inputs`): masks all ones, position ids a range,
+lengths the sequence length, integer inputs that index an embedding (Gather data) within its
+rows, other integers in [0, 10), floats in [0, 1), bool inputs 0 or 1. The report states the
+seed, how each input was made and the bounds used.
 
 Both sides run with the same session options (ONNX Runtime at ENABLE_BASIC, as the executor
 runs the lowered graph). An output outside the budget of the source's run is judged against the
@@ -27,7 +29,8 @@ from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge
 from .source_runs import SESSION_OPTIONS, run_source, run_source_f64, source_alternates
 
-__all__ = ["VerifyReport", "verify", "make_inputs", "BISECT_HINT", "source_int_limits"]
+__all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
+           "source_int_limits"]
 
 
 BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
@@ -71,7 +74,16 @@ class VerifyReport:
 
 def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = None
                 ) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
-    """Seeded inputs for every graph input, and a description of how each was drawn."""
+    """Seeded inputs for every graph input, and a description of how each was made.
+
+    Every input is drawn in order from one generator (floats in [0, 1); integers below
+    `int_limits[name]`, the embedding's rows, else 10; uint8 0 or 1), so an input's values do
+    not depend on the rules below. Then what the name says replaces the draw, because random
+    values there make the model itself fail or compute nonsense: a mask (`attention_mask`,
+    any name with `mask`) is all ones; position ids (`position_ids`) count 0, 1, ... along the
+    last axis; a length (`*_length*`) is the sequence length L and `seqlens_k` (a length
+    counted from zero) L - 1, L being the last axis of a mask input, else of an integer input.
+    """
     from . import dtypes
 
     rng = np.random.default_rng(seed)
@@ -80,13 +92,72 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
         np_type = dtypes.numpy_dtype(operand.data_type)
         if np_type.kind == "f":
             arr, drawn = rng.random(operand.shape, dtype=np.float64).astype(np_type), [0.0, 1.0]
+            made = "seeded uniform in [0, 1)"
         else:
-            hi = (int_limits or {}).get(name, 2 if operand.data_type == "uint8" else 10)
+            limit = (int_limits or {}).get(name)
+            hi = limit or (2 if operand.data_type == "uint8" else 10)
             arr, drawn = rng.integers(0, hi, operand.shape).astype(np_type), [0, hi]
+            made = (f"seeded within the embedding's {limit} rows" if limit else
+                    f"seeded integers in [0, {hi})")
         feeds[name] = arr
         described[name] = {"dataType": operand.data_type, "shape": list(operand.shape),
-                           "range": drawn}
+                           "range": drawn, "made": made}
+    length = _sequence_length(graph)
+    for name, operand in graph.inputs.items():
+        rule = _named_rule(name, dtypes.numpy_dtype(operand.data_type).kind, length)
+        if rule is not None:
+            feeds[name], described[name]["range"], described[name]["made"] = rule(feeds[name])
     return feeds, described
+
+
+def _named_rule(name: str, kind: str, length: tuple[int, str] | None):
+    """What an input's name says its values are, as a function of the drawn array; None when
+    the name says nothing."""
+    key = name.lower()
+    if "mask" in key:
+        return lambda a: (np.ones_like(a), [1, 1], "all ones (a mask)")
+    if kind not in "iu":
+        return None
+    if key == "position_ids" or key.endswith(".position_ids") or key.endswith("/position_ids"):
+        def positions(a):
+            n = a.shape[-1] if a.ndim else 1
+            return (np.broadcast_to(np.arange(n), a.shape).astype(a.dtype).copy(), [0, n - 1],
+                    f"0 .. {n - 1} along the last axis (position ids)")
+        return positions
+    if length is not None and (key == "seqlens_k" or "_length" in key):
+        n, source = length
+        value = n - 1 if key == "seqlens_k" else n
+        counted = " - 1 (counted from zero)" if key == "seqlens_k" else ""
+        return lambda a: (np.full_like(a, value), [value, value],
+                          f"the sequence length {n}{counted}, the last axis of {source}")
+    return None
+
+
+def _sequence_length(graph: Graph) -> tuple[int, str] | None:
+    """The length a length input counts up to: the last axis of a mask input, else of the
+    first integer input of rank >= 2 (token ids), with the input it came from."""
+    from . import dtypes
+
+    candidates = [(name, o) for name, o in graph.inputs.items() if len(o.shape) >= 1]
+    masks = [(n, o) for n, o in candidates if "mask" in n.lower()]
+    ids = [(n, o) for n, o in candidates if len(o.shape) >= 2
+           and dtypes.numpy_dtype(o.data_type).kind in "iu"]
+    for name, operand in masks + ids:
+        return operand.shape[-1], f"'{name}'"
+    return None
+
+
+def as_graph_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Feeds as the graph takes them: a bool array for a uint8 input (WebNN has no bool; a
+    source's bool input is uint8 0/1 in the graph) becomes uint8."""
+    out = {}
+    for name, value in feeds.items():
+        value = np.asarray(value)
+        operand = graph.inputs.get(name)
+        if value.dtype == np.bool_ and operand is not None and operand.data_type == "uint8":
+            value = value.astype(np.uint8)
+        out[name] = value
+    return out
 
 
 def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
@@ -116,7 +187,7 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
     source = Path(source)
     src = _source_kind(source)
     if graph is None:
-        from .convert import load_any
+        from .by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     limits = src.int_limits(source)
@@ -126,9 +197,10 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
             if name not in graph.inputs:
                 raise ConverterError(f"no graph input named '{name}'",
                                      fix=f"inputs are: {', '.join(graph.inputs)}")
-            drawn[name] = np.asarray(value)
+            drawn[name] = as_graph_feeds(graph, {name: value})[name]
             described[name] = {"dataType": graph.inputs[name].data_type,
-                               "shape": list(np.shape(value)), "range": "given"}
+                               "shape": list(np.shape(value)), "range": "given",
+                               "made": "given"}
     internal_state = set()
     for var in graph.state:  # one step from the initial state, on both sides
         from .ir.state import initial_value
@@ -136,13 +208,14 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         drawn[var.input] = initial_value(graph, var)
         described[var.input] = {"dataType": graph.inputs[var.input].data_type,
                                 "shape": list(graph.inputs[var.input].shape),
-                                "range": "initial state"}
+                                "range": "initial state", "made": "the initial state"}
         if source.suffix.lower() == ".tflite":  # LiteRT keeps its variables inside
             internal_state.add(var.input)
     source_feeds = {k: v for k, v in drawn.items() if k not in internal_state}
     for name, value in (known_inputs or {}).items():  # fixed in the graph, fed to the source
         source_feeds[name] = np.asarray(value)
-        described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion"}
+        described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
+                           "made": "fixed at conversion (--const)"}
     want = run_source(source, source_feeds)
     got = run(graph, drawn, runtime=runtime)
     report = VerifyReport(str(source), graph_path, seed, src.runtime,

@@ -113,7 +113,7 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
 
     source = Path(source)
     if graph is None:
-        from .convert import load_any
+        from .by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes)
     if feeds is not None:

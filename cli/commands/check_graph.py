@@ -7,21 +7,19 @@ import click
 
 import converter
 
-from ..options import shape_options
+from ..options import source_options, target_option
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
 
 
 @click.command("check")
 @click.argument("source", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
-@click.option("--target", "-t", "target_name", default="all", show_default=True,
-              metavar="T", help="A built-in target's name (see `webnn-convert targets`), a "
-                                "target file (an opSupportLimits JSON), or `all`.")
+@target_option(default="all", allow_all=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--dequantize", is_flag=True,
               help="Say what `convert --dequantize` does with quantized weights: float "
                    "everywhere (default: kept, re-encoded or dequantized per target).")
-@shape_options
+@source_options
 def command(source, target_name, as_json, dequantize, dims, input_shapes, known_inputs):
     """Check GRAPH_OR_MODEL (.onnx, .tflite, .webnn, .json) against a backend target.
 
@@ -73,8 +71,7 @@ def _listing(source, graph, target, found, weights) -> None:
 
 
 def _table(source, graph, targets, results) -> None:
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
     rows = []
     for target in targets:
@@ -84,16 +81,9 @@ def _table(source, graph, targets, results) -> None:
             reasons += f"; ... {len(found) - _REASONS_IN_TABLE} more"
         rows.append((target.name, target.preferred_layout, _count(found) if found else "fits",
                      reasons))
-    table = Table(box=None)
-    # One line a target: the first columns keep their full width; reasons too long for the
-    # terminal end in an ellipsis (`--target T` lists them all).
-    for i, name in enumerate(("target", "layout", "result")):
-        table.add_column(name, no_wrap=True,
-                         min_width=max(len(name), *(len(row[i]) for row in rows)))
-    table.add_column("first reasons", no_wrap=True, overflow="ellipsis")
-    for row in rows:
-        table.add_row(*row)
-    Console(highlight=False, width=200).print(table)
+    # Every column stays: the reasons wrap between words within the terminal (`--target T`
+    # lists every violation of one target, `--json` all of them).
+    print_table(("target", "layout", "result", "first reasons"), rows)
     failing = [name for name, found in results.items() if found]
     summary = f"does not fit {', '.join(failing)}" if failing else "fits every target"
     click.echo(f"{source}: {len(graph.operations)} operations; {summary}")

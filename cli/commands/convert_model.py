@@ -6,10 +6,12 @@ from pathlib import Path
 import click
 
 import converter
-from converter.convert import OUTPUT_SUFFIXES, load_any, write_any
+from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
 from converter.formats._files import StagedSave
 
-from ..options import shape_options, tolerance_options
+from ..logs import debugging, quiet_runtimes
+from ..options import INPUT_FILES, source_options, target_option, tolerance_options, \
+    verbose_option
 from .verify_model import finish
 
 
@@ -17,11 +19,9 @@ from .verify_model import finish
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help=f"The file to write; its suffix picks the format ({', '.join(OUTPUT_SUFFIXES)}).")
-@shape_options
-@click.option("--target", "target_name", metavar="T",
-              help="Rewrite the graph for a backend: a built-in target (see `webnn-convert "
-                   "targets`) or an opSupportLimits JSON file. The result passes `check "
-                   "--target T`, or the command fails listing what remains.")
+@source_options
+@target_option(help="Rewrite the graph for that backend: the result passes `check --target "
+                    "T`, or the command fails listing what remains.")
 @click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
               help="With --target: the layout of 4-D graph inputs and outputs (default: the "
                    "source's).")
@@ -36,28 +36,31 @@ from .verify_model import finish
               help="With --verify: write the outputs even when verification fails.")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
+@verbose_option
 def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, dequantize,
-            then_verify, keep_on_mismatch, seed, atol, rtol, ulp, as_json):
+            then_verify, keep_on_mismatch, seed, atol, rtol, ulp, as_json, verbose):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
     beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
     LiteRT too with --verify), .js an ES module and page for the browser. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
-    they do not.
+    they do not. OUTPUT may not be SOURCE or any file the command reads.
     """
+    refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
     if dequantize and not target_name:
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
-        _rewrite_for(graph, target_name, io_layout, as_json, dequantize)
+        _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
     if keep_on_mismatch and not then_verify:
         raise click.UsageError("--keep-on-mismatch applies with --verify")
     if not then_verify:
         _wrote(write_any(graph, output), graph, as_json)
         return
+    quiet_runtimes(debugging())
     # Verified outputs are staged and committed only when they pass: a published .js or
     # .weights that does not compute what the source does must not appear by accident.
     with StagedSave(Path(output).parent) as stage:
@@ -84,9 +87,10 @@ def _wrote(written, graph, as_json: bool) -> None:
                    f"operations)")
 
 
-def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool,
+def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
                  dequantize: bool = False) -> None:
-    """Run the target's passes; list every remaining violation and exit 1 if any remain."""
+    """Run the target's passes; list every remaining violation and exit 1 if any remain.
+    With `verbose`, each pass's statistics go to stderr (stdout carries results only)."""
     from converter.errors import UnsupportedError
     from converter.targets import load_target
     from converter.targets.pipeline import convert_for_target
@@ -101,6 +105,6 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, quiet: bool,
         click.echo(f"{target.name}: {len(e.items)} violation{'s' * (len(e.items) > 1)} remain "
                    f"after its passes; nothing written", err=True)
         raise SystemExit(1)
-    if not quiet:
+    if verbose:
         for line in report.lines():
-            click.echo(line)
+            click.echo(line, err=True)

@@ -8,35 +8,34 @@ import click
 import converter
 from converter.summary import summarize
 
+from ..options import source_options
+
 
 @click.command("inspect")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(file: str, as_json: bool) -> None:
+@source_options
+def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     """Show a graph's inputs, outputs, op histogram, constants and transpose count.
 
-    FILE is a WebNN graph (.webnn or .json, with its manifest and weights beside it).
+    FILE is a WebNN graph (.webnn or .json, with its manifest and weights beside it) or a
+    model (.onnx, .tflite), shown as the WebNN graph it converts into; a model's dynamic
+    dimensions take values from --dim or --input-shape.
     """
-    info = summarize(converter.load(file))
+    info = summarize(converter.load(file, dims=dims, input_shapes=input_shapes,
+                                    known_inputs=known_inputs))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
-    console = Console(highlight=False)
-    console.print(f"graph [bold]{info['name']}[/bold]: {info['operations']} operations, "
-                  f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
-                  f"{info['transposes']} transposes")
-    io = Table("", "name", "data type", "shape", box=None)
-    for kind in ("inputs", "outputs"):
-        for name, d in info[kind].items():
-            io.add_row(kind[:-1], name, d["dataType"], str(d["shape"]))
-    console.print(io)
-    ops = Table("op", "count", box=None)
-    for name, count in info["opHistogram"].items():
-        ops.add_row(name, str(count))
-    console.print(ops)
+    click.echo(f"graph {info['name']}: {info['operations']} operations, "
+               f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
+               f"{info['transposes']} transposes")
+    print_table(("", "name", "data type", "shape"),
+                [(kind[:-1], name, d["dataType"], str(d["shape"]))
+                 for kind in ("inputs", "outputs") for name, d in info[kind].items()])
+    print_table(("op", "count"), [(name, str(count)) for name, count in info["opHistogram"].items()])
 
 
 def _bytes(n: int) -> str:

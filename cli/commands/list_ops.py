@@ -26,10 +26,9 @@ def command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
-    table = Table("op", "family", "operand", "data types", "ranks", "imported from", box=None)
+    table = []
     for row in rows:
         sources = "; ".join(f"{fmt}: {', '.join(ops)}" for fmt, ops in row["importedFrom"].items()
                             if ops)
@@ -37,9 +36,9 @@ def command(as_json: bool) -> None:
         for operand, lim in row["limits"].items():
             if operand.startswith("output"):
                 continue
-            table.add_row(row["name"] if first else "", row["family"] if first else "", operand,
+            table.append((row["name"] if first else "", row["family"] if first else "", operand,
                           ", ".join(lim["dataTypes"]), _ranks(lim["rankRange"]),
-                          sources if first else "")
+                          sources if first else ""))
             first = False
-    Console(highlight=False, width=200).print(table)
+    print_table(("op", "family", "operand", "data types", "ranks", "imported from"), table)
     click.echo(f"{len(rows)} ops")

@@ -24,11 +24,8 @@ def command(as_json: bool) -> None:
              "constantOperands": t.constant_operands, "emulated": t.emulated,
              "sources": t.sources} for t in targets], indent=1))
         return
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import print_table
 
-    table = Table("target", "layout", "ops", "description", box=None)
-    for t in targets:
-        table.add_row(t.name, t.preferred_layout, str(len(t.ops())), t.description)
-    Console(highlight=False, width=200).print(table)
+    print_table(("target", "layout", "ops", "description"),
+                [(t.name, t.preferred_layout, str(len(t.ops())), t.description) for t in targets])
     click.echo(f"{len(targets)} targets")

@@ -7,23 +7,18 @@ import click
 import numpy as np
 
 import converter
-from converter.convert import load_any
+from converter.by_suffix import load_any
 from converter.errors import ConverterError
 
-
-def _inputs(ctx, param, values) -> dict[str, str]:
-    out = {}
-    for item in values:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
-        out[name] = path
-    return out
+from ..logs import debugging, quiet_runtimes
+from ..options import given_inputs, source_options, target_option
 
 
 @click.command("run")
-@click.argument("graph_file", type=click.Path(dir_okay=False))
-@click.option("--input", "inputs", multiple=True, callback=_inputs, metavar="NAME=FILE.npy",
+@click.argument("graph_file", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
+@source_options
+@target_option(help="Run the graph rewritten for that backend (its passes run first).")
+@click.option("--input", "inputs", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
               help="An input's value as a .npy file (repeatable); missing inputs are seeded "
                    "random values.")
 @click.option("--output-dir", required=True, type=click.Path(file_okay=False),
@@ -39,11 +34,19 @@ def _inputs(ctx, param, values) -> dict[str, str]:
                    "values first); each output is written stacked, [N, ...]. An input file "
                    "of shape [N, ...] gives one value a step. A stateful graph runs one step "
                    "without it.")
-def command(graph_file, inputs, output_dir, seed, runtime, steps):
-    """Execute a WebNN graph (or a model, converted first) on ONNX Runtime or in Chromium."""
+def command(graph_file, dims, input_shapes, known_inputs, target_name, inputs, output_dir, seed,
+            runtime, steps):
+    """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
+    ONNX Runtime or in Chromium."""
     from converter.verification import make_inputs
 
-    graph = load_any(graph_file)
+    quiet_runtimes(debugging())
+    if target_name:
+        graph = converter.convert(graph_file, target=target_name, dims=dims,
+                                  input_shapes=input_shapes, known_inputs=known_inputs)
+    else:
+        graph = load_any(graph_file, dims=dims, input_shapes=input_shapes,
+                         known_inputs=known_inputs)
     given = {}
     for name, path in inputs.items():
         if name not in graph.inputs:

@@ -40,18 +40,17 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
 
 
 def print_steps_report(report) -> None:
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import console as make_console, print_table
 
-    console = Console(highlight=False, width=160)
+    console = make_console()
     title = f"{report.graph_runtime} vs {report.source_runtime}, {len(report.steps)} steps"
-    table = Table("output", "elements", "max abs", "outside bounds", "differing",
-                  "first failing step", "result", box=None, title=title, title_justify="left")
+    rows = []
     for name, s in report.summary().items():
         failing = s["firstFailingStep"]
-        table.add_row(name, str(s["elements"]), f"{s['maxAbs']:.3g}", str(s["mismatched"]),
-                      str(s["differing"]), "-" if failing is None else str(failing),
-                      "pass" if failing is None else "FAIL")
-    console.print(table)
+        rows.append((name, str(s["elements"]), f"{s['maxAbs']:.3g}", str(s["mismatched"]),
+                     str(s["differing"]), "-" if failing is None else str(failing),
+                     "pass" if failing is None else "FAIL"))
+    print_table(("output", "elements", "max abs", "outside bounds", "differing",
+                 "first failing step", "result"), rows, title=title)
     console.print(f"seed {report.seed} + step; state: {', '.join(report.state) or 'none'}")
     console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")

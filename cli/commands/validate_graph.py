@@ -6,24 +6,30 @@ import click
 import converter
 from converter.errors import ConverterError, GraphInvalidError
 
+from ..options import source_options
+
 
 @click.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
-def command(file: str) -> None:
+@source_options
+def command(file: str, dims, input_shapes, known_inputs) -> None:
     """Check a graph file: its schema, its references, and every graph and op invariant.
 
-    Exits 0 when the graph is valid, 1 when it is not, listing every problem found.
+    FILE is a WebNN graph (.webnn or .json) or a model (.onnx, .tflite), checked as the WebNN
+    graph it converts into (a model's dynamic dimensions take --dim or --input-shape). Exits 0
+    when the graph is valid, 1 when it is not, listing every problem found.
     """
     try:
-        graph = converter.load(file, verify=False)
+        graph = converter.load(file, dims=dims, input_shapes=input_shapes,
+                               known_inputs=known_inputs, verify=False)
         problems = graph.problems()
     except GraphInvalidError as e:  # several problems found while reading the file
         problems = e.problems
     except ConverterError as e:  # the file itself cannot be read into a graph
         problems = [e.line()]
     if problems:
-        for p in problems:
-            click.echo(f"{file}: {p}", err=True)
+        for p in problems:  # a problem that names the file already is printed as it is
+            click.echo(p if p.startswith(f"{file}:") else f"{file}: {p}", err=True)
         click.echo(f"{file}: invalid ({len(problems)} problem{'s' * (len(problems) > 1)})",
                    err=True)
         raise SystemExit(1)

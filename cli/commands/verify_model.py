@@ -6,31 +6,31 @@ import json
 import click
 
 import converter
-from converter.convert import load_any
+from converter.by_suffix import load_any
 from converter.errors import ConverterError
 from converter.verification import BISECT_HINT
 
-from ..options import shape_options, tolerance_options
+from ..inputs import read_inputs
+from ..logs import debugging, quiet_runtimes
+from ..options import given_inputs, source_options, target_option, tolerance_options
 
 
 def print_report(report) -> None:
-    from rich.console import Console  # only when printing: rich is slow to import
-    from rich.table import Table
+    from ..tables import console as make_console, print_table
 
-    console = Console(highlight=False, width=160)
+    console = make_console()
     runs = [(f"{report.graph_runtime} vs {report.source_runtime}", report.outputs)]
     runs += [(f"{label} vs {report.source_runtime}", results)
              for label, results in report.others.items()]
     for title, results in runs:
-        table = Table("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at",
-                      "result", box=None, title=title, title_justify="left")
-        for o in results:
-            table.add_row(o.name, str(o.shape), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
-                          "-" if o.max_ulp is None else str(o.max_ulp),
-                          "-" if o.cosine is None else f"{o.cosine:.6f}",
-                          "-" if o.worst_index is None else str(o.worst_index),
-                          "pass" if o.passed else f"FAIL: {o.reason}")
-        console.print(table)
+        print_table(("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at",
+                     "result"),
+                    [(o.name, str(o.shape), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
+                      "-" if o.max_ulp is None else str(o.max_ulp),
+                      "-" if o.cosine is None else f"{o.cosine:.6f}",
+                      "-" if o.worst_index is None else str(o.worst_index),
+                      "pass" if o.passed else f"FAIL: {o.reason}") for o in results],
+                    title=title)
     for o in report.outputs:  # the verdict against the float64 oracle, when it was computed
         figures = []
         if "sourceVsF64" in o.extra:
@@ -49,6 +49,9 @@ def print_report(report) -> None:
             console.print(f"  decided by: {o.extra['decidedBy']}")
     bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
               for o in report.outputs}
+    made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
+                     for name, d in report.inputs.items())
+    console.print(f"inputs: {made}")
     console.print(f"seed {report.seed}; bounds {bounds}; {report.session_options}")
     if report.oracle:
         console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
@@ -90,7 +93,13 @@ def _number(value):
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False),
               help="A WebNN graph converted earlier (.webnn/.json); default: convert SOURCE now.")
-@shape_options
+@source_options
+@target_option(help="Verify SOURCE converted for that backend (its passes run first).")
+@click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
+              help="An input's value as a .npy file (repeatable); the inputs not given are "
+                   "seeded values that suit their names (masks all ones, position ids a range).")
+@click.option("--inputs", "inputs_dir", type=click.Path(file_okay=False),
+              help="A folder of NAME.npy files, one per input to give (--input wins).")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
@@ -111,22 +120,33 @@ def _number(value):
               help="Compare N consecutive steps, each side carrying its own state (LiteRT "
                    "keeps its variables; an ONNX source is fed its own next-state outputs). "
                    "A stateful graph is compared over one step without it.")
-def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rtol, ulp, as_json,
-            runtime, oracle, do_bisect, dump_dir, steps):
+def command(source, graph_path, dims, input_shapes, known_inputs, target_name, given, inputs_dir,
+            seed, atol, rtol, ulp, as_json, runtime, oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
-    same seeded inputs; reports per output the max abs and rel error, max
+    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
     ULP, cosine and the worst element. An output outside the budget is judged against the
     graph evaluated in float64 and the source runtime's own noise (see the README's verdict
     rules). Exit 0 pass, 1 mismatch, 2 error.
     """
     if dump_dir and not do_bisect:
         raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
+    if graph_path and target_name:
+        raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
+                               "graph already: drop one")
+    quiet_runtimes(debugging())
+    feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     graph = load_any(graph_path) if graph_path else None
-    if graph is None and (do_bisect or (steps is None and not known_inputs)):
+    if target_name:
+        graph = converter.convert(source, target=target_name, dims=dims,
+                                  input_shapes=input_shapes, known_inputs=known_inputs)
+    elif graph is None and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if steps is not None or (graph is not None and graph.state):
+        if feeds:
+            raise ConverterError("step-wise verification draws its inputs a step at a time",
+                                 fix="drop --input/--inputs for --steps")
         if known_inputs or runtime != "ort" or do_bisect:
             raise ConverterError("step-wise verification runs on ort, without --const or "
                                  "--bisect", fix="drop --const, --runtime and --bisect for --steps")
@@ -139,7 +159,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, seed, atol, rt
         return
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path, runtime=runtime, oracle=oracle)
+                              graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None
     if do_bisect and not report.passed:
         from converter.bisect import bisect

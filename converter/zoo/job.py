@@ -105,7 +105,7 @@ def _locate(spec: dict, result: dict) -> Path:
 
 
 def _load(spec: dict, source: Path):
-    from ..convert import load_any
+    from ..by_suffix import load_any
 
     if source.suffix.lower() != f".{spec['format']}":  # the readers pick by suffix
         from ..errors import ConverterError

@@ -25,11 +25,12 @@ def _save(tmp_path, name, nodes, inputs, outputs, inits=(), opset=17):
 
 def _convert(src, out, target, *extra):
     r = CliRunner().invoke(main, ["convert", str(src), "-o", str(out), "--target", target,
-                                  "--verify", *extra])
+                                  "--verify", "--verbose", *extra])
     assert r.exit_code == 0, r.output
+    assert "transposes:" in r.stderr and "transposes:" not in r.stdout  # statistics: stderr
     check = CliRunner().invoke(main, ["check", str(out), "--target", target])
     assert check.exit_code == 0, check.output
-    return r.output, converter.load(out)
+    return r.stderr, converter.load(out)
 
 
 def _f32(*shape):

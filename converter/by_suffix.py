@@ -1,15 +1,17 @@
-"""Conversion end to end: read a source (ONNX or TFLite model, or WebNN graph file), write an
+"""Files by their suffix: read a source (ONNX or TFLite model, or WebNN graph file), write an
 output chosen by its suffix. Writes are atomic: on any failure nothing is left behind.
+(`converter.convert`, the API function, is this plus a target's rewrites.)
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .errors import ConverterError
 from .ir import Graph
 
-__all__ = ["load_any", "write_any", "OUTPUT_SUFFIXES"]
+__all__ = ["load_any", "write_any", "OUTPUT_SUFFIXES", "refuse_overwriting"]
 
 OUTPUT_SUFFIXES = (".webnn", ".json", ".onnx", ".tflite", ".js")
 
@@ -68,3 +70,39 @@ def write_any(graph: Graph, path: str | Path) -> list[Path]:
         return write_js(graph, path)
     raise ConverterError(f"cannot write {suffix or 'a file without a suffix'}", where=str(path),
                          fix=f"use one of {', '.join(OUTPUT_SUFFIXES)}")
+
+
+def _with_siblings(path: Path) -> list[Path]:
+    """A file and those that go with it: a graph's manifest and weights, a .js module's page."""
+    suffix = path.suffix.lower()
+    if suffix in (".webnn", ".json", ".js"):
+        from .formats import sibling_paths
+
+        files = [path, *sibling_paths(path)]
+        return files + [path.with_suffix(".html")] if suffix == ".js" else files
+    return [path]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same path once resolved, or the same inode (a hard link, a bind mount)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet: not the same file
+        return False
+
+
+def refuse_overwriting(inputs: Iterable[str | Path], output: str | Path) -> None:
+    """Raise when writing `output` (with its manifest, weights, page) would replace one of the
+    `inputs` (a source model, its graph files, a .npy value) while it is being read."""
+    written = _with_siblings(Path(output))
+    for source in inputs:
+        source = Path(source)
+        read = _with_siblings(source) if source.suffix.lower() in (".webnn", ".json") \
+            else [source]
+        for w in written:
+            if any(_same_file(w, r) for r in read):
+                raise ConverterError(f"the output {w} is an input of this conversion "
+                                     f"({source}); writing it would destroy what is read",
+                                     where=str(output), fix="write to another path")

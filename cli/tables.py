@@ -1,0 +1,65 @@
+"""Tables on stdout: fitted to the terminal on a terminal, plain aligned text when piped.
+
+On a terminal, rich lays a table out in the terminal's width: long cells wrap between words
+(a word longer than its column folds), and the short columns (names, layouts, counts) keep
+their full width, so no column is dropped or cut. Piped into a file or another program, a table
+is plain text: one line per row, columns padded to their widest cell, never wrapped, so that
+`grep` and `cut` see whole rows. Every command that prints a table also has `--json`.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Sequence
+
+_SHORT = 24  # a column whose cells all fit in this many characters is never squeezed
+
+
+def terminal_width() -> int | None:
+    """The terminal's width in columns when stdout is a terminal; None when it is piped."""
+    stream = sys.stdout
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def console():
+    """A rich console for the lines around tables: soft-wrapped (never broken) when piped."""
+    from rich.console import Console  # only when printing: rich is slow to import
+
+    width = terminal_width()
+    return Console(highlight=False, width=width, soft_wrap=width is None)
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None,
+                width: int | None = None) -> None:
+    """Print one table: rich within `width` (default: the terminal's) when stdout is a
+    terminal, plain aligned columns when it is not and no width is given."""
+    width = width or terminal_width()
+    if width is None:
+        _plain(columns, rows, title)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, title=title, title_justify="left")
+    for i, name in enumerate(columns):
+        longest = max([len(name), *(len(row[i]) for row in rows)])
+        if longest <= _SHORT:
+            table.add_column(name, no_wrap=True, min_width=longest)
+        else:
+            table.add_column(name, overflow="fold", ratio=1)  # wraps between words
+    for row in rows:
+        table.add_row(*row)
+    Console(highlight=False, width=width).print(table)
+
+
+def _plain(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None) -> None:
+    import click
+
+    if title:
+        click.echo(title)
+    widths = [max([len(name), *(len(row[i]) for row in rows)]) for i, name in enumerate(columns)]
+    for row in [list(columns), *rows]:
+        cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths)] + [row[-1]]
+        click.echo("  ".join(cells).rstrip())
