@@ -58,9 +58,10 @@ def test_check_json_and_dequantize(tmp_path):
 def test_convert_keeps_int4_for_chromium_litert_and_verifies_on_litert(tmp_path):
     src = _model(tmp_path)
     out = tmp_path / "decoder.tflite"
-    r = run("convert", src, "-o", out, "--target", "chromium-litert", "--verify")
+    r = run("convert", src, "-o", out, "--target", "chromium-litert", "--verify", "--verbose")
     assert r.exit_code == 0, r.output
-    assert "quantized_weights: 2 dequantizeLinear of uint4: re-based to int4" in r.output
+    # what the pass did is a statistic: on stderr, with --verbose (stdout carries results)
+    assert "quantized_weights: 2 dequantizeLinear of uint4: re-based to int4" in r.stderr
     assert "litert (exported .tflite)" in r.output and out.is_file()
     graph_out = tmp_path / "decoder.webnn"
     assert run("convert", src, "-o", graph_out, "--target", "chromium-litert").exit_code == 0
@@ -72,9 +73,10 @@ def test_convert_keeps_int4_for_chromium_litert_and_verifies_on_litert(tmp_path)
 def test_convert_dequantize_for_coreml_writes_float_weights_that_verify(tmp_path):
     src = _model(tmp_path)
     out = tmp_path / "decoder.webnn"
-    r = run("convert", src, "-o", out, "--target", "coreml", "--dequantize", "--verify")
+    r = run("convert", src, "-o", out, "--target", "coreml", "--dequantize", "--verify",
+            "--verbose")
     assert r.exit_code == 0, r.output
-    assert "dequantized to float32 at conversion time (--dequantize)" in r.output
+    assert "dequantized to float32 at conversion time (--dequantize)" in r.stderr
     r = run("check", out, "--target", "coreml")
     assert r.exit_code == 0 and "dequantizeLinear" not in r.output, r.output
 
