@@ -533,7 +533,8 @@ def test_eyelike_double_cast_to_float_converts(tmp_path):
 
 @pytest.mark.parametrize("outputs,attrs,message", [
     ([], {}, "Split 'Split_0': it has no outputs"),
-    (["a", "b"], {"num_outputs": 0}, "num_outputs is 0; it must be positive"),
+    (["a", "b"], {"num_outputs": 0}, "num_outputs is 0 but the node has 2 outputs"),
+    (["a", "b"], {"num_outputs": 2 ** 31}, "num_outputs is 2147483648 but the node has 2"),
 ])
 def test_split_without_parts_is_a_clear_error(tmp_path, outputs, attrs, message):
     # Issue 10 finding 6: ZeroDivisionError.
