@@ -575,6 +575,15 @@ def test_an_opset_outside_the_supported_range(tmp_path, opset):
            f"{onnx.defs.onnx_opset_version()}" in line
 
 
+def test_default_domain_ops_without_a_default_opset(tmp_path):
+    m = _relu(17)
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    src = _write(m, tmp_path)
+    assert "uses default-domain ops but imports no default-domain opset" in \
+        _convert_refused(src, tmp_path / "out")
+
+
 def test_an_old_opset_whose_ops_never_changed_reads_as_opset_7(tmp_path):
     # The ONNX backend's own Not cases declare opset 1: Not-1 is Not at every opset.
     src = _write(_model([helper.make_node("Not", ["x"], ["y"])], [_vi("x", T.BOOL, [3])],
