@@ -693,6 +693,8 @@ def test_a_model_path_that_does_not_exist(tmp_path):
     ("test_averagepool_2d_dilations", "dilations", [], "dilations [] must hold 2 positive"),
     ("test_averagepool_2d_precomputed_same_upper", "strides", [0, 0], "strides [0, 0] must"),
     ("test_conv_with_autopad_same", "strides", [], "strides [] must hold 2 positive values"),
+    ("test_convtranspose_kernel_shape", "output_padding", [],
+     "output_padding [] must hold 2 non-negative values"),
     # onnx 1.23's own LayerNormalization shape inference dies of SIGSEGV on this axis; it runs
     # in a child process, so the converter refuses the model instead of dying with it (an onnx
     # without that bug gets our rule's own range check).
