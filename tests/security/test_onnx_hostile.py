@@ -392,6 +392,17 @@ def _range_model(count: int) -> onnx.ModelProto:
                   [_vi("x", shape=[1])], [_vi("y", shape=[count])], [start, limit, delta])
 
 
+def test_a_range_of_empty_inputs_is_a_clear_error(tmp_path):
+    empty = numpy_helper.from_array(np.zeros(0, np.int64), "start")
+    one = [numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((4, "limit"),
+                                                                          (1, "delta"))]
+    m = _model([helper.make_node("Range", ["start", "limit", "delta"], ["y"])], [],
+               [_vi("y", T.INT64)], [empty, *one])
+    src = _write(m, tmp_path)
+    line = _convert_refused(src, tmp_path / "out")
+    assert "Range" in line
+
+
 def test_the_flag_names_what_would_be_allocated(tmp_path):
     # Range has no WebNN form: past the limit the conversion fails, naming size and flag.
     src = _write(_range_model(1 << 28), tmp_path)

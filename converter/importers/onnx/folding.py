@@ -117,8 +117,8 @@ def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
             padded = [1] * (rank - len(shapes[0])) + list(shapes[0])
             wanted = [1] * (rank - len(wanted)) + wanted
             return math.prod(max(a, b) for a, b in zip(padded, wanted)) * _WIDEST
-    except (TypeError, ValueError, OverflowError):
-        return None
+    except (TypeError, ValueError, OverflowError, IndexError, AttributeError):
+        return None  # malformed inputs: shape inference or the fold itself reports them
     return None
 
 
