@@ -145,7 +145,7 @@ def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
     graph = onnx.helper.make_graph([node.proto], "size", inputs, outputs, initializer=inits)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
     model = onnx.helper.make_model(graph, opset_imports=opsets)
-    shapes = isolated(lambda: _output_shapes(model), ctx.where)
+    shapes = isolated(lambda: _output_shapes(model), ctx.where, ctx.isolate)
     if not shapes:
         return None
     total = 0

@@ -223,4 +223,5 @@ def _branch_types(ctx: ImportContext, branch: onnx.GraphProto) -> dict[str, int]
                                    initializer=branch.initializer)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
     # In a child process: ONNX's C++ inference can crash on a hostile branch (inference.py).
-    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where)
+    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where,
+                          ctx.isolate)
