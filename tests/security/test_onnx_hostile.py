@@ -392,6 +392,17 @@ def _range_model(count: int) -> onnx.ModelProto:
                   [_vi("x", shape=[1])], [_vi("y", shape=[count])], [start, limit, delta])
 
 
+def test_a_range_of_empty_inputs_is_a_clear_error(tmp_path):
+    empty = numpy_helper.from_array(np.zeros(0, np.int64), "start")
+    one = [numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((4, "limit"),
+                                                                          (1, "delta"))]
+    m = _model([helper.make_node("Range", ["start", "limit", "delta"], ["y"])], [],
+               [_vi("y", T.INT64)], [empty, *one])
+    src = _write(m, tmp_path)
+    line = _convert_refused(src, tmp_path / "out")
+    assert "Range" in line
+
+
 def test_the_flag_names_what_would_be_allocated(tmp_path):
     # Range has no WebNN form: past the limit the conversion fails, naming size and flag.
     src = _write(_range_model(1 << 28), tmp_path)
@@ -533,7 +544,8 @@ def test_eyelike_double_cast_to_float_converts(tmp_path):
 
 @pytest.mark.parametrize("outputs,attrs,message", [
     ([], {}, "Split 'Split_0': it has no outputs"),
-    (["a", "b"], {"num_outputs": 0}, "num_outputs is 0; it must be positive"),
+    (["a", "b"], {"num_outputs": 0}, "num_outputs is 0 but the node has 2 outputs"),
+    (["a", "b"], {"num_outputs": 2 ** 31}, "num_outputs is 2147483648 but the node has 2"),
 ])
 def test_split_without_parts_is_a_clear_error(tmp_path, outputs, attrs, message):
     # Issue 10 finding 6: ZeroDivisionError.
@@ -572,6 +584,15 @@ def test_an_opset_outside_the_supported_range(tmp_path, opset):
     line = _convert_refused(src, tmp_path / "out")
     assert f"the model imports default-domain opset {opset}; this converter reads opsets 7 to " \
            f"{onnx.defs.onnx_opset_version()}" in line
+
+
+def test_default_domain_ops_without_a_default_opset(tmp_path):
+    m = _relu(17)
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    src = _write(m, tmp_path)
+    assert "uses default-domain ops but imports no default-domain opset" in \
+        _convert_refused(src, tmp_path / "out")
 
 
 def test_an_old_opset_whose_ops_never_changed_reads_as_opset_7(tmp_path):
@@ -683,6 +704,8 @@ def test_a_model_path_that_does_not_exist(tmp_path):
     ("test_averagepool_2d_dilations", "dilations", [], "dilations [] must hold 2 positive"),
     ("test_averagepool_2d_precomputed_same_upper", "strides", [0, 0], "strides [0, 0] must"),
     ("test_conv_with_autopad_same", "strides", [], "strides [] must hold 2 positive values"),
+    ("test_convtranspose_kernel_shape", "output_padding", [],
+     "output_padding [] must hold 2 non-negative values"),
     # onnx 1.23's own LayerNormalization shape inference dies of SIGSEGV on this axis; it runs
     # in a child process, so the converter refuses the model instead of dying with it (an onnx
     # without that bug gets our rule's own range check).
@@ -691,8 +714,7 @@ def test_a_model_path_that_does_not_exist(tmp_path):
     ("test_attention_24_qk_matmul_output_mode3_softmax_precision", "softmax_precision", -1,
      "softmax_precision unknown data type -1 is not a WebNN type"),
 ])
-def test_hostile_attribute_values_give_clear_errors(case, attr, value, message):
-    from converter.importers.onnx import import_model
+def test_hostile_attribute_values_give_clear_errors(tmp_path, case, attr, value, message):
     from onnx.backend.test.case.node import collect_testcases
 
     [found] = [c for c in collect_testcases(None) if c.name == case]
@@ -704,5 +726,8 @@ def test_hostile_attribute_values_give_clear_errors(case, attr, value, message):
         a.ints.extend(value)
     else:
         a.i = value
+    src = _write(model, tmp_path)
     with pytest.raises(ConverterError, match=message if "|" in message else re.escape(message)):
-        import_model(model)
+        converter.load(src)
+    line = _convert_refused(src, tmp_path / "out")
+    assert re.search(message if "|" in message else re.escape(message), line)

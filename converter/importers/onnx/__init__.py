@@ -43,7 +43,7 @@ def import_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
                                        max_total_bytes=max_total_bytes)
     return import_model(model, arrays, dims=dims, input_shapes=input_shapes,
                         known_inputs=known_inputs, where=str(path), name=Path(path).stem,
-                        budget=budget)
+                        budget=budget, isolate=True)
 
 
 def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = None, *,
@@ -51,7 +51,7 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  known_inputs: Mapping[str, np.ndarray] | None = None,
                  where: str = "model", name: str | None = None,
-                 budget: MemoryBudget | None = None) -> Graph:
+                 budget: MemoryBudget | None = None, isolate: bool = False) -> Graph:
     """Import a ModelProto.
 
     Args:
@@ -63,6 +63,9 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
             constants): for inputs WebNN needs as plain values (a Reshape's shape, an If's
             condition), named in the UnsupportedError's `needs_known` when missing.
         budget: the memory budget (read_model's); by default the default limits.
+        isolate: run ONNX's shape inference in a child process, so that a model that crashes
+            it is refused instead of killing this one (inference.py); import_onnx, the path of
+            untrusted files, always does.
     """
     check_model(model, where)
     if arrays is None:
@@ -76,8 +79,8 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version
               for o in model.opset_import}
     graph = Graph(model.graph.name or name or "graph")
-    ctx = ImportContext(graph, opsets, budget=budget, where=where)
-    inferred = inferred_types(model, where)
+    ctx = ImportContext(graph, opsets, budget=budget, where=where, isolate=isolate)
+    inferred = inferred_types(model, where, isolate)
 
     for tensor in model.graph.initializer:
         ctx.set(tensor.name, arrays[tensor.name], tensor.data_type,

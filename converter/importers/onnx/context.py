@@ -73,11 +73,13 @@ class OnnxNode:
 
 class ImportContext:
     def __init__(self, graph: Graph, opsets: dict[str, int], *,
-                 budget: MemoryBudget | None = None, where: str = "model"):
+                 budget: MemoryBudget | None = None, where: str = "model",
+                 isolate: bool = False):
         self.graph = graph
         self.opsets = opsets
         self.budget = budget or MemoryBudget()  # what folding and rules may allocate
         self.where = where  # the model file, for errors
+        self.isolate = isolate  # run ONNX's C++ shape inference in a child (inference.py)
         self.values: dict[str, Value] = {}
         self.node: OnnxNode | None = None  # the node being imported, for names and errors
         self.producers: dict[str, onnx.NodeProto] = {}  # ONNX value -> the node that makes it

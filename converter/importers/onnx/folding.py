@@ -51,7 +51,16 @@ _SAME_COUNT = {"Identity", "Cast", "CastLike", "Reshape", "Squeeze", "Unsqueeze"
                "Transpose", "Neg", "Abs", "Not", "Floor", "Ceil", "Round", "Sign", "Sqrt",
                "Reciprocal", "Exp", "Log", "Relu", "Sigmoid", "Tanh", "Erf", "IsNaN", "IsInf",
                "Slice", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceMean",
-               "Softmax", "Clip", "Dropout", "BitwiseNot", "Shape", "Size"}
+               "Softmax", "Clip", "Dropout", "BitwiseNot", "Shape", "Size", "Cos", "Sin",
+               "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Acosh", "Asinh", "Atanh",
+               "Softplus", "Softsign", "Selu", "Elu", "LeakyRelu", "HardSigmoid", "HardSwish",
+               "Mish", "Gelu", "ThresholdedRelu", "Celu", "Shrink", "LogSoftmax", "Hardmax",
+               "Split", "CumSum", "LpNormalization", "MeanVarianceNormalization",
+               "InstanceNormalization", "LayerNormalization", "BatchNormalization",
+               "QuantizeLinear", "DequantizeLinear", "Trilu", "ReverseSequence",
+               "ScatterElements", "ScatterND", "ArgMax", "ArgMin", "TopK", "GlobalAveragePool",
+               "GlobalMaxPool", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+               "ReduceSumSquare", "IsInf", "Det", "Compress", "Unique"}
 _BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal",
               "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
               "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu"}
@@ -62,6 +71,14 @@ _WIDEST = 8  # bytes per element of the widest numeric type a fold may produce
 def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
     """An upper bound of folded_bytes from input shapes alone, for common ops; else None."""
     shapes = [ctx.values[n].known_shape for n in node.inputs if n is not None]
+    if node.op_type == "Constant":  # its value is in the file, checked against its dims
+        for a in node.proto.attribute:
+            if a.HasField("t"):
+                return max(math.prod(a.t.dims), 1) * _WIDEST
+            if a.HasField("sparse_tensor"):
+                return max(math.prod(a.sparse_tensor.dims), 1) * _WIDEST
+            return max(len(a.floats), len(a.ints), 1) * _WIDEST
+        return None
     if not shapes:
         return None
     outputs = len([o for o in node.outputs if o])
@@ -76,6 +93,9 @@ def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
             return None
     if node.op_type in _JOINED:
         return sum(math.prod(s) for s in shapes) * _WIDEST
+    if node.op_type in ("MatMul", "Gemm", "MatMulInteger") and len(shapes) >= 2:
+        return (max(math.prod(shapes[0]), 1) * max(math.prod(shapes[1]), 1)
+                + sum(math.prod(s) for s in shapes[2:])) * _WIDEST
     if node.op_type in ("Gather", "GatherElements") and len(shapes) == 2:
         return max(math.prod(shapes[1]), 1) * max(math.prod(shapes[0]), 1) * _WIDEST
     # Shape-making ops: the size follows from a small known input's values.
@@ -84,6 +104,11 @@ def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
     try:
         if node.op_type == "ConstantOfShape" and first is not None and first.size <= 64:
             return math.prod(abs(int(d)) for d in first.reshape(-1)) * _WIDEST
+        if node.op_type == "Range" and len(node.inputs) == 3:
+            start, limit, delta = (float(ctx.known(n).reshape(-1)[0]) for n in node.inputs)
+            if delta == 0 or not all(map(math.isfinite, (start, limit, delta))):
+                return None
+            return max(math.ceil((limit - start) / delta), 1) * _WIDEST
         if node.op_type in ("Expand", "Tile") and values and values[0].size <= 64:
             wanted = [abs(int(d)) for d in values[0].reshape(-1)]
             if node.op_type == "Tile":
@@ -92,8 +117,8 @@ def _quick_bound(ctx: ImportContext, node: OnnxNode) -> int | None:
             padded = [1] * (rank - len(shapes[0])) + list(shapes[0])
             wanted = [1] * (rank - len(wanted)) + wanted
             return math.prod(max(a, b) for a, b in zip(padded, wanted)) * _WIDEST
-    except (TypeError, ValueError, OverflowError):
-        return None
+    except (TypeError, ValueError, OverflowError, IndexError, AttributeError):
+        return None  # malformed inputs: shape inference or the fold itself reports them
     return None
 
 
@@ -120,7 +145,7 @@ def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
     graph = onnx.helper.make_graph([node.proto], "size", inputs, outputs, initializer=inits)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
     model = onnx.helper.make_model(graph, opset_imports=opsets)
-    shapes = isolated(lambda: _output_shapes(model), ctx.where)
+    shapes = isolated(lambda: _output_shapes(model), ctx.where, ctx.isolate)
     if not shapes:
         return None
     total = 0

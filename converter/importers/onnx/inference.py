@@ -6,6 +6,10 @@ inference, for one, dereferences out of bounds when `axis` is 2**31 and the proc
 segmentation fault. So the whole-model inference runs in a forked child that sends back only the
 types; if the child dies, the model is refused with one line. The importer's other uses of
 shape inference (estimating a fold's size, typing an If branch) run isolated the same way.
+
+Isolation is for model files (import_onnx, which converter.load and the CLI use); a fork costs
+a few milliseconds (about 20 on a loaded 2-core machine), so import_model, given a proto the
+caller built or parsed itself, runs inference in process unless asked to isolate it.
 """
 from __future__ import annotations
 
@@ -21,18 +25,18 @@ from ...errors import FormatError
 __all__ = ["inferred_types", "isolated"]
 
 
-def inferred_types(model: onnx.ModelProto, where: str) -> dict[str, int]:
+def inferred_types(model: onnx.ModelProto, where: str, isolate: bool = True) -> dict[str, int]:
     """Element types ONNX's type inference gives every value (bool stays bool); FormatError
-    when the inference crashes on the model."""
-    found = isolated(lambda: _infer(model), where)
+    when the inference crashes on the model (with `isolate`)."""
+    found = isolated(lambda: _infer(model), where, isolate)
     return {name: int(elem) for name, elem in (found or {}).items()}
 
 
-def isolated(compute: Callable[[], object], where: str):
+def isolated(compute: Callable[[], object], where: str, isolate: bool = True):
     """compute()'s JSON-able result, computed in a forked child so that a crash of ONNX's C++
     code kills only the child; None when the child fails without crashing. FormatError when
-    it crashes. Without fork (Windows) it runs here."""
-    if not hasattr(os, "fork"):
+    it crashes. Without `isolate`, or without fork (Windows), it runs here."""
+    if not isolate or not hasattr(os, "fork"):
         return compute()
     read_end, write_end = os.pipe()
     pid = os.fork()

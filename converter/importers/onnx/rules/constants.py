@@ -123,4 +123,3 @@ def range_(ctx: ImportContext, node: OnnxNode):
 def random(ctx: ImportContext, node: OnnxNode):
     raise Unsupported("it draws new random values on every run; WebNN has no random number "
                       "generator")
-

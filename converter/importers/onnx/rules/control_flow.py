@@ -96,7 +96,8 @@ def body_types(ctx: ImportContext, body: onnx.GraphProto) -> dict[str, int]:
                                    initializer=body.initializer)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
     # In a child process: ONNX's C++ inference can crash on a hostile body (inference.py).
-    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where)
+    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where,
+                          ctx.isolate)
 
 
 def _as_operand(ctx: ImportContext, value) -> Operand:

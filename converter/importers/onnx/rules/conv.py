@@ -248,6 +248,8 @@ def _transpose_pads(node: OnnxNode, in_sizes, kernel, strides, dilations, out_pa
     auto_pad = node.attr("auto_pad", "NOTSET")
     output_shape = node.attr("output_shape")
     if output_shape is not None:
+        if len(output_shape) < n:
+            raise Invalid(f"output_shape {list(output_shape)} has fewer than {n} values")
         output_shape = list(output_shape)[-n:]
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         output_shape = [size * s for size, s in zip(in_sizes, strides)]
@@ -255,6 +257,8 @@ def _transpose_pads(node: OnnxNode, in_sizes, kernel, strides, dilations, out_pa
         if auto_pad not in ("NOTSET", "VALID"):
             raise Unsupported(f"auto_pad '{auto_pad}' is not an ONNX auto_pad value")
         pads = [0] * 2 * n if auto_pad == "VALID" else list(node.attr("pads", [0] * 2 * n))
+        if len(pads) != 2 * n:
+            raise Invalid(f"pads {pads} must have {2 * n} values")
         return pads[:n], pads[n:], list(out_padding)
     begins, ends, extras = [], [], []
     for size, k, s, d, op_, want in zip(in_sizes, kernel, strides, dilations, out_padding,
@@ -276,7 +280,9 @@ def _transpose_pads(node: OnnxNode, in_sizes, kernel, strides, dilations, out_pa
 @onnx_op("ConvTranspose", webnn=("convTranspose2d", "reshape") + _DEPTH_OPS)
 def conv_transpose(ctx: ImportContext, node: OnnxNode):
     x_shape, w_shape, spatial, kernel, strides, dilations = _conv_geometry(ctx, node, (1, 2, 3))
-    out_padding = list(node.attr("output_padding", [0] * spatial))
+    out_padding = [int(v) for v in node.attr("output_padding", [0] * spatial)]
+    if len(out_padding) != spatial or any(v < 0 for v in out_padding):
+        raise Invalid(f"output_padding {out_padding} must hold {spatial} non-negative values")
     begins, ends, extras = _transpose_pads(node, x_shape[2:], kernel, strides, dilations,
                                            out_padding)
     planar = slice(1, None) if spatial == 3 else slice(None)  # depth is not convTranspose2d's

@@ -200,8 +200,8 @@ def split(ctx: ImportContext, node: OnnxNode):
         raise Invalid("it has no outputs")
     if sizes is None:
         parts = int(node.attr("num_outputs", count))
-        if parts <= 0:
-            raise Invalid(f"num_outputs is {parts}; it must be positive")
+        if parts != count:
+            raise Invalid(f"num_outputs is {parts} but the node has {count} outputs")
         if node.has_attr("num_outputs"):
             # Opset 18: ceil(dim / n) per output, the last one takes what is left.
             chunk = -(-dim // parts)
