@@ -130,3 +130,20 @@ def test_max_pool_int64_extremes_and_dilations():
 def test_float16_average_pool():
     got = _pool("averagePool2d", X16, "float16", windowDimensions=[2, 2], strides=[2, 2])
     assert_exact(got, [[[[3.5, 5.5], [11.5, 13.5]]]], np.float16)
+
+
+@pytest.mark.parametrize("options", [
+    dict(windowDimensions=[2, 2], padding=[1, 0, 0, 1]),
+    dict(windowDimensions=[2, 3], strides=[2, 1], dilations=[1, 2], padding=[0, 1, 2, 0]),
+    dict(windowDimensions=[1, 1], strides=[1, 2]),
+])
+def test_int64_max_pool_by_taps_with_padding_strides_and_dilations(options):
+    # No ORT MaxPool kernel takes int64: the lowering pads with the lowest int64 and takes the
+    # max of the window's strided slices. Values beyond int32 must come through exactly.
+    x = (RNG.integers(-1000, 1000, (1, 2, 5, 6)) * (2**40)).astype(np.int64)
+    got = _pool("maxPool2d", x, dtype="int64", **options)
+    want = ref.pool2d("max", x.astype(np.float64), options["windowDimensions"],
+                      options.get("padding", (0, 0, 0, 0)), options.get("strides", (1, 1)),
+                      options.get("dilations", (1, 1)))
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want.astype(np.int64))

@@ -198,3 +198,47 @@ def test_a_clean_graph_is_left_unchanged():
     result = clean(g)
 
     assert not result.changed and str(g) == text
+
+
+# -- names, explicit unit strides, default permutations ------------------------------------------
+def test_a_bypassed_op_leaves_the_surviving_operand_its_own_name():
+    b = GraphBuilder("names")
+    x = b.input("x", "float32", [2, 3])
+    r = b.relu(x, name="r")
+    s = b.reshape(r, [2, 3], name="s")  # a no-op
+    g = b.build({"y": b.add(s, s, name="y")})
+    clean(g)
+    assert g.op_histogram() == {"relu": 1, "add": 1}
+    add = next(op for op in g.operations if op.op_type == "add")
+    assert add.inputs[0].name == "r"
+
+
+def test_a_composed_transpose_keeps_the_name_of_the_result_it_replaces():
+    b = GraphBuilder("names")
+    x = b.input("x", "float32", [2, 3, 4])
+    t1 = b.transpose(b.relu(x), permutation=[1, 0, 2], name="t1")
+    t2 = b.transpose(t1, permutation=[0, 2, 1], name="t2")
+    g = b.build({"y": b.relu(t2, name="y")})
+    feeds = {"x": seeded((2, 3, 4))}
+    before = converter.run(g, feeds)
+    clean(g)
+    [t] = [op for op in g.operations if op.op_type == "transpose"]
+    assert t.output.name == "t2" and t.attr("permutation") == [1, 2, 0]
+    same_outputs(before, converter.run(g, feeds))
+
+
+def test_a_slice_with_explicit_unit_strides_is_a_no_op():
+    b = GraphBuilder("slice")
+    x = b.input("x", "float32", [2, 3])
+    s = b.slice(b.relu(x), [0, 0], [2, 3], strides=[1, 1])
+    g = b.build({"y": b.relu(s)})
+    result = clean(g)
+    assert result.counts["no_ops"] == 1 and "slice" not in g.op_histogram()
+
+
+def test_transposes_without_a_permutation_reverse_and_cancel():
+    b = GraphBuilder("default")
+    x = b.input("x", "float32", [2, 3, 4])
+    g = b.build({"y": b.relu(b.transpose(b.transpose(b.relu(x))))})
+    result = clean(g)
+    assert result.counts["transposes_cancelled"] == 1 and "transpose" not in g.op_histogram()

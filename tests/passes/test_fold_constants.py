@@ -235,7 +235,9 @@ def _expand_graph(rows: int, copies: int = 1, fill: bool = False, size: int = 16
 def test_growth_per_op_threshold_is_inclusive():
     # 1025 x 16 float32 = 65,600 bytes stored, 64 freed: growth 65,536 = the limit, folded
     g = _expand_graph(1025)
-    assert fold(g).counts["folded"] == 1 and "expand" not in g.op_histogram()
+    result = fold(g)
+    assert result.changed and result.counts["folded"] == 1 and result.counts["failed"] == 0
+    assert "expand" not in g.op_histogram()
     # one more row: 65,600 over the limit, kept
     g = _expand_graph(1026)
     result = fold(g)
@@ -245,10 +247,10 @@ def test_growth_per_op_threshold_is_inclusive():
 
 
 def test_growth_of_the_whole_run_stops_at_one_mebibyte():
-    # each expand grows the weights by 1024 * 64 - 64 = 65,472 bytes: 16 of them fit in
-    # 1 MiB (1,047,552 bytes), the 17th does not
-    g = _expand_graph(1024, copies=17)
-    x = np.zeros((1024, 16), np.float32)
+    # each expand grows the weights by 1025 * 64 - 64 = 65,536 bytes: 16 of them fill 1 MiB
+    # exactly (the limit is inclusive), the 17th goes over
+    g = _expand_graph(1025, copies=17)
+    x = np.zeros((1025, 16), np.float32)
     before = converter.run(g, {"x": x})
     result = fold(g)
     assert result.counts["folded"] == 16 and result.counts["kept_growth"] == 1
@@ -297,3 +299,28 @@ def test_an_unread_result_of_a_multi_result_op_is_dropped():
     assert [list(o.shape) for o in g.constants.values()] == [[2]]
     out = converter.run(g, {"x": np.ones(2, np.float32)})["y"]
     assert out.tolist() == [1.0, 2.0]
+
+
+def test_constant_only_ops_with_an_absent_optional_operand_fold():
+    # conv2d of constants without a bias: the None slot is neither copied nor read
+    b = GraphBuilder("nobias")
+    c = b.conv2d(b.constant(np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)),
+                 b.constant(np.ones((1, 1, 2, 2), np.float32)), name="c")
+    x = b.input("x", "float32", [1, 1, 2, 2])
+    g = b.build({"y": b.add(x, c)})
+    result = fold(g)
+    assert result.counts["folded"] == 1 and g.op_histogram() == {"add": 1}
+    out = converter.run(g, {"x": np.zeros((1, 1, 2, 2), np.float32)})["y"]
+    assert out.reshape(-1).tolist() == [8.0, 12.0, 20.0, 24.0]
+
+
+def test_a_constant_another_op_still_reads_is_kept():
+    b = GraphBuilder("shared")
+    c = b.constant(np.arange(4, dtype=np.float32).reshape(2, 2), name="c")
+    x = b.input("x", "float32", [2, 2])
+    g = b.build({"y": b.add(b.add(x, c), b.transpose(c, name="t"))})
+    feeds = {"x": np.ones((2, 2), np.float32)}
+    before = converter.run(g, feeds)
+    assert fold(g).counts["folded"] == 1
+    assert "c" in g.constants and g.constants["c"].uses()
+    np.testing.assert_array_equal(converter.run(g, feeds)["y"], before["y"])
