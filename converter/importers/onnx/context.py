@@ -57,18 +57,52 @@ class OnnxNode:
         return name in self._attrs
 
     def attr(self, name: str, default: Any = None) -> Any:
+        """The attribute's value, or `default` when the node does not set it. A value that is
+        not of the kind its default is (an int where an int is expected ...), or holds nothing
+        of its declared type, is Invalid: a damaged model must not reach a rule's arithmetic."""
         a = self._attrs.get(name)
         if a is None:
             return default
-        value = onnx.helper.get_attribute_value(a)
-        if isinstance(value, bytes):
-            return value.decode("utf-8")
-        if isinstance(value, list) and value and isinstance(value[0], bytes):
-            return [v.decode("utf-8") for v in value]
+        try:
+            value = onnx.helper.get_attribute_value(a)
+            if isinstance(value, bytes):
+                value = value.decode("utf-8")
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [v.decode("utf-8") for v in value]
+        except (ValueError, UnicodeDecodeError):
+            raise Invalid(f"attribute '{name}' cannot be read (type {_type_name(a.type)})") \
+                from None
+        if value is None:
+            raise Invalid(f"attribute '{name}' holds no value of its type {_type_name(a.type)}")
+        if isinstance(default, int) and isinstance(value, float) and value.is_integer():
+            return int(value)  # a whole number written as a float means the same
+        if default is not None and not _same_kind(value, default):
+            raise Invalid(f"attribute '{name}' holds a {type(value).__name__}, not the "
+                          f"{type(default).__name__} it takes")
         return value
 
     def __str__(self) -> str:
         return f"{self.op_type} '{self.name}'"
+
+
+def _type_name(code: int) -> str:
+    try:
+        return onnx.AttributeProto.AttributeType.Name(code)
+    except ValueError:
+        return str(code)
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether an attribute's value can stand where `default` stands (ints for floats too)."""
+    if isinstance(default, bool) or isinstance(default, int):
+        return isinstance(value, int)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, str):
+        return isinstance(value, str)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return True
 
 
 class ImportContext:
