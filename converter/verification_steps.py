@@ -186,7 +186,7 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
         raise ConverterError("intermediate tensors are compared for TFLite sources only",
                              where=str(source))
     if suffix == ".onnx":
-        from .verification import _run_onnx_source  # one way to run an ONNX source
+        from .source_runs import run_onnx as _run_onnx_source  # as verify runs the source
 
         state = {var.input: initial_value(graph, var) for var in graph.state}
 

@@ -30,7 +30,8 @@ from ..schemas import validate
 from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
 __all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ManifestEntry", "WeightsFile", "check_key",
-           "safe_key", "read_manifest", "write_weights", "manifest_text"]
+           "safe_key", "read_manifest", "write_weights", "manifest_text", "release_mapped_pages",
+           "release_array_pages"]
 
 MAGIC = b"WGWT"
 VERSION = 1
@@ -215,14 +216,29 @@ def release_mapped_pages(raw: memoryview) -> None:
     cache, unchanged: the mapping is read-only and file-backed), so memory stays near one
     tensor. Partial pages at the edges are kept: a neighbour may still be read.
     """
-    mapping = _mapping_of(raw.obj)
-    if mapping is None or not hasattr(mmap, "MADV_DONTNEED") or raw.nbytes == 0:
+    if raw.nbytes == 0:
         return
     start = np.frombuffer(raw, dtype=np.uint8).ctypes.data
+    _release_span(_mapping_of(raw.obj), start, start + raw.nbytes)
+
+
+def release_array_pages(arr: np.ndarray) -> None:
+    """`release_mapped_pages` for an array that may be a strided view (a constant re-laid as a
+    transposed view of its source): the whole pages of the memory it spans are released."""
+    if arr.size == 0:
+        return
+    low, high = np.lib.array_utils.byte_bounds(arr)
+    _release_span(_mapping_of(arr), low, high)
+
+
+def _release_span(mapping: mmap.mmap | None, start: int, end: int) -> None:
+    """Release the whole pages of [start, end) (addresses) inside `mapping`."""
+    if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
     base = np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
     page = mmap.PAGESIZE
     first = -(-(start - base) // page) * page
-    last = (start - base + raw.nbytes) // page * page
+    last = (end - base) // page * page
     if last > first:
         mapping.madvise(mmap.MADV_DONTNEED, first, last - first)
 
@@ -252,10 +268,13 @@ def write_weights(stream: BinaryIO, tensors: Iterable[tuple[str, ConstantData]],
             chunk = raw[chunk_start:chunk_start + _CHUNK]
             stream.write(chunk)
             release_mapped_pages(chunk)
+        if data.fill is None and not data.packed:  # a re-laid view: its source's pages too
+            release_array_pages(data.numpy())
         manifest["tensors"][key] = {"dataType": data.data_type, "shape": list(data.shape),
                                     "byteOffset": offset, "byteLength": raw.nbytes,
                                     "layout": "row-major"}
         offset += raw.nbytes
+        raw = chunk = None  # a re-laid tensor's contiguous copy goes before the next is made
     return manifest
 
 
