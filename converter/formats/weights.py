@@ -243,6 +243,17 @@ def _release_span(mapping: mmap.mmap | None, start: int, end: int) -> None:
         mapping.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
+def _write_strided(stream: BinaryIO, held: np.ndarray) -> int:
+    """Write a strided view's row-major bytes a few first-axis slices at a time (the bytes of
+    consecutive slices follow each other), so no copy of the whole tensor is ever made."""
+    per_slice = max(1, held[0].nbytes) if held.shape[0] else 1
+    step = max(1, _CHUNK // per_slice)
+    for start in range(0, held.shape[0], step):
+        piece = np.ascontiguousarray(held[start:start + step])
+        stream.write(memoryview(piece.reshape(-1).view(np.uint8)))
+    return held.nbytes
+
+
 def write_weights(stream: BinaryIO, tensors: Iterable[tuple[str, ConstantData]],
                   where: str = "weights") -> dict:
     """Stream the header and each tensor's bytes; return the manifest that describes them.
@@ -260,21 +271,30 @@ def write_weights(stream: BinaryIO, tensors: Iterable[tuple[str, ConstantData]],
         check_key(key, at)
         if key in manifest["tensors"]:
             raise WeightsError(f"weights key '{key}' is used twice", where=at)
-        raw = data.raw_bytes()
-        if raw.nbytes != data.nbytes:
-            raise WeightsError(f"the data has {raw.nbytes} bytes, but "
+        held = data.held
+        if held is not None and held.ndim and not held.flags.c_contiguous \
+                and held.dtype.byteorder != ">" and not data.packed:
+            written = held.nbytes  # re-laid: laid out piece by piece, once checked
+            if written == data.nbytes:
+                _write_strided(stream, held)
+        else:
+            raw = data.raw_bytes()
+            written = raw.nbytes
+            if written == data.nbytes:
+                for chunk_start in range(0, raw.nbytes, _CHUNK):
+                    chunk = raw[chunk_start:chunk_start + _CHUNK]
+                    stream.write(chunk)
+                    release_mapped_pages(chunk)
+            raw = chunk = None  # a copy made by raw_bytes goes before the next is made
+        if written != data.nbytes:
+            raise WeightsError(f"the data has {written} bytes, but "
                                f"{data.data_type}{list(data.shape)} takes {data.nbytes}", where=at)
-        for chunk_start in range(0, raw.nbytes, _CHUNK):
-            chunk = raw[chunk_start:chunk_start + _CHUNK]
-            stream.write(chunk)
-            release_mapped_pages(chunk)
-        if data.fill is None and not data.packed:  # a re-laid view: its source's pages too
-            release_array_pages(data.numpy())
+        if held is not None and not data.packed:  # a re-laid view: its source's pages too
+            release_array_pages(held)
         manifest["tensors"][key] = {"dataType": data.data_type, "shape": list(data.shape),
-                                    "byteOffset": offset, "byteLength": raw.nbytes,
+                                    "byteOffset": offset, "byteLength": written,
                                     "layout": "row-major"}
-        offset += raw.nbytes
-        raw = chunk = None  # a re-laid tensor's contiguous copy goes before the next is made
+        offset += written
     return manifest
 
 
