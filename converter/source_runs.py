@@ -22,7 +22,7 @@ import numpy as np
 from .errors import ConverterError
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
-           "ONE_ULP_LABEL"]
+           "ONE_ULP_LABEL", "release_freed_memory"]
 
 SESSION_OPTIONS = {".onnx": "ONNX Runtime at ORT_ENABLE_BASIC on both sides",
                    ".tflite": "LiteRT with its default kernels (XNNPACK)"}
@@ -56,8 +56,8 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
     options.log_severity_level = 4  # failures reach the caller as ConverterError
     try:
-        session = ort.InferenceSession(path if isinstance(path, bytes) else str(path), options,
-                                       providers=["CPUExecutionProvider"])
+        model = path if isinstance(path, bytes) else _external_view(Path(path), options)
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # ORT's own errors: the source cannot be the reference
         raise ConverterError(f"ONNX Runtime cannot load the source model: {_first_line(e)}",
                              where=where, fix="the source runtime must run the model to "
@@ -76,6 +76,68 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
     except Exception as e:
         raise ConverterError(f"ONNX Runtime failed running the source model: {_first_line(e)}",
                              where=where) from None
+    finally:
+        del session
+        release_freed_memory()
+
+
+# Initializers at least this big are read by ORT from the source file as external data.
+_VIEW_MIN_BYTES = 1 << 20
+
+
+def _external_view(path: Path, options) -> str | bytes:
+    """The model for ORT to load: its path, or, when it holds big initializers inline, its
+    bytes without them, each marked as external data at its own offset in the source file.
+
+    Loading the file itself, ORT parses every weight into the protobuf and then copies each
+    into a tensor: twice the weights. Given the offsets it reads each weight once, from the
+    file, and the numerics are the same (the same bytes, the same session options). Small
+    initializers stay inline: ORT's shape inference reads shape inputs only from inline data.
+    """
+    import onnx
+
+    from .importers.onnx.wire import WireError, map_model
+
+    try:
+        stripped, raws, mapped = map_model(path)
+    except (OSError, WireError):
+        return str(path)  # ORT reads it itself and reports what is wrong with it
+    if not any(raw is not None and raw.nbytes >= _VIEW_MIN_BYTES for raw in raws):
+        return str(path)
+    real = path.resolve()  # the file mapped, under its own name and folder
+    base = np.frombuffer(mapped, np.uint8, count=1).ctypes.data
+    model = onnx.ModelProto()
+    model.ParseFromString(stripped)
+    for tensor, raw in zip(model.graph.initializer, raws):
+        if raw is None:
+            continue
+        if raw.nbytes < _VIEW_MIN_BYTES:
+            tensor.raw_data = bytes(raw)
+            continue
+        offset = np.frombuffer(raw, np.uint8, count=1).ctypes.data - base
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", real.name), ("offset", str(offset)),
+                           ("length", str(raw.nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    # ORT resolves external data of a model given as bytes against this folder, and only
+    # inside it: the source's own folder, where the model was allowed to be read.
+    options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                     str(real.parent))
+    return model.SerializeToString()
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by a finished ORT session back to the system (glibc keeps big freed
+    blocks for reuse otherwise), so the next runtime's peak does not stack on the last one's."""
+    import ctypes
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (musl): nothing to trim
+            pass
 
 
 def run_source_f64(path: Path, feeds: Mapping[str, np.ndarray]

@@ -27,7 +27,8 @@ import numpy as np
 from .errors import ConverterError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge
-from .source_runs import SESSION_OPTIONS, run_source, run_source_f64, source_alternates
+from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
+                          source_alternates)
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
            "source_int_limits"]
@@ -216,8 +217,10 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
+    _release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
     want = run_source(source, source_feeds)
     got = run(graph, drawn, runtime=runtime)
+    release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
                           "webnn-onnx" if runtime == "ort" else runtime, described,
                           session_options=SESSION_OPTIONS[source.suffix.lower()])
@@ -240,6 +243,18 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         other = _source_kind(Path(path)).run(Path(path), drawn)
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
+
+
+def _release_constant_pages(graph: Graph) -> None:
+    """Let the kernel drop the resident pages of the graph's constants that are views of a
+    mapped file (an ONNX source's weights): the source's run does not need them, and a later
+    read faults them back from the page cache, unchanged."""
+    from .formats.weights import release_mapped_pages
+
+    for operand in graph.operands():
+        data = operand.constant
+        if data is not None and data.fill is None and not data.packed:
+            release_mapped_pages(data.raw_bytes())
 
 
 def _float64_oracle(graph: Graph, feeds: Mapping[str, np.ndarray]
@@ -325,7 +340,15 @@ def _embedding_limits(path: Path) -> dict[str, int]:
     """Integer inputs that index Gather data given as an initializer: draw within its rows."""
     import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
+    from .importers.onnx.wire import WireError, map_model
+
+    try:  # the model without its weights' bytes: only the graph's structure is read here
+        stripped, _, _ = map_model(path)
+    except (OSError, WireError) as e:
+        raise ConverterError(f"cannot read the ONNX model: {e}", where=str(path),
+                             fix="give a readable, well-formed .onnx file") from None
+    model = onnx.ModelProto()
+    model.ParseFromString(stripped)
     inits = {t.name: t for t in model.graph.initializer}
     inputs = {i.name for i in model.graph.input}
     limits: dict[str, int] = {}

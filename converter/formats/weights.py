@@ -30,7 +30,8 @@ from ..schemas import validate
 from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
 __all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ManifestEntry", "WeightsFile", "check_key",
-           "safe_key", "read_manifest", "write_weights", "manifest_text"]
+           "safe_key", "read_manifest", "write_weights", "manifest_text", "release_mapped_pages",
+           "release_array_pages"]
 
 MAGIC = b"WGWT"
 VERSION = 1
@@ -215,16 +216,42 @@ def release_mapped_pages(raw: memoryview) -> None:
     cache, unchanged: the mapping is read-only and file-backed), so memory stays near one
     tensor. Partial pages at the edges are kept: a neighbour may still be read.
     """
-    mapping = _mapping_of(raw.obj)
-    if mapping is None or not hasattr(mmap, "MADV_DONTNEED") or raw.nbytes == 0:
+    if raw.nbytes == 0:
         return
     start = np.frombuffer(raw, dtype=np.uint8).ctypes.data
+    _release_span(_mapping_of(raw.obj), start, start + raw.nbytes)
+
+
+def release_array_pages(arr: np.ndarray) -> None:
+    """`release_mapped_pages` for an array that may be a strided view (a constant re-laid as a
+    transposed view of its source): the whole pages of the memory it spans are released."""
+    if arr.size == 0:
+        return
+    low, high = np.lib.array_utils.byte_bounds(arr)
+    _release_span(_mapping_of(arr), low, high)
+
+
+def _release_span(mapping: mmap.mmap | None, start: int, end: int) -> None:
+    """Release the whole pages of [start, end) (addresses) inside `mapping`."""
+    if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
     base = np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
     page = mmap.PAGESIZE
     first = -(-(start - base) // page) * page
-    last = (start - base + raw.nbytes) // page * page
+    last = (end - base) // page * page
     if last > first:
         mapping.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def _write_strided(stream: BinaryIO, held: np.ndarray) -> int:
+    """Write a strided view's row-major bytes a few first-axis slices at a time (the bytes of
+    consecutive slices follow each other), so no copy of the whole tensor is ever made."""
+    per_slice = max(1, held[0].nbytes) if held.shape[0] else 1
+    step = max(1, _CHUNK // per_slice)
+    for start in range(0, held.shape[0], step):
+        piece = np.ascontiguousarray(held[start:start + step])
+        stream.write(memoryview(piece.reshape(-1).view(np.uint8)))
+    return held.nbytes
 
 
 def write_weights(stream: BinaryIO, tensors: Iterable[tuple[str, ConstantData]],
@@ -244,18 +271,30 @@ def write_weights(stream: BinaryIO, tensors: Iterable[tuple[str, ConstantData]],
         check_key(key, at)
         if key in manifest["tensors"]:
             raise WeightsError(f"weights key '{key}' is used twice", where=at)
-        raw = data.raw_bytes()
-        if raw.nbytes != data.nbytes:
-            raise WeightsError(f"the data has {raw.nbytes} bytes, but "
+        held = data.held
+        if held is not None and held.ndim and not held.flags.c_contiguous \
+                and held.dtype.byteorder != ">" and not data.packed:
+            written = held.nbytes  # re-laid: laid out piece by piece, once checked
+            if written == data.nbytes:
+                _write_strided(stream, held)
+        else:
+            raw = data.raw_bytes()
+            written = raw.nbytes
+            if written == data.nbytes:
+                for chunk_start in range(0, raw.nbytes, _CHUNK):
+                    chunk = raw[chunk_start:chunk_start + _CHUNK]
+                    stream.write(chunk)
+                    release_mapped_pages(chunk)
+            raw = chunk = None  # a copy made by raw_bytes goes before the next is made
+        if written != data.nbytes:
+            raise WeightsError(f"the data has {written} bytes, but "
                                f"{data.data_type}{list(data.shape)} takes {data.nbytes}", where=at)
-        for chunk_start in range(0, raw.nbytes, _CHUNK):
-            chunk = raw[chunk_start:chunk_start + _CHUNK]
-            stream.write(chunk)
-            release_mapped_pages(chunk)
+        if held is not None and not data.packed:  # a re-laid view: its source's pages too
+            release_array_pages(held)
         manifest["tensors"][key] = {"dataType": data.data_type, "shape": list(data.shape),
-                                    "byteOffset": offset, "byteLength": raw.nbytes,
+                                    "byteOffset": offset, "byteLength": written,
                                     "layout": "row-major"}
-        offset += raw.nbytes
+        offset += written
     return manifest
 
 

@@ -92,6 +92,13 @@ class ConstantData:
             return unpack4(self._array, self.shape, signed=info.is_signed)
         return self._array.reshape(self.shape)
 
+    @property
+    def held(self) -> np.ndarray | None:
+        """The array as held (None for a fill): possibly a strided view of another shape whose
+        row-major order is the value's (a re-laid filter or permuted dense weights), which
+        writers may lay out piece by piece instead of copying whole."""
+        return self._array
+
     def raw_bytes(self) -> memoryview:
         """The little-endian bytes as stored in a weights file (a view where possible)."""
         if self.fill is not None:

@@ -52,8 +52,9 @@ def graph_problems(graph: "Graph") -> list[str]:
             add(f"constant '{key}': its data is {data.data_type}{list(data.shape)}, the operand "
                 f"{operand.data_type}{list(operand.shape)}")
         if data.fill is None:
-            if data.raw_bytes().nbytes != data.nbytes:
-                add(f"constant '{key}': {data.raw_bytes().nbytes} bytes of data, its shape "
+            # the held array's size is raw_bytes()'s, without laying out a strided view
+            if data.held.nbytes != data.nbytes:
+                add(f"constant '{key}': {data.held.nbytes} bytes of data, its shape "
                     f"needs {data.nbytes}")
 
     op_names: set[str] = set()

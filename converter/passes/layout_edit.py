@@ -75,7 +75,9 @@ class LayoutEditor:
         if data.fill is not None:
             new = ConstantData(const.data_type, new_shape, fill=data.fill, origin=data.origin)
         else:
-            array = np.ascontiguousarray(data.numpy().reshape(shape).transpose(perm))
+            # A view: the re-laid bytes are made one tensor at a time when written (or run),
+            # never all at once beside the source's.
+            array = data.numpy().reshape(shape).transpose(perm)
             new = ConstantData(const.data_type, new_shape, array=array)
         suffix = suffix or "t" + "".join(map(str, perm))
         made = self.graph.add_constant(self.graph.fresh_name(f"{const.name}_{suffix}"), new)

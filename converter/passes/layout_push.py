@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Operand, Operation
+from ..ir import ConstantData, Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
 from .layout_grouped import grouped_region, rewrite_grouped
 from .layout_order_free import order_free_exits, region_entry
@@ -180,10 +180,18 @@ class TransposeMover(LayoutEditor):
         for op in flat.output.consumers():
             weights = op.inputs[1]
             columns = op.op_type == "gemm" and op.attr("bTranspose")
+            # The permuted weights as a strided view (the feature-map axes of the rows, or of
+            # the columns, transposed) held under the 2-D shape: no copy until written.
             array = weights.constant.numpy()
-            array = np.ascontiguousarray(array[:, order] if columns else array[order])
+            if columns:
+                view = array.reshape(array.shape[0], *y.shape[1:]).transpose(
+                    0, *(a + 1 for a in inverse(inner)))
+            else:
+                view = array.reshape(*y.shape[1:], array.shape[1]).transpose(
+                    *inverse(inner), len(inner))
+            data = ConstantData(weights.data_type, array.shape, array=view)
             permuted = self.graph.add_constant(
-                self.graph.fresh_name(f"{weights.name}_rows"), array, weights.data_type)
+                self.graph.fresh_name(f"{weights.name}_rows"), data)
             inputs = [flat.output, permuted, *op.inputs[2:]]
             new_op = self.graph.add_operation(op.op_type, inputs, op.attrs,
                                               name=self.graph.fresh_name(op.name), before=op)

@@ -218,8 +218,7 @@ class ExportContext:
         if held is not None and held.perm == perm and id(operand) not in self._override:
             return held.tensor
         if operand.is_constant and id(operand) not in self._override:
-            return self.const(np.ascontiguousarray(self.array(operand).transpose(perm)),
-                              operand.data_type)
+            return self.const(self.array(operand).transpose(perm), operand.data_type)
         return self.transpose(self.get(operand), perm)
 
     def get(self, operand: Operand) -> int:
@@ -308,13 +307,13 @@ class ExportContext:
             saved = self.op
             self.op = None
             try:
-                moved = np.ascontiguousarray(arr.transpose(perm))
+                moved = arr.transpose(perm)  # a view: laid out when the file is written
                 ct = compute_type(operand.data_type)
                 if operand.data_type == "float16" and operand.size > _F16_WEIGHTS_SIZE:
                     half = self.const(moved, "float16", name=f"{operand.name}/permuted")
                     t = self.emit("DEQUANTIZE", [half], (ct, moved.shape))
                 else:
-                    t = self.const(moved.astype(NUMPY[ct]), ct, name=f"{operand.name}/permuted")
+                    t = self.const(moved, ct, name=f"{operand.name}/permuted")  # cast if need be
             finally:
                 self.op = saved
             self._reads[key] = t
@@ -347,7 +346,7 @@ class ExportContext:
         d = self.desc(tensor)
         value = self.constant_value(tensor)
         if value is not None:
-            return self.const(np.ascontiguousarray(value.transpose(perm)), d.data_type)
+            return self.const(value.transpose(perm), d.data_type)
         made = self.producer(tensor)
         if made is not None and made[0] == "TRANSPOSE":
             source, first = made[1][0], self.constant_value(made[1][1])

@@ -5,6 +5,12 @@ The object API (`ModelT.Pack`) would copy each weight twice (`tobytes`, then int
 allocated once at its final size. A flatbuffer cannot pass 2 GiB, so a model whose weights come
 near that keeps them after the flatbuffer instead (the schema's Buffer.offset/size, which LiteRT
 reads the same way): the flatbuffer is packed with the offsets, then the weights follow it.
+
+Written to a file, a model with at least `STREAM_MIN_BYTES` of weights takes that form too:
+each weight is then written straight from its array (a filter re-laid for TFLite is a view,
+laid out one tensor at a time) and its source's mapped pages are released, so the file is
+written with about one tensor in memory rather than all the weights in a builder. Small models
+and `to_tflite()` bytes keep the weights inside.
 """
 from __future__ import annotations
 
@@ -13,12 +19,15 @@ from typing import BinaryIO
 import flatbuffers
 import numpy as np
 
+from ...formats.weights import release_array_pages, release_mapped_pages
 from .schema import fb
 
-__all__ = ["ArrayBuffer", "pack", "INLINE_LIMIT"]
+__all__ = ["ArrayBuffer", "pack", "INLINE_LIMIT", "STREAM_MIN_BYTES"]
 
 # Weights up to this many bytes in total go inside the flatbuffer (whose limit is 2 GiB).
 INLINE_LIMIT = 1_900_000_000
+# Written to a file, weights of at least this many bytes in total go after the flatbuffer.
+STREAM_MIN_BYTES = 16 << 20
 _ALIGN = 16  # weights start 16-byte aligned, as XNNPACK prefers and the TFLite converter does
 _OUTSIDE_ALIGN = 64
 
@@ -69,7 +78,8 @@ def pack(model: fb.ModelT, out: BinaryIO | None = None,
     """The model's .tflite bytes; or, given `out`, write them there and return None."""
     buffers: list[ArrayBuffer] = model.buffers
     weight_bytes = sum(b.nbytes for b in buffers)
-    if weight_bytes <= inline_limit:
+    streamed = out is not None and weight_bytes >= STREAM_MIN_BYTES
+    if weight_bytes <= inline_limit and not streamed:
         builder = flatbuffers.Builder(weight_bytes + _ALIGN * len(buffers) + (1 << 16))
         builder.Finish(model.Pack(builder), b"TFL3")
         view = memoryview(builder.Bytes)[builder.Head():]
@@ -92,17 +102,25 @@ def _pack_outside(model: fb.ModelT, buffers: list[ArrayBuffer], out: BinaryIO | 
         b.offset = position
         position = _round_up(position + b.nbytes, _OUTSIDE_ALIGN)
     head = _finish(model)
-    pieces: list = [head]
-    written = len(head)
-    for b in placed:
-        pieces.append(bytes(b.offset - written))
-        view = _little_endian(b.array)
-        pieces.append(view)
-        written = b.offset + len(view)
     if out is None:
+        pieces: list = [head]
+        written = len(head)
+        for b in placed:
+            pieces.append(bytes(b.offset - written))
+            view = _little_endian(b.array)
+            pieces.append(view)
+            written = b.offset + len(view)
         return b"".join(pieces)
-    for piece in pieces:
-        out.write(piece)
+    out.write(head)
+    written = len(head)
+    for b in placed:  # one weight at a time, its source's pages released once written
+        out.write(bytes(b.offset - written))
+        view = _little_endian(b.array)
+        out.write(view)
+        written = b.offset + len(view)
+        release_mapped_pages(view)
+        release_array_pages(b.array)
+        del view
     return None
 
 

@@ -1,0 +1,193 @@
+"""Browser latency: our emitted WebNN module vs onnxruntime-web's WebNN EP, in the same Chromium.
+
+    python bench/bench_browser.py [--models tiny_cnn squeezenet resnet50 paddleocr_cls]
+                                  [--runs 30] [--warmup 5]
+
+Each model is converted with `webnn-convert convert MODEL -o model.js --target chromium-litert`
+(the module users ship) and run by headless Chromium 153's WebNN (`webnn-convert
+browser-install`); the same ONNX file is run in the same browser by onnxruntime-web 1.30
+(npm `onnxruntime-web@1.30.0`, installed once into ~/.cache/webnn-converter/bench/ort-web) with
+`executionProviders: [{name: 'webnn', deviceType: 'cpu'}]`, loaded by URL as a web page would.
+Both are served from a stdlib HTTP server on 127.0.0.1 (no traffic leaves the machine) and
+measured by the same page code (bench/bench_browser.js): session setup (ours: import, context,
+weights, build, tensors; ORT: `InferenceSession.create`), then the median of --runs iterations
+after --warmup, an iteration being inputs uploaded, compute, outputs read back. Each runtime
+gets a fresh page per model; ORT-web's setup includes starting its wasm runtime, which a page
+pays once. Timers in a page that is not cross-origin isolated tick in 0.1 ms steps, so
+sub-millisecond medians are that coarse. Prints a Markdown table of ratios (ours / ORT-web: below 1 is
+faster). Models: models/tiny_cnn.onnx, the light_* squeezenet and resnet50
+(converter.testing.light_models, seeded weights) and one public model
+(the PaddleOCR text-direction classifier from models/zoo.json).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ORT_WEB_VERSION = "1.30.0"
+LIGHT = ("squeezenet", "resnet50")  # light_* models (converter.testing.light_models)
+SAMPLES = {"tiny_cnn": ROOT / "models" / "tiny_cnn.onnx"}  # the repository's own models
+PUBLIC = {"paddleocr_cls": "ch_ppocr_mobile_v2.0_cls_infer"}  # label -> models/zoo.json id
+_PAGE_TIMEOUT_MS = 600_000
+
+
+def ort_web_dist() -> Path:
+    """onnxruntime-web's dist folder, installed with npm into the cache on first use."""
+    from converter.fetch import cache_dir
+
+    prefix = cache_dir() / "bench" / "ort-web"
+    dist = prefix / "node_modules" / "onnxruntime-web" / "dist"
+    stamp = prefix / "node_modules" / "onnxruntime-web" / "package.json"
+    if not stamp.exists() or json.loads(stamp.read_text())["version"] != ORT_WEB_VERSION:
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts",
+                        "--prefix", str(prefix), f"onnxruntime-web@{ORT_WEB_VERSION}"],
+                       check=True, capture_output=True)
+    return dist
+
+
+def source_model(name: str, folder: Path) -> tuple[Path, list[str]]:
+    """The ONNX file for a model label, and the CLI options its conversion needs."""
+    if name in SAMPLES:
+        return SAMPLES[name], []
+    if name in LIGHT:
+        from converter.testing.light_models import light_model
+
+        return light_model(name, folder, seed=0), []
+    from converter.fetch import fetch_model
+
+    entry = next(m for m in json.loads((ROOT / "models" / "zoo.json").read_text())["models"]
+                 if m["id"] == PUBLIC[name])
+    options = [arg for inp, shape in entry.get("inputShapes", {}).items()
+               for arg in ("--input-shape", f"{inp}={','.join(map(str, shape))}")]
+    return fetch_model(entry["source"]), options
+
+
+def prepare(name: str, root: Path) -> dict:
+    """A served folder for one model: model.js (+ weights) and model.onnx; the page's spec."""
+    import converter
+
+    folder = root / name
+    folder.mkdir()
+    src, options = source_model(name, folder)
+    shutil.copy2(src, folder / "model.onnx")
+    subprocess.run([sys.executable, "-m", "cli.main", "convert", str(folder / "model.onnx"),
+                    "-o", str(folder / "model.js"), "--target", "chromium-litert", *options],
+                   check=True, capture_output=True, cwd=ROOT)
+    graph = converter.load(folder / "model.onnx", input_shapes=_shapes(options) or None)
+    inputs = [{"name": n, "dataType": d.data_type, "shape": list(d.shape)}
+              for n, d in graph.input_descs().items()]
+    # URLs relative to the page (and to bench.js beside it), so the root may be served anywhere
+    return {"module": f"./{name}/model.js", "onnx": f"./{name}/model.onnx", "inputs": inputs,
+            "ortModule": "./ort/ort.all.min.mjs", "ortWasm": "./ort/"}
+
+
+def _shapes(options: list[str]) -> dict:
+    pairs = [options[i + 1] for i in range(0, len(options), 2)]
+    return {p.split("=")[0]: [int(v) for v in p.split("=")[1].split(",")] for p in pairs}
+
+
+def write_page(root: Path, ort_dist: Path | None) -> None:
+    """The bench page and its script in `root`, with ORT-web's dist linked in as `ort/`."""
+    (root / "page.html").write_text('<!doctype html><meta charset="utf-8">'
+                                    '<script type="module" src="bench.js"></script>')
+    shutil.copy2(ROOT / "bench" / "bench_browser.js", root / "bench.js")
+    if ort_dist is not None:
+        (root / "ort").symlink_to(ort_dist, target_is_directory=True)
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".js": "text/javascript", ".mjs": "text/javascript",
+                      ".wasm": "application/wasm", ".onnx": "application/octet-stream",
+                      ".weights": "application/octet-stream"}
+
+    def log_message(self, format: str, *args) -> None:  # requests are not news
+        pass
+
+
+class BenchBrowser:
+    """The served root (page, ORT-web, models) and one headless Chromium."""
+
+    def __init__(self, root: Path, ort_dist: Path | None, browser=None):
+        """`browser`: a Playwright browser already running (the tests' shared one), or None
+        to launch Chromium here."""
+        self.root = root
+        write_page(root, ort_dist)
+        handler = functools.partial(_Handler, directory=str(root))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/page.html"
+        self._pw = None
+        self.browser = browser
+        if browser is None:
+            from playwright.sync_api import sync_playwright
+
+            from converter.runtimes.browser_install import find_chromium
+            from converter.runtimes.chromium import LAUNCH_ARGS
+
+            self._pw = sync_playwright().start()
+            self.browser = self._pw.chromium.launch(executable_path=str(find_chromium()),
+                                                    args=list(LAUNCH_ARGS))
+
+    def run(self, which: str, spec: dict) -> dict:
+        """One runtime on one model, on a fresh page: {setupMs, medianMs, sample}."""
+        page = self.browser.new_page()
+        try:
+            page.goto(self.url)
+            page.wait_for_function("window.benchReady !== undefined")
+            page.set_default_timeout(_PAGE_TIMEOUT_MS)
+            return page.evaluate(f"(spec) => window.{which}(spec)", spec)
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        if self._pw is not None:  # launched here
+            self.browser.close()
+            self._pw.stop()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", nargs="+", default=[*SAMPLES, *LIGHT, *PUBLIC])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
+        root = Path(tmp)
+        bench = BenchBrowser(root, ort_web_dist())
+        try:
+            for name in args.models:
+                spec = {**prepare(name, root), "runs": args.runs, "warmup": args.warmup}
+                ours = bench.run("benchOurs", spec)
+                ort = bench.run("benchOrt", spec)
+                rows.append((name, ours, ort))
+                print(f"{name}: ours {ours}, ort-web {ort}", file=sys.stderr)
+        finally:
+            bench.close()
+    print(f"| model | ours ms | ORT-web WebNN ms | latency ratio | ours setup ms | "
+          f"ORT-web setup ms | setup ratio | first outputs differ by |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, ours, ort in rows:
+        print(f"| {name} | {ours['medianMs']:.2f} | {ort['medianMs']:.2f} | "
+              f"{ours['medianMs'] / ort['medianMs']:.2f} | {ours['setupMs']:.0f} | "
+              f"{ort['setupMs']:.0f} | {ours['setupMs'] / ort['setupMs']:.2f} | "
+              f"{max(abs(a - b) for a, b in zip(ours['sample'], ort['sample'])):.1e} |")
+
+
+if __name__ == "__main__":
+    main()
