@@ -71,6 +71,19 @@ def _exact_unary(reference: Callable[[np.ndarray], np.ndarray], budget: int, wit
     return check
 
 
+def _hard_sigmoid_params_in_float32(case: Case, got, want) -> None:
+    """Chromium keeps alpha 0.3 and beta 0.4 in float32 on a float16 input; the spec casts them
+    to float16 first (0.2998, 0.4): our executor is within the 2-ULP budget of that, Chromium
+    of the float32 form, and the two forms differ by 3 ULP at one element of the case."""
+    x = case.feeds["x"].astype(np.float64)
+    a16, b16 = (float(np.float16(v)) for v in (0.3, 0.4))
+    spec = np.clip(a16 * x + b16, 0, 1).astype(np.float16)
+    wide = np.clip(0.3 * x + 0.4, 0, 1).astype(np.float16)
+    assert int(ulp_distance(want["y"], spec).max()) <= 2
+    assert int(ulp_distance(got["y"], wide).max()) <= 2
+    assert int(ulp_distance(got["y"], spec).max()) > 2
+
+
 def _build_fails(words: str):
     def check(case: Case, got, want) -> None:
         assert isinstance(got, ConverterError) and words in got.what, got
@@ -94,11 +107,12 @@ DIFFERENCES: dict[tuple[str, str], Difference] = {
         "halves round away from zero for int8 and uint8 outputs (int32 rounds to even)",
         "index.bs, quantizeLinear emulation: roundEven(input / scale) + zeroPoint, then clamp.",
         ONNX_EXECUTOR, _quantize_rounds_half_away) for dt in ("int8", "uint8")},
-    ("sigmoid", "float32"): Difference(
-        "our executor (ONNX Runtime's Sigmoid kernel) is 91 ULP from exact near x = -5.3",
-        "index.bs, sigmoid: 1 / (1 + exp(-x)); the conformance budget is 34 ULP in float32, "
-        "which Chromium meets.",
-        CHROMIUM, _exact_unary(lambda x: 1 / (1 + np.exp(-x)), 34, CHROMIUM)),
+    ("hardSigmoid", "float16"): Difference(
+        "Chromium keeps alpha and beta in float32 on a float16 input (3 ULP from the spec at "
+        "x = -1.123)",
+        "index.bs, hardSigmoid: alpha and beta are cast to the input's data type, then "
+        "max(0, min(alpha * x + beta, 1)); the budget is 2 ULP.",
+        ONNX_EXECUTOR, _hard_sigmoid_params_in_float32),
     ("softplus", "float32"): Difference(
         "Chromium is 90 ULP from exact for negative x (log(1 + exp(x)) with the sum rounded)",
         "index.bs, softplus: ln(1 + exp(x)); the conformance budget is 18 ULP.",

@@ -21,17 +21,7 @@ from converter.ops.registry import all_ops
 from tests.browser.op_cases import case_ops, make_case
 
 # (op, data type) -> why the lowering, not the reference, is wrong there (by the spec).
-KNOWN_LOWERING_BUGS: dict[tuple[str, str], str] = {
-    ("sigmoid", "float32"): (
-        "ONNX Runtime's Sigmoid kernel (MLAS's logistic approximation) is up to 91 ULP from the "
-        "exact value for x in [-6, -5] (x = -5.336: 0.0047915876, exact 0.00479162991), beyond "
-        "sigmoid's 34-ULP budget; the spec defines 1 / (1 + exp(-x))"),
-    ("hardSigmoid", "float16"): (
-        "the lowering passes alpha and beta to ONNX HardSigmoid as float32 attributes, but the "
-        "spec casts them to the input's type first (constant(input.dataType, alpha)): with "
-        "alpha 0.3 -> float16 0.2998, x = -1.123 gives 0.06293, the lowering 0.0631 (3 ULP, "
-        "budget 2)"),
-}
+KNOWN_LOWERING_BUGS: dict[tuple[str, str], str] = {}
 
 # (op, data type) -> (why the case's bound does not apply against the exact value, the bound
 # that does). A ULP budget of K x 2 for a sum of K products assumes no cancellation: a result

@@ -127,11 +127,25 @@ def test_near_zero_sigmoid_map_is_judged_normwise(tmp_path, capsys):
     report = verify(source, graph, feeds={"x": x})
     (out,) = report.outputs
     assert report.passed, out.reason
-    # every element within atol, but cosine measures the relative norm error and fails
-    assert out.mismatched == 0 and out.cosine < 0.9999
     assert out.rule == "elementwise+normwise" and out.norm_error <= out.norm_bound
     # the output's root mean square is below atol / rho = 7.07e-3
     want = run_litert(source, {"x": x})["y"]
+    # The situation: ONNX Runtime's own float32 Sigmoid kernel (a few percent off this
+    # far out; our executor now writes the spec's 1 / (1 + exp(-x)) instead) against LiteRT.
+    # Every element is within atol, but cosine measures the relative norm error and fails.
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    h = (np.sqrt(np.sqrt(x)) * np.float32(-8) + np.float32(-9.6)).astype(np.float32)
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(h.shape)) for n in "hy"]
+    model = helper.make_model(helper.make_graph([helper.make_node("Sigmoid", ["h"], ["y"])],
+                                                "s", io[:1], io[1:]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    ort_sigmoid = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, {"h": h})[0]
+    plain = compare("y", ort_sigmoid, want)
+    assert plain.passed and plain.mismatched == 0 and plain.cosine < 0.9999
+    assert plain.rule == "elementwise+normwise" and plain.norm_error <= plain.norm_bound
     assert float(np.sqrt(np.mean(want.astype(np.float64) ** 2))) < 7.07e-3
     assert 1e-5 < want.max() < 1e-4
     print_report(report)

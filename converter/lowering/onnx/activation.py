@@ -1,7 +1,8 @@
 """Lowerings of the activation ops: clamp, elu, gelu, hardSigmoid, hardSwish, leakyRelu, linear,
 prelu, relu, sigmoid, softmax, softplus, softsign, tanh.
 
-Where ONNX has the same function it is used directly; hardSwish, linear and (for integers or
+Where ONNX has the same function it is used directly; float32 sigmoid, hardSwish, linear and
+(for integers or
 bidirectional broadcasting) prelu are written out from the spec's own expressions, so the
 rounding happens in the spec's order.
 """
@@ -15,13 +16,25 @@ from .context import LoweringContext, spec_cast
 from .registry import lowers
 
 # ONNX ops with the spec's exact function and attribute names.
-_SAME = {"sigmoid": "Sigmoid", "tanh": "Tanh", "softplus": "Softplus", "softsign": "Softsign"}
+_SAME = {"tanh": "Tanh", "softplus": "Softplus", "softsign": "Softsign"}
 
 
 @lowers(*_SAME)
 def same_function(ctx: LoweringContext, op: Operation) -> list[str]:
     x = op.inputs[0]
     return [ctx.typed(_SAME[op.op_type], [ctx.name_of(x)], x.data_type)]
+
+
+@lowers("sigmoid")
+def sigmoid(ctx: LoweringContext, op: Operation) -> list[str]:
+    x = op.inputs[0]
+    dt = x.data_type
+    if dt != "float32":
+        return [ctx.typed("Sigmoid", [ctx.name_of(x)], dt)]
+    # The spec's 1 / (1 + exp(-x)), written out: ONNX Runtime's float32 Sigmoid kernel (MLAS's
+    # logistic approximation) is up to 91 ULP from it near x = -5.3, past the 34-ULP budget.
+    e = ctx.typed("Exp", [ctx.typed("Neg", [ctx.name_of(x)], dt)], dt)
+    return [ctx.typed("Reciprocal", [ctx.typed("Add", [ctx.scalar(1, dt), e], dt)], dt)]
 
 
 @lowers("relu")
@@ -55,8 +68,11 @@ def elu(ctx: LoweringContext, op: Operation) -> list[str]:
 @lowers("hardSigmoid")
 def hard_sigmoid(ctx: LoweringContext, op: Operation) -> list[str]:
     x = op.inputs[0]
+    # alpha and beta are cast to the input's type first, as the spec casts an MLNumber
+    # (float16: 0.3 is 0.2998): ONNX's float attributes would keep them in float32.
     return [ctx.typed("HardSigmoid", [ctx.name_of(x)], x.data_type,
-                      alpha=float(op.attr("alpha")), beta=float(op.attr("beta")))]
+                      alpha=float(spec_cast(op.attr("alpha"), x.data_type)),
+                      beta=float(spec_cast(op.attr("beta"), x.data_type)))]
 
 
 @lowers("leakyRelu")
