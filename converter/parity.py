@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Bounds", "OutputParity", "compare", "ulp_distance", "default_bounds", "RHO",
-           "cosine_rho", "uses_normwise", "judge", "NOISE_FACTOR"]
+__all__ = ["Bounds", "OutputParity", "compare", "ulp_distance", "default_bounds", "with_overrides",
+           "RHO", "cosine_rho", "uses_normwise", "judge", "NOISE_FACTOR"]
 
 
 def cosine_rho(cosine: float) -> float:
@@ -37,6 +37,18 @@ class Bounds:
     cosine: float | None = None
     ulp: int | None = None
     exact: bool = False
+
+
+def with_overrides(bounds: Bounds, atol: float | None = None, rtol: float | None = None,
+                   ulp: int | None = None) -> Bounds:
+    """`bounds` with the user's `--atol`/`--rtol` (each replaces its own part) and `--ulp` (an
+    ULP budget replaces the float rule)."""
+    if ulp is not None:
+        return Bounds(ulp=ulp)
+    if atol is None and rtol is None:
+        return bounds
+    return Bounds(atol=atol if atol is not None else bounds.atol or 0.0,
+                  rtol=rtol if rtol is not None else bounds.rtol or 0.0, cosine=bounds.cosine)
 
 
 def default_bounds(data_type: str) -> Bounds:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import ConverterError
 from .ir import Graph
-from .parity import Bounds, OutputParity, compare, default_bounds, judge
+from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
 from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
                           source_alternates)
 
@@ -286,14 +286,18 @@ def _bounds(graph: Graph, name: str, atol, rtol, ulp) -> Bounds:
     if operand is None:
         raise ConverterError(f"no output '{name}' in the graph where the source has one",
                              where=f"graph '{graph.name}'")
-    bounds = default_bounds(operand.data_type)
-    if atol is not None or rtol is not None:
-        bounds = Bounds(atol=atol if atol is not None else bounds.atol or 0.0,
-                        rtol=rtol if rtol is not None else bounds.rtol or 0.0,
-                        cosine=bounds.cosine)
-    if ulp is not None:
-        bounds = Bounds(ulp=ulp)
-    return bounds
+    return with_overrides(output_bounds(graph, name), atol, rtol, ulp)
+
+
+def output_bounds(graph: Graph, name: str) -> Bounds:
+    """The parity bounds of one output: one quantization step for a quantized output (an
+    int8/uint8 result of quantizeLinear), else the policy for its data type."""
+    operand = graph.outputs[name]
+    producer = operand.producer
+    if operand.data_type in ("int8", "uint8") and producer is not None \
+            and producer.op_type == "quantizeLinear":
+        return Bounds(atol=1.0, rtol=0.0)
+    return default_bounds(operand.data_type)
 
 
 def _compare_all(graph: Graph, want: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],

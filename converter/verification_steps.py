@@ -22,9 +22,10 @@ import numpy as np
 from .errors import ConverterError
 from .ir import Graph
 from .ir.state import initial_value
-from .parity import Bounds, OutputParity, compare, default_bounds
+from .parity import OutputParity, compare, with_overrides
+from .verification import output_bounds
 
-__all__ = ["StepsReport", "verify_steps", "output_bounds"]
+__all__ = ["StepsReport", "verify_steps"]
 
 
 @dataclass
@@ -80,17 +81,6 @@ class StepsReport:
             "steps": [[{**o.to_json(), "differing": o.extra.get("differing", 0)} for o in step]
                       for step in self.steps],
         }
-
-
-def output_bounds(graph: Graph, name: str) -> Bounds:
-    """The parity bounds of one output: one quantization step for a quantized output (an
-    int8/uint8 result of quantizeLinear), else the policy for its data type."""
-    operand = graph.outputs[name]
-    producer = operand.producer
-    if operand.data_type in ("int8", "uint8") and producer is not None \
-            and producer.op_type == "quantizeLinear":
-        return Bounds(atol=1.0, rtol=0.0)
-    return default_bounds(operand.data_type)
 
 
 def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int = 20,
@@ -155,13 +145,7 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
 
 def _compare(graph: Graph, name: str, got: np.ndarray, want: np.ndarray, atol, rtol,
              ulp) -> OutputParity:
-    bounds = output_bounds(graph, name)
-    if atol is not None or rtol is not None:
-        bounds = Bounds(atol=atol if atol is not None else bounds.atol or 0.0,
-                        rtol=rtol if rtol is not None else bounds.rtol or 0.0,
-                        cosine=bounds.cosine)
-    if ulp is not None:
-        bounds = Bounds(ulp=ulp)
+    bounds = with_overrides(output_bounds(graph, name), atol, rtol, ulp)
     want = np.asarray(want)
     if want.dtype == np.bool_:
         want = want.view(np.uint8)
