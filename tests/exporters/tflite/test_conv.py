@@ -180,3 +180,29 @@ def test_conv_transpose2d_groups_computed_filter_float16_and_layouts():
     _conv((1, 4, 5, 3), (2, 3, 3, 3), transpose=True, inputLayout="nhwc", filterLayout="ohwi",
           strides=[2, 2])
     _conv((1, 3, 4, 5), (3, 3, 2, 3), transpose=True, filterLayout="hwoi")
+
+
+@pytest.mark.parametrize("in_hw, window, strides, dilations, padding, mode", [
+    ((8, 7), (3, 3), (1, 1), (1, 1), [0, 0, 0, 0], "VALID"),
+    ((8, 7), (3, 3), (1, 1), (1, 1), [1, 1, 1, 1], "SAME"),
+    ((8, 7), (3, 3), (2, 2), (1, 1), [0, 1, 1, 1], "SAME"),   # 8 -> 4 (total 1), 7 -> 4 (2)
+    ((8, 7), (2, 3), (2, 3), (1, 1), [0, 0, 1, 1], "SAME"),   # total 0 on H, 2 on W
+    ((8, 7), (3, 2), (1, 1), (2, 3), [2, 2, 1, 2], "SAME"),   # dilated windows 5 and 4
+    ((8, 7), (3, 3), (1, 1), (1, 1), [1, 1, 0, 2], None),     # not TFLite's split
+    ((8, 7), (3, 3), (2, 1), (1, 1), [1, 1, 1, 1], None),     # SAME splits H as [0, 1]
+    ((8, 7), (1, 1), (3, 3), (1, 1), [0, 0, 0, 1], None),     # output 3 x 3 is not SAME's
+])
+def test_padding_mode_is_tflites_own_padding_exactly(in_hw, window, strides, dilations,
+                                                     padding, mode):
+    from converter.exporters.tflite.conv import padding_mode
+
+    out_hw = [(in_hw[i] + padding[2 * i] + padding[2 * i + 1] - (window[i] - 1) * dilations[i]
+               - 1) // strides[i] + 1 for i in range(2)]
+    assert padding_mode(in_hw, out_hw, window, strides, dilations, padding) == mode
+
+
+def test_same_padding_exports_without_a_pad_op_and_other_padding_with_one():
+    graph, _ = _conv((1, 2, 8, 7), (3, 2, 3, 3), padding=[0, 1, 1, 1], strides=[2, 2])
+    assert "PAD" not in ops_of(graph) and "CONV_2D" in ops_of(graph)
+    graph, _ = _conv((1, 2, 8, 7), (3, 2, 3, 3), padding=[1, 1, 0, 2])
+    assert "PAD" in ops_of(graph)
