@@ -14,3 +14,13 @@ settings.register_profile(
     "full", max_examples=1000, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("ci")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the shared Chromium (and remove its temporary folder) in every process that ran
+    tests: xdist's workers leave without running atexit handlers."""
+    import sys
+
+    chromium = sys.modules.get("converter.runtimes.chromium")
+    if chromium is not None:
+        chromium.close_browser()
