@@ -47,72 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from mutation_modules import MODULES  # noqa: E402
 from mutation_ops import candidates, find_code  # noqa: E402
-
-# module name -> (source files or folders, relative to converter/; test files or folders).
-MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py"]),
-    "verification": (["verification.py"], ["tests/targets", "tests/test_parity.py"]),
-    "passes.layout": (["passes/layout.py", "passes/layout_edit.py", "passes/layout_ops.py",
-                       "passes/layout_perms.py", "passes/layout_push.py",
-                       "passes/layout_rules.py"],
-                      ["tests/passes/test_layout.py", "tests/passes/test_layout_rules.py",
-                       "tests/property/test_layout_property.py",
-                       "tests/property/test_layout_rules_property.py",
-                       "tests/passes/test_layout_units.py"]),
-    "passes.rank": (["passes/rank.py", "passes/rank_limits.py", "passes/rank_rules.py"],
-                    ["tests/passes/test_rank.py"]),
-    "passes.data_types": (["passes/data_types.py"],
-                          ["tests/passes/test_data_types.py",
-                           "tests/property/test_data_types_property.py"]),
-    "passes.fold_constants": (["passes/fold_constants.py"],
-                              ["tests/passes/test_fold_constants.py"]),
-    "passes.decompose": (["passes/decompose.py", "passes/decompositions.py",
-                          "passes/decompositions_activation.py",
-                          "passes/decompositions_normalization.py",
-                          "passes/decompositions_recurrent.py",
-                          "passes/decompositions_reduction.py"],
-                         ["tests/passes/test_decompose.py"]),
-    "passes.cleanup": (["passes/cleanup.py", "passes/constant_operands.py", "passes/__init__.py"],
-                       ["tests/passes"]),
-    "lowering.onnx": (["lowering/onnx"], ["tests/lowering"]),
-    "importers.onnx.conv_pool": (["importers/onnx/rules/conv.py", "importers/onnx/rules/pool.py"],
-                                 ["tests/importers/onnx/test_conv.py",
-                                  "tests/importers/onnx/test_pool.py",
-                                  "tests/property/test_conv_pool_property.py"]),
-    "importers.onnx.resize_gather_quant": (
-        ["importers/onnx/rules/resize.py", "importers/onnx/rules/indexing.py",
-         "importers/onnx/rules/quantization.py"],
-        ["tests/importers/onnx/test_resize.py", "tests/importers/onnx/test_indexing.py",
-         "tests/importers/onnx/test_quantization.py"]),
-    "importers.tflite.conv_pool": (["importers/tflite/rules/conv.py",
-                                    "importers/tflite/rules/pool.py"],
-                                   ["tests/importers/tflite/test_conv.py",
-                                    "tests/importers/tflite/test_pool.py",
-                                    "tests/importers/tflite/test_layout.py",
-                                    "tests/property/test_conv_pool_property.py"]),
-    "importers.tflite.resize_gather_quant": (
-        ["importers/tflite/rules/resize.py", "importers/tflite/rules/indexing.py",
-         "importers/tflite/rules/quantization.py"],
-        ["tests/importers/tflite/test_resize.py", "tests/importers/tflite/test_indexing.py",
-         "tests/importers/tflite/test_quantization.py"]),
-    "exporters.tflite.conv_pool": (["exporters/tflite/conv.py", "exporters/tflite/pool.py"],
-                                   ["tests/exporters/tflite/test_conv.py",
-                                    "tests/exporters/tflite/test_pool.py"]),
-    "ops": (["ops/conv.py", "ops/pool.py", "ops/resample.py", "ops/shape.py",
-             "ops/elementwise.py", "ops/indexing.py", "ops/matmul.py", "ops/normalization.py",
-             "ops/quantization.py", "ops/reduction.py", "ops/activation.py",
-             "ops/recurrent.py"], ["tests/ops", "tests/property/test_shape_property.py"]),
-    "emit": (["emit/javascript.py", "emit/html_page.py"], ["tests/browser/test_emit_javascript.py",
-                                                         "tests/browser/test_page.py",
-                                                         "tests/cli"]),
-    "formats.readers": (["formats/_files.py", "formats/weights.py", "formats/webnn_json.py",
-                         "formats/_text_lexer.py", "formats/webnn_text.py"], ["tests/formats"]),
-    "importers.model_files": (["importers/onnx/model_file.py",
-                               "importers/tflite/model_file.py"],
-                              ["tests/importers/onnx/test_bad_input.py",
-                               "tests/importers/tflite/test_bad_input.py"]),
-}
 
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.md"
 _OUT = [sys.stdout]   # where per-mutant lines go (a fork running pytest points it elsewhere)
