@@ -61,10 +61,26 @@ def test_a_signal_during_the_weights_write_leaves_nothing(big_model, tmp_path, s
     assert list(out.iterdir()) == []
 
 
-def test_a_signal_during_verify_removes_the_staged_outputs(big_model, tmp_path):
+@pytest.fixture(scope="module")
+def slow_to_verify(tmp_path_factory) -> Path:
+    """y = x @ W, forty times over, [2048, 2048] each: 16 MB to write, then a verification
+    that takes seconds on either runtime (about 0.7 TFLOP), so the signal always lands while
+    it runs, however fast the machine."""
+    folder = tmp_path_factory.mktemp("slow")
+    w = numpy_helper.from_array(np.eye(2048, dtype=np.float32), "w")
+    names = ["x"] + [f"h{i}" for i in range(1, 40)] + ["y"]
+    nodes = [helper.make_node("MatMul", [a, "w"], [b]) for a, b in zip(names, names[1:])]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2048, 2048]) for n in ("x", "y")]
+    graph = helper.make_graph(nodes, "slow", io[:1], io[1:], [w])
+    path = folder / "big.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_signal_during_verify_removes_the_staged_outputs(slow_to_verify, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    child = _cli("convert", str(big_model), "-o", str(out / "big.webnn"), "--verify")
+    child = _cli("convert", str(slow_to_verify), "-o", str(out / "big.webnn"), "--verify")
     deadline = time.monotonic() + 120
     try:
         # Wait until the outputs are complete in the staging folder (verification running).
