@@ -119,26 +119,18 @@ class _Finder:
             return
         if isinstance(stmt, ast.Assert):
             return
-        for name, value in ast.iter_fields(stmt):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                self.body(value)
-            elif isinstance(value, list):
-                for v in value:
-                    if isinstance(v, ast.expr):
-                        self.expr(v)
-                    elif isinstance(v, ast.AST):
-                        self.other(v)
-            elif isinstance(value, ast.expr):
-                self.expr(value)
-            elif isinstance(value, ast.AST):
-                self.other(value)
+        self.fields(stmt)
 
     def other(self, node: ast.AST) -> None:
         # except handlers, match cases, comprehensions, keywords, withitems
         if isinstance(node, ast.ExceptHandler):
             self.body(node.body)
             return
-        for name, value in ast.iter_fields(node):
+        self.fields(node)
+
+    def fields(self, node: ast.AST) -> None:
+        """Every statement list, expression and other node below `node`, in field order."""
+        for _, value in ast.iter_fields(node):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                 self.body(value)
             elif isinstance(value, list):
