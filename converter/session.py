@@ -8,8 +8,10 @@ from one call to the next.
 
 Each step feeds the state inputs what the previous step's next-state outputs gave (the initial
 values at the start) and the caller's feeds for every other input. The graph is lowered once
-and run on ONNX Runtime (`converter.run`'s executor); a graph without state is a Session too,
-each step then independent.
+and run on ONNX Runtime (`converter.run`'s executor), or with `runtime="chromium"` in headless
+Chromium's WebNN through the emitted module's `createSession` (the state then stays on the
+browser's context between steps: runtimes/chromium_session.py); a graph without state is a
+Session too, each step then independent.
 """
 from __future__ import annotations
 
@@ -26,16 +28,23 @@ __all__ = ["Session"]
 
 class Session:
     """A graph and its current state. `step(feeds)` runs one step and returns the model's
-    outputs (the next-state outputs go to `state`, not to the caller)."""
+    outputs (on 'ort' the next-state outputs go to `state`, not to the caller; on 'chromium'
+    they stay in the browser, and `read_state()` fetches them)."""
 
     def __init__(self, graph: Graph, runtime: str = "ort"):
-        if runtime != "ort":
-            raise ConverterError(f"a Session runs on 'ort', not '{runtime}'",
-                                 fix="step-wise runs in the browser are not supported yet")
-        from .execute import prepare
-
+        if runtime not in ("ort", "chromium"):
+            raise ConverterError(f"a Session runs on 'ort' or 'chromium', not '{runtime}'")
         self.graph = graph
-        self._run = prepare(graph)
+        self.runtime = runtime
+        self._browser = None
+        if runtime == "chromium":
+            from .runtimes.chromium_session import ChromiumSession
+
+            self._browser = ChromiumSession(graph)
+        else:
+            from .execute import prepare
+
+            self._run = prepare(graph)
         self._state_outputs = {var.output for var in graph.state}
         self.state: dict[str, np.ndarray] = {}
         self.steps = 0
@@ -55,6 +64,25 @@ class Session:
         """Back to the initial state, as before the first step."""
         self.state = {var.input: initial_value(self.graph, var) for var in self.graph.state}
         self.steps = 0
+        if self._browser is not None:
+            self._browser.reset()
+
+    def read_state(self) -> dict[str, np.ndarray]:
+        """The state the next step will be fed, by state input name."""
+        if self._browser is not None:
+            return self._browser.read_state()
+        return dict(self.state)
+
+    def close(self) -> None:
+        """Release the browser's session (an 'ort' session holds nothing to release)."""
+        if self._browser is not None:
+            self._browser.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def step(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run one step on `feeds` (every non-state input); return the model's outputs."""
@@ -64,6 +92,10 @@ class Session:
                                  where=f"step {self.steps}",
                                  fix="feed only " + (", ".join(self.feed_names) or "nothing")
                                      + "; reset() starts the state over")
+        if self._browser is not None:
+            # The browser keeps the state on its context; `state` keeps the initial values.
+            self.steps += 1
+            return self._browser.step(feeds)
         results = self._run({**feeds, **self.state})
         self.state = {var.input: results[var.output] for var in self.graph.state}
         self.steps += 1

@@ -5,7 +5,9 @@
     per operation; resolves to `{graph, inputs, outputs, unusedInputs}`, the descriptors by the
     source model's input and output names; inputs no output depends on are listed apart, as
     MLGraph has no place for them), `loadWeights(url)`, and
-    the helpers to run it (`createTensors`, `writeInputs`, `dispatch`, `readOutputs`, `run`);
+    the helpers to run it (`createTensors`, `writeInputs`, `dispatch`, `readOutputs`, `run`),
+    `state` (the graph's state pairs) and `createSession(context, weights)`, whose
+    `step(feeds)` carries that state on the context (webnn_session.js);
   * `model.weights` + `model.manifest.json`: the WGWT weights, written by converter.formats;
   * `model.html`: a page that builds the graph and runs it on `.npy` files or random inputs,
     showing outputs and timings (see html_page.py).
@@ -39,6 +41,7 @@ from .html_page import page_html
 __all__ = ["write_js", "module_source", "js_op", "JS_EMITTERS", "js_value", "ModuleWriter"]
 
 _HELPERS = Path(__file__).with_name("webnn_helpers.js")
+_SESSION = Path(__file__).with_name("webnn_session.js")
 # Inline constants given as bytes (`@bytes`) stay inline up to this size; larger go to weights.
 _INLINE_BYTES = 256
 _SAFE_INTEGER = 2**53 - 1
@@ -130,6 +133,7 @@ class ModuleWriter:
             f"export const WEIGHTS_FILE = {_string(self.weights_file)};",
             f"export const inputs = {_descs(g.input_descs())};",
             f"export const outputs = {_descs(g.output_descs())};",
+            f"export const state = {self._state()};",
             "",
             "export async function buildGraph(context, weights) {",
             "  const builder = new MLGraphBuilder(context);",
@@ -170,7 +174,20 @@ class ModuleWriter:
             "}",
             "",
         ]
-        return "\n".join(lines) + "\n" + _HELPERS.read_text()
+        return "\n".join(lines) + "\n" + _HELPERS.read_text() + _SESSION.read_text()
+
+    def _state(self) -> str:
+        """The state pairs, `initial` the weights key of the first step's value (null: zeros)."""
+        pairs = []
+        for var in self.graph.state:
+            initial = "null"
+            if var.initial is not None:
+                key = unique_name(safe_key(var.input + "/initial"), self._keys)
+                self.weights.append((key, var.initial))
+                initial = _string(key)
+            pairs.append(f"  {{input: {_string(var.input)}, output: {_string(var.output)}, "
+                         f"initial: {initial}}}")
+        return "[\n" + ",\n".join(pairs) + "\n]" if pairs else "[]"
 
     def _constant(self, operand: Operand) -> str:
         data = operand.constant

@@ -64,5 +64,65 @@ window.webnnRunCases = async (specs, timeoutMs) => {
   return results;
 };
 
+// -- sessions: a module's createSession() kept open across calls (chromium_session.py) --------
+function unbase64(text) {
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+const sessions = new Map();
+let sessionCount = 0;
+
+async function guarded(stage, fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    return {error: {stage, name: e?.name ?? "Error", message: e?.message ?? String(e)}};
+  }
+}
+
+window.webnnOpenSession = (module) => guarded("open", async () => {
+  const m = await import(module);
+  const context = await navigator.ml.createContext();
+  const session = await m.createSession(context, await m.loadWeights());
+  const id = ++sessionCount;
+  sessions.set(id, {context, session});
+  return {id};
+});
+
+window.webnnStep = ([id, feeds]) => guarded("step", async () => {
+  const decoded = {};
+  for (const [name, text] of Object.entries(feeds)) decoded[name] = unbase64(text);
+  const outputs = await sessions.get(id).session.step(decoded);
+  const encoded = {};
+  for (const [name, array] of Object.entries(outputs)) encoded[name] = base64(array.buffer);
+  return {outputs: encoded};
+});
+
+window.webnnReadState = (id) => guarded("readState", async () => {
+  const encoded = {};
+  for (const [name, array] of Object.entries(await sessions.get(id).session.readState())) {
+    encoded[name] = base64(array.buffer);
+  }
+  return {outputs: encoded};
+});
+
+window.webnnReset = (id) => guarded("reset", async () => {
+  sessions.get(id).session.reset();
+  return {};
+});
+
+window.webnnCloseSession = (id) => guarded("close", async () => {
+  const held = sessions.get(id);
+  sessions.delete(id);
+  if (held !== undefined) {
+    held.session.destroy();
+    if (typeof held.context.destroy === "function") held.context.destroy();
+  }
+  return {};
+});
+
 window.webnnOpSupportLimits = async () => (await navigator.ml.createContext()).opSupportLimits();
 window.webnnReady = "ml" in navigator;
