@@ -99,7 +99,6 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
     its variable, so naming it compares the state LiteRT keeps, step by step.
     """
     from .session import Session
-    from .verification import make_inputs
 
     source = Path(source)
     if graph is None:
@@ -110,16 +109,28 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
         steps = len(feeds)
     if steps < 1:
         raise ConverterError(f"--steps must be at least 1, not {steps}")
-    if runtime != "ort":
-        raise ConverterError(f"step-wise verification runs the graph on 'ort', not "
-                             f"'{runtime}'", fix="the browser's step API is not there yet")
+    if runtime not in ("ort", "chromium"):
+        raise ConverterError(f"step-wise verification runs the graph on 'ort' or 'chromium', "
+                             f"not '{runtime}'")
     for name in tensors:
         if name not in graph.outputs:
             graph.set_output(name, graph.operand(name))
-    session = Session(graph)
-    source_step, runtime = _source_stepper(source, graph, tensors)
-    report = StepsReport(str(source), graph_path, seed, runtime, "webnn-onnx", {},
-                         [f"{v.input} <- {v.output}" for v in graph.state])
+    source_step, source_runtime = _source_stepper(source, graph, tensors)
+    session = Session(graph, runtime=runtime)
+    try:
+        return _compare_steps(session, source_step, StepsReport(
+            str(source), graph_path, seed, source_runtime,
+            "webnn-onnx" if runtime == "ort" else runtime, {},
+            [f"{v.input} <- {v.output}" for v in graph.state]), steps, feeds, atol, rtol, ulp)
+    finally:
+        session.close()
+
+
+def _compare_steps(session, source_step, report: StepsReport, steps: int, feeds, atol, rtol,
+                   ulp) -> StepsReport:
+    from .verification import make_inputs
+
+    graph, seed, source = session.graph, report.seed, report.source
     compared = [name for name in session.output_names]
     for k in range(steps):
         if feeds is not None:

@@ -26,10 +26,12 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     Lists every violation: the op, operand, rule, the value found and what would fix it
     (`webnn-convert convert SRC --target T` runs the passes named), then what conversion
     does with each dequantizeLinear of constant weights (kept, re-encoded exactly, or
-    dequantized; with --dequantize: dequantized). With `--target all`, prints one row per
+    dequantized; with --dequantize: dequantized) and which int8 ops the target computes in
+    float32 between exact casts (its backend refuses their int8 form). With `--target all`, prints one row per
     built-in target. Exits 0 when the graph fits every target checked,
     1 when it does not.
     """
+    from converter.passes.int8_in_float import rewritten_ops
     from converter.passes.quantized_weights import plan
     from converter.targets import builtin_targets, load_target
     from converter.targets.check import check
@@ -40,27 +42,33 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     targets = [load_target(n) for n in names]
     results = {t.name: check(graph, t) for t in targets}
     weights = {t.name: plan(graph, t, dequantize) for t in targets}
+    in_float = {t.name: rewritten_ops(graph, t) for t in targets}
     if as_json:
         click.echo(json.dumps({
             "source": source, "operations": len(graph.operations),
             "passed": not any(results.values()),
             "targets": {name: {"passed": not found, "violations": [v.to_json() for v in found],
-                               "quantizedWeights": [d.to_json() for d in weights[name]]}
+                               "quantizedWeights": [d.to_json() for d in weights[name]],
+                               "int8InFloat": [{"op": op.name, "opType": op.op_type}
+                                               for op in in_float[name]]}
                         for name, found in results.items()}}, indent=1))
     elif target_name == "all":
         _table(source, graph, targets, results)
     else:
         _listing(source, graph, targets[0], results[targets[0].name],
-                 weights[targets[0].name])
+                 weights[targets[0].name], in_float[targets[0].name])
     if any(results.values()):
         raise SystemExit(1)
 
 
-def _listing(source, graph, target, found, weights) -> None:
+def _listing(source, graph, target, found, weights, in_float) -> None:
     for v in found:
         click.echo(v.line())
     for decision in weights:  # what `convert --target` does with each quantized weight
         click.echo(f"{target.name}: {decision.line()}")
+    for op in in_float:  # what its int8_in_float pass rewrites
+        click.echo(f"{target.name}: int8 {op.op_type} '{op.name}': computed in float32 between "
+                   f"casts (exact: it only moves values; the backend refuses its int8 form)")
     used = {op.op_type for op in graph.operations}
     emulated = [op for op in sorted(target.emulated) if op in used]
     if found:

@@ -33,7 +33,8 @@ from ..options import given_inputs, source_options, target_option
               help="Run N consecutive steps carrying the graph's declared state (initial "
                    "values first); each output is written stacked, [N, ...]. An input file "
                    "of shape [N, ...] gives one value a step. A stateful graph runs one step "
-                   "without it.")
+                   "without it. On --runtime chromium the state stays on the browser's "
+                   "context between steps (the module's createSession).")
 def command(graph_file, dims, input_shapes, known_inputs, target_name, inputs, output_dir, seed,
             runtime, steps):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
@@ -57,12 +58,9 @@ def command(graph_file, dims, input_shapes, known_inputs, target_name, inputs, o
         except (OSError, ValueError) as e:
             raise ConverterError(f"cannot read {path} as .npy: {e}") from None
     if steps is not None or graph.state:
-        if runtime != "ort":
-            raise ConverterError("step-wise runs (a stateful graph, --steps) run on ort only",
-                                 fix="use --runtime ort")
         from .stepping import run_steps
 
-        outputs = run_steps(graph, given, steps, seed)
+        outputs = run_steps(graph, given, steps, seed, runtime)
     else:
         feeds, _ = make_inputs(graph, seed)
         feeds.update(given)

@@ -9,14 +9,23 @@ from converter.errors import ConverterError
 
 
 def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
-              seed: int) -> dict[str, np.ndarray]:
-    """Run `steps` steps in a Session (one when None: outputs then not stacked). A given input
+              seed: int, runtime: str = "ort") -> dict[str, np.ndarray]:
+    """Run `steps` steps in a Session on `runtime` (one when None: outputs then not stacked;
+    on 'chromium' the state stays in the browser between steps). A given input
     of shape [steps, *input shape] feeds one row a step; one of the input's shape feeds every
     step; the others are seeded random values, seed + step."""
     from converter.session import Session
+
+    session = Session(graph, runtime=runtime)
+    try:
+        return _stepped(session, graph, given, steps, seed)
+    finally:
+        session.close()
+
+
+def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
     from converter.verification import make_inputs
 
-    session = Session(graph)
     count = steps or 1
     for name in given:
         if name not in session.feed_names:

@@ -119,7 +119,8 @@ def _number(value):
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Compare N consecutive steps, each side carrying its own state (LiteRT "
                    "keeps its variables; an ONNX source is fed its own next-state outputs). "
-                   "A stateful graph is compared over one step without it.")
+                   "A stateful graph is compared over one step without it. With --runtime "
+                   "chromium the graph steps through the module's createSession.")
 def command(source, graph_path, dims, input_shapes, known_inputs, target_name, given, inputs_dir,
             seed, atol, rtol, ulp, as_json, runtime, oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
@@ -147,14 +148,14 @@ def command(source, graph_path, dims, input_shapes, known_inputs, target_name, g
         if feeds:
             raise ConverterError("step-wise verification draws its inputs a step at a time",
                                  fix="drop --input/--inputs for --steps")
-        if known_inputs or runtime != "ort" or do_bisect:
-            raise ConverterError("step-wise verification runs on ort, without --const or "
-                                 "--bisect", fix="drop --const, --runtime and --bisect for --steps")
+        if known_inputs or do_bisect:
+            raise ConverterError("step-wise verification runs without --const or --bisect",
+                                 fix="drop --const and --bisect for --steps")
         from converter.verification_steps import verify_steps
 
         report = verify_steps(source, graph, steps=steps or 1, seed=seed, dims=dims,
                               input_shapes=input_shapes, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path)
+                              graph_path=graph_path, runtime=runtime)
         finish(report, as_json)
         return
     report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,

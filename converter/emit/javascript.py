@@ -116,10 +116,7 @@ class ModuleWriter:
         """The JS identifier holding an operand (made once, unique, from its name)."""
         found = self._vars.get(id(operand))
         if found is None:
-            base = re.sub(r"[^A-Za-z0-9_$]", "_", operand.name) or "t"
-            if base[0].isdigit():
-                base = "_" + base
-            found = self._vars[id(operand)] = unique_name(base, self._taken)
+            found = self._vars[id(operand)] = unique_name(_identifier(operand.name), self._taken)
         return found
 
     # -- the module -----------------------------------------------------------------------------
@@ -151,7 +148,9 @@ class ModuleWriter:
             # each output is its own MLOperand whatever the backend makes of aliases.
             var = self.var(operand)
             if var in built:
-                label = unique_name(f"{name}_identity", self._taken)
+                # The output name comes from the model: an identifier made from it as var()
+                # makes one, never the name itself (it may hold any text).
+                label = unique_name(_identifier(f"{name}_identity"), self._taken)
                 lines.append(f"  const {label} = builder.identity({var}, "
                              f"{{label: {_string(label)}}});")
                 var = label
@@ -283,6 +282,12 @@ def _read(graph: Graph) -> set[int]:
         if operand.producer is not None:
             stack.extend(o for o in operand.producer.inputs if o is not None)
     return seen
+
+
+def _identifier(name: str) -> str:
+    """A JS identifier made from any text: every other character becomes `_`."""
+    base = re.sub(r"[^A-Za-z0-9_$]", "_", name) or "t"
+    return "_" + base if base[0].isdigit() else base
 
 
 def _returns_list(opdef: OpDef) -> bool:

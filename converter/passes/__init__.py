@@ -101,10 +101,10 @@ def pipeline_for(target: "Target") -> list[str]:
 
     Folding and cleanup first (fewer ops to rewrite), then quantized weights (kept, re-encoded or
     dequantized before decompose would expand a dequantizeLinear the target lacks), then what
-    changes ops (decomposition of
-    ops the target lacks, constant-only operands (whose rewrites add scalars and reshapes the
-    rank pass must see), ranks, data types), then layout (it sees the final set of ops), then
-    folding and cleanup again (transposes of constants fold, identities and dead ops go).
+    changes ops (decomposition of ops the target lacks, constant-only operands (whose rewrites
+    add scalars and reshapes the rank pass must see), ranks, data types, int8 ops the backend
+    refuses computed in float32), then layout (it sees the final set of ops), then folding and
+    cleanup again (transposes of constants fold, identities and dead ops go).
     """
     return ["fold_constants", "cleanup", "quantized_weights", "decompose", "constant_operands", "rank",
-            "data_types", "layout", "fold_constants", "cleanup"]
+            "data_types", "int8_in_float", "layout", "fold_constants", "cleanup"]

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     data_types,
     decompose,
     fold_constants,
+    int8_in_float,
     layout,
     quantized_weights,
     rank,

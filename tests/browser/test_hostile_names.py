@@ -114,3 +114,32 @@ def test_chromium_builds_and_runs_it_and_the_page_shows_the_names_as_text(browse
     shown = [n.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd") for n in HOSTILE]
     want = ("graph " + " ".join(shown)).replace("\r", "\n").replace("\x00", "")
     assert seen["heading"] == want
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_second_output_name_and_state_names_stay_data(tmp_path):
+    """One operand under two hostile output names (the second goes through an identity whose
+    variable is made from the name), and state pairs named with them."""
+    b = GraphBuilder("twice")
+    outputs = {}
+    for i, name in enumerate(HOSTILE):
+        state = b.input(name + " state", "float32", [2])
+        y = b.add(state, b.input(name, "float32", [2]), name=f"add{i}")
+        outputs[name + " next"] = y
+        outputs[name + " again"] = y
+    graph = b.build(outputs)
+    for name in HOSTILE:
+        graph.declare_state(name + " state", name + " next", initial=np.ones(2, np.float32))
+    write_js(graph, tmp_path / "m.js")
+    (tmp_path / "m.mjs").write_bytes((tmp_path / "m.js").read_bytes())
+    (tmp_path / "run.mjs").write_text(
+        "const m = await import('./m.mjs');\n"
+        "console.log(JSON.stringify({canary: globalThis.CANARY ?? null, state: m.state}));\n")
+    run = subprocess.run(["node", str(tmp_path / "run.mjs")], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["canary"] is None
+    assert [(s["input"], s["output"]) for s in seen["state"]] == \
+        [(n + " state", n + " next") for n in HOSTILE]
+    assert all(isinstance(s["initial"], str) for s in seen["state"])

@@ -12,9 +12,8 @@ from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target
 
 ZOO = json.loads((Path(__file__).resolve().parents[2] / "models" / "zoo.json").read_text())
-# The int8 wake-word models carry TFLite resource variables as graph state (they verify over 20
-# steps on ONNX Runtime against LiteRT). Chromium 153's LiteRT backend refuses to build them:
-# pinned below, so that the day it accepts them this test says so.
+# The int8 wake-word models carry TFLite resource variables as graph state: they are stepped 20
+# times in Chromium against LiteRT in test_wake_words_in_chromium.py.
 STATEFUL = ("alexa", "hey_jarvis", "hey_mycroft", "okay_nabu")
 CONVERTIBLE = {m["id"]: m for m in ZOO["models"]
                if m["expect"] == "verified" and m["id"] not in STATEFUL}
@@ -31,14 +30,3 @@ def test_public_model_in_chromium(model_id, browser_limits):
     assert report.graph_runtime == "chromium"
     for out in report.outputs:
         assert out.passed, out.to_json()
-
-
-@pytest.mark.parametrize("model_id", STATEFUL)
-def test_chromium_refuses_the_int8_stateful_models(model_id, browser_limits):
-    entry = {m["id"]: m for m in ZOO["models"]}[model_id]
-    source = fetch_model(entry["source"])
-    graph = converter.load(source, input_shapes=entry["inputShapes"])
-    assert graph.state  # imported as a stateful graph
-    convert_for_target(graph, load_target("chromium-litert"))
-    with pytest.raises(converter.ConverterError, match="Failed to allocate tensors"):
-        converter.verify(source, graph, seed=0, runtime="chromium")
