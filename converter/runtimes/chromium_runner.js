@@ -83,14 +83,24 @@ async function guarded(stage, fn) {
   }
 }
 
-window.webnnOpenSession = (module) => guarded("open", async () => {
-  const m = await import(module);
-  const context = await navigator.ml.createContext();
-  const session = await m.createSession(context, await m.loadWeights());
-  const id = ++sessionCount;
-  sessions.set(id, {context, session});
-  return {id};
-});
+window.webnnOpenSession = async (module) => {
+  // The stages of runCase's, so that a build failure is located the same way.
+  let stage = "import";
+  try {
+    const m = await import(module);
+    stage = "createContext";
+    const context = await navigator.ml.createContext();
+    stage = "weights";
+    const weights = await m.loadWeights();
+    stage = "build";
+    const session = await m.createSession(context, weights);
+    const id = ++sessionCount;
+    sessions.set(id, {context, session});
+    return {id};
+  } catch (e) {
+    return {error: {stage, name: e?.name ?? "Error", message: e?.message ?? String(e)}};
+  }
+};
 
 window.webnnStep = ([id, feeds]) => guarded("step", async () => {
   const decoded = {};

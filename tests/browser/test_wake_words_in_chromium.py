@@ -51,3 +51,17 @@ def test_wake_word_model_verifies_over_20_steps_in_chromium(model_id, browser_li
     assert all(s["differing"] == 0 and s["maxAbs"] == 0.0 for s in summary.values()), summary
     assert set(summary) == {*states, logits, *(n for n in graph.outputs if n not in states
                                               and n != logits and "states" not in n)}
+
+
+def test_without_the_pass_chromium_refuses_the_int8_concat_of_state(browser_limits):
+    """Why the pass is there: the same graph without the chromium-litert passes fails to build at
+    the first concat of a variable (the day Chromium accepts it, this test says so)."""
+    entry = ZOO["alexa"]
+    graph = converter.load(fetch_model(entry["source"]), input_shapes=entry["inputShapes"])
+    state_inputs = {v.input for v in graph.state}
+    reading_state = {op.name for op in graph.operations if op.op_type == "concat"
+                     and any(i.name in state_inputs for i in op.inputs)}
+    with pytest.raises(converter.ConverterError, match="Failed to allocate tensors") as caught:
+        converter.Session(graph, runtime="chromium").close()
+    op_type, name = caught.value.where.split(" ", 1)
+    assert op_type == "concat" and name.strip("'") in reading_state

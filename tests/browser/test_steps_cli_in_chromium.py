@@ -1,0 +1,39 @@
+"""`run --steps N --runtime chromium` and `verify --steps N --runtime chromium`: a TFLite
+resource variable carried in Chromium's WebNN (the module's createSession, state on the context),
+checked against the running sum in numpy and against LiteRT keeping its own variable."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from cli.main import main
+from tests.cli.test_steps import _accumulator_tflite
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+def test_run_steps_in_chromium_stacks_each_output(browser_limits, tmp_path):
+    model = _accumulator_tflite(tmp_path / "acc.tflite", np.ones((1, 3), np.float32))
+    xs = np.arange(15, dtype=np.float32).reshape(5, 1, 3) / 8
+    np.save(tmp_path / "x.npy", xs)
+    r = run("run", model, "--steps", 5, "--runtime", "chromium", "--input",
+            f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    out = np.load(tmp_path / "out" / "out.npy")
+    assert out.shape == (5, 1, 3)
+    np.testing.assert_allclose(out, 1 + np.cumsum(xs, axis=0), rtol=1e-6)
+
+
+def test_verify_steps_in_chromium_against_litert(browser_limits, tmp_path):
+    model = _accumulator_tflite(tmp_path / "acc.tflite", np.full((1, 3), 0.25, np.float32))
+    r = run("verify", model, "--steps", 20, "--runtime", "chromium", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["stepCount"] == 20 and report["passed"] and len(report["steps"]) == 20
+    assert report["sourceRuntime"] == "litert" and report["graphRuntime"] == "chromium"
+    assert report["summary"]["out"]["elements"] == 60
+    assert report["summary"]["out"]["maxAbs"] <= 1e-5
