@@ -344,7 +344,8 @@ def _key_padding_bias(ctx, mask: Operand, batch: int, kv_len: int, like: Operand
 
 @onnx_op("GroupQueryAttention", domain=MS,
          webnn=("matmul", "mul", "add", "softmax", "transpose", "reshape", "concat", "slice",
-                "split", "expand", "where", "lesserOrEqual", "tanh", "div", "gather", "sub"))
+                "split", "expand", "where", "lesserOrEqual", "tanh", "div", "gather", "sub",
+                "equal", "greater", "logicalAnd"))
 def group_query_attention(ctx: ImportContext, node: OnnxNode):
     _unsupported_inputs(node, {12: "k_scale (a quantized KV cache) has no WebNN form here",
                                13: "v_scale (a quantized KV cache) has no WebNN form here",
@@ -364,12 +365,16 @@ def group_query_attention(ctx: ImportContext, node: OnnxNode):
     past_len = ctx.shape(past_k)[2] if past_k is not None else 0
     total = int(np.asarray(ctx.require_known(node.input(6), "total_sequence_length"))
                 .reshape(-1)[0])
-    if total != past_len + q_len:
-        raise Unsupported(f"total_sequence_length {total} is not the past length {past_len} "
-                          f"plus the new tokens {q_len}: a shared KV buffer has no static "
-                          f"WebNN form")
     q, k, v = _split_heads(ctx, q, heads), _split_heads(ctx, k, kv_heads), \
         _split_heads(ctx, v, kv_heads)
+    if past_k is not None and total == past_len:
+        from .attention_cache import shared_buffer  # it builds on this module's helpers
+
+        return shared_buffer(ctx, node, q, k, v, heads)
+    if total != past_len + q_len:
+        raise Unsupported(f"total_sequence_length {total} is neither the past length "
+                          f"{past_len} plus the new tokens {q_len} nor the past length (a "
+                          f"shared KV buffer)")
     if node.attr("do_rotary", 0):
         q, k = _gqa_rotary(ctx, node, q, k, past_len)
     if past_k is not None:
