@@ -96,11 +96,12 @@ def _shapes(options: list[str]) -> dict:
     return {p.split("=")[0]: [int(v) for v in p.split("=")[1].split(",")] for p in pairs}
 
 
-def write_page(root: Path, ort_dist: Path | None) -> None:
-    """The bench page and its script in `root`, with ORT-web's dist linked in as `ort/`."""
+def write_page(root: Path, ort_dist: Path | None, script: Path | None = None) -> None:
+    """The bench page and its script (default bench_browser.js) in `root`, with ORT-web's dist
+    linked in as `ort/`."""
     (root / "page.html").write_text('<!doctype html><meta charset="utf-8">'
                                     '<script type="module" src="bench.js"></script>')
-    shutil.copy2(ROOT / "bench" / "bench_browser.js", root / "bench.js")
+    shutil.copy2(script or ROOT / "bench" / "bench_browser.js", root / "bench.js")
     if ort_dist is not None:
         (root / "ort").symlink_to(ort_dist, target_is_directory=True)
 
@@ -118,11 +119,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 class BenchBrowser:
     """The served root (page, ORT-web, models) and one headless Chromium."""
 
-    def __init__(self, root: Path, ort_dist: Path | None, browser=None):
+    def __init__(self, root: Path, ort_dist: Path | None, browser=None,
+                 script: Path | None = None):
         """`browser`: a Playwright browser already running (the tests' shared one), or None
-        to launch Chromium here."""
+        to launch Chromium here; `script`: the page's code (default bench_browser.js)."""
         self.root = root
-        write_page(root, ort_dist)
+        write_page(root, ort_dist, script)
         handler = functools.partial(_Handler, directory=str(root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True

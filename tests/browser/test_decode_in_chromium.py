@@ -14,7 +14,7 @@ import pytest
 import converter
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target
-from tests.browser import decoding
+from converter.testing import decoding
 
 pytestmark = pytest.mark.skipif(
     not decoding.source("fp32").exists(),

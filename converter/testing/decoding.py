@@ -1,5 +1,6 @@
 """Greedy decoding of the tiny genai-builder Llama (models/tiny-llama/, made by
-models/make_tiny_llama.py) for the browser tests and bench/bench_decode.py.
+models/make_tiny_llama.py), for tests/browser/test_decode_in_chromium.py and
+bench/bench_decode.py.
 
 The reference is ONNX Runtime on the source as onnxruntime-genai's users would run it without a
 shared buffer: the prompt in one call, then one token a call, the past growing by concatenation
@@ -14,12 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 TINY_LLAMA = ROOT / "models" / "tiny-llama"
 PROMPT = (1, 17, 42, 99)
 NEW_TOKENS = 32
 CAPACITY = 40  # the prompt and every new token but the last fed back
-LAYERS, KV_HEADS, HEAD = 2, 2, 16  # models/make_tiny_llama.py's CONFIG
+LAYERS, KV_HEADS, HEAD, VOCAB = 2, 2, 16, 256  # models/make_tiny_llama.py's CONFIG
+
+__all__ = ["PROMPT", "NEW_TOKENS", "CAPACITY", "source", "cache_pairs", "greedy_on_source",
+           "fixed_cache_graph", "step_feeds", "greedy_in_session"]
 
 
 def source(precision: str) -> Path:
