@@ -1,7 +1,8 @@
 """Decode speed in the browser: greedy decoding of the tiny Llama through our emitted module vs
 onnxruntime-web's WebNN EP driving the same ONNX model, in the same Chromium.
 
-    python bench/bench_decode.py [--precisions fp32 int4] [--runs 5] [--warmup 1]
+    python bench/bench_decode.py [--precisions fp32 int4 int4-dequantized] [--runs 5]
+                                 [--warmup 1]
 
 The model is models/tiny-llama/{fp32,int4} (onnxruntime-genai's builder, models/
 make_tiny_llama.py). Ours: the decoder imported with a fixed-capacity KV cache (40 slots; one
@@ -13,6 +14,8 @@ deviceType: 'cpu'}]`, the model and its external data loaded by URL, the same ca
 with freeDimensionOverrides, each step's present.* fed back as past_key_values.*. Both decode
 the same 4-token prompt one token a step and then 32 new tokens, the argmax taken in
 JavaScript; the tokens of both are printed and must be equal (the bench says so if not).
+`int4-dequantized` is the int4 model converted with `--dequantize` (our weights float32 at
+conversion time instead of int4 kept for the backend): what keeping int4 costs or saves.
 
 ORT-web runs twice: as documented by default (every output back to JavaScript, the caches
 uploaded again each step) and with `preferredOutputLocation: 'ml-tensor'` for the present.*
@@ -45,7 +48,8 @@ def _bench_browser():
 
 
 def prepare(precision: str, root: Path) -> dict:
-    """A served folder for one precision: our module and the source ONNX model; the spec."""
+    """A served folder for one precision (`fp32`, `int4` or `int4-dequantized`): our module
+    and the source ONNX model; the spec."""
     from converter.emit.javascript import write_js
     from converter.targets import load_target
     from converter.targets.pipeline import convert_for_target
@@ -53,11 +57,12 @@ def prepare(precision: str, root: Path) -> dict:
 
     folder = root / precision
     folder.mkdir()
-    source = decoding.source(precision)
+    dequantize = precision.endswith("-dequantized")
+    source = decoding.source(precision.removesuffix("-dequantized"))
     for name in ("model.onnx", "model.onnx.data"):
         shutil.copy2(source.parent / name, folder / name)
     graph = decoding.fixed_cache_graph(source)
-    convert_for_target(graph, load_target("chromium-litert"))
+    convert_for_target(graph, load_target("chromium-litert"), dequantize=dequantize)
     write_js(graph, folder / "decoder.js")
     pairs = decoding.cache_pairs()
     return {"module": f"./{precision}/decoder.js", "onnx": f"./{precision}/model.onnx",
@@ -75,8 +80,8 @@ def prepare(precision: str, root: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--precisions", nargs="+", default=["fp32", "int4"],
-                    choices=["fp32", "int4"])
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "int4", "int4-dequantized"],
+                    choices=["fp32", "int4", "int4-dequantized"])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
@@ -96,7 +101,8 @@ def main() -> None:
                 ort = bench.run("decodeOrt", spec)
                 kept = bench.run("decodeOrt", {**spec, "keepCaches": True})
                 rows.append((precision, ours, ort, kept))
-                want = decoding.greedy_on_source(decoding.source(precision))[0]
+                want = decoding.greedy_on_source(
+                    decoding.source(precision.removesuffix("-dequantized")))[0]
                 for name, r in (("ours", ours), ("ORT-web", ort), ("ORT-web ml-tensor", kept)):
                     same = "the source's tokens on ONNX Runtime" if r["tokens"] == want else \
                         f"OTHER TOKENS than the source's on ONNX Runtime: {r['tokens']} " \
