@@ -66,7 +66,10 @@ def build(checkpoint: Path, out: Path, precision: str, cache: Path) -> None:
                "-i", str(checkpoint), "-o", str(work), "-p", precision, "-e", "cpu",
                "-c", str(cache / "hf-cache")]
     if precision == "int4":
-        command += ["--extra_options", "int4_block_size=32", "int4_accuracy_level=4"]
+        # accuracy level 1: MatMulNBits computes in float32. At the builder's CPU default (4)
+        # ONNX Runtime quantizes the activations to int8 inside the op, an approximation of
+        # the op's meaning (logits 0.15 off here) that a parity fixture must not carry.
+        command += ["--extra_options", "block_size=32", "accuracy_level=1"]
     subprocess.run(command, check=True)
     out.mkdir(parents=True, exist_ok=True)
     for name in KEEP:

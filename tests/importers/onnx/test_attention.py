@@ -207,69 +207,10 @@ def test_group_query_attention_matches_onnxruntime(batch, seq, past, head, attrs
     assert graph.outputs["pk_out"].shape == (batch, 2, past + seq, head)
 
 
-def test_group_query_attention_total_length_that_fits_no_form_is_unsupported():
+def test_group_query_attention_shared_kv_buffer_is_unsupported():
     model, _ = _gqa(1, 1, 8, 8, {})
     model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(5, np.int32), "tsl"))
-    _unsupported(model, "neither the past length 8 plus the new tokens 1 nor the past length")
-
-
-def _shared_gqa(seq, capacity, seqlens, attrs, rotary=False):
-    """GroupQueryAttention on a cache of `capacity` slots that is both past and present
-    (total_sequence_length = capacity), sequence b's new tokens ending at seqlens[b]; the slots
-    after them hold garbage that must not be read."""
-    batch = len(seqlens)
-    model, feeds = _gqa(batch, seq, capacity - seq, 8 if not rotary else 16, attrs,
-                        rotary=rotary, runtime_seqlens=seqlens)
-    head = 8 if not rotary else 16
-    feeds["pk"], feeds["pv"] = _f(batch, 2, capacity, head), _f(batch, 2, capacity, head)
-    for inp in model.graph.input:
-        if inp.name in ("pk", "pv"):
-            inp.type.tensor_type.shape.dim[2].dim_value = capacity
-    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(capacity, np.int32),
-                                                                "tsl"))
-    return model, feeds
-
-
-@pytest.mark.parametrize("seq, seqlens, attrs, rotary", [
-    (1, [4, 9], {}, False),                      # decoding: the new key at slots 4 and 9
-    (1, [0, 11], {}, True),                      # the first and the last slot, rotated there
-    (3, [5], {}, True),                          # three new tokens (ORT: batch 1 then)
-    (1, [7, 3], {"local_window_size": 3}, False),
-    (2, [6], {"smooth_softmax": 1, "softcap": 3.0}, False),
-])
-def test_group_query_attention_on_a_shared_kv_buffer_matches_onnxruntime(seq, seqlens, attrs,
-                                                                          rotary):
-    model, feeds = _shared_gqa(seq, 12, seqlens, attrs, rotary)
-    graph = _compare(model, feeds)
-    assert graph.outputs["pk_out"].shape == graph.inputs["pk"].shape == \
-        (len(seqlens), 2, 12, 16 if rotary else 8)
-    # one graph for every position: the cache is written in place, never concatenated
-    assert all(op.output.shape != graph.inputs["pk"].shape
-               for op in graph.operations if op.op_type == "concat")
-    assert _ops(graph).count("equal") == seq  # one slot selection per new token
-
-
-def test_group_query_attention_shared_buffer_writes_the_new_slot_and_zeroes_later_ones():
-    model, feeds = _shared_gqa(1, 6, [2], {})
-    got = run(import_model(model), feeds)
-    np.testing.assert_array_equal(got["pk_out"][:, :, :2], feeds["pk"][:, :, :2])
-    assert not got["pk_out"][:, :, 3:].any() and not got["pv_out"][:, :, 3:].any()
-    new_k = feeds["k"].reshape(1, 1, 2, 8).transpose(0, 2, 1, 3)  # [B, kvN, 1, H]
-    np.testing.assert_array_equal(got["pk_out"][:, :, 2:3], new_k)
-    np.testing.assert_array_equal(got["pv_out"][:, :, 2:3],
-                                  feeds["v"].reshape(1, 1, 2, 8).transpose(0, 2, 1, 3))
-
-
-def test_group_query_attention_shared_buffer_refuses_more_tokens_than_slots():
-    model, _ = _gqa(1, 4, 0, 8, {})
-    model.graph.input.append(helper.make_tensor_value_info("pk", TensorProto.FLOAT,
-                                                           [1, 2, 3, 8]))
-    model.graph.input.append(helper.make_tensor_value_info("pv", TensorProto.FLOAT,
-                                                           [1, 2, 3, 8]))
-    node = model.graph.node[0]
-    node.input[3], node.input[4] = "pk", "pv"
-    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(3, np.int32), "tsl"))
-    _unsupported(model, "4 new tokens do not fit a KV cache of 3")
+    _unsupported(model, "shared KV buffer")
 
 
 # -- rotary, normalizations, Gelu family, FusedMatMul -------------------------------------------
