@@ -5,8 +5,8 @@ onnxruntime-web's WebNN EP driving the same ONNX model, in the same Chromium.
                                  [--warmup 1]
 
 The model is models/tiny-llama/{fp32,int4} (onnxruntime-genai's builder, models/
-make_tiny_llama.py). Ours: the decoder imported with a fixed-capacity KV cache (40 slots; one
-graph for every step, converter/testing/decoding.py), converted with `--target chromium-litert`
+make_tiny_llama.py). Ours: the decoder imported with a fixed-capacity KV cache (40 rows; one
+graph for every step, converter.load_decoder), converted with `--target chromium-litert`
 and written as a module (`write_js`); the page opens the module's createSession, whose caches
 stay on the context as MLTensors, and steps it. ORT-web: onnxruntime-web 1.30 (npm, installed
 once into the cache as bench_browser.py does) with `executionProviders: [{name: 'webnn',
@@ -86,6 +86,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
+    from converter.generation import generate_on_onnxruntime
     from converter.testing import decoding
 
     bench_browser = _bench_browser()
@@ -101,8 +102,9 @@ def main() -> None:
                 ort = bench.run("decodeOrt", spec)
                 kept = bench.run("decodeOrt", {**spec, "keepCaches": True})
                 rows.append((precision, ours, ort, kept))
-                want = decoding.greedy_on_source(
-                    decoding.source(precision.removesuffix("-dequantized")))[0]
+                want = generate_on_onnxruntime(
+                    decoding.source(precision.removesuffix("-dequantized")), decoding.PROMPT,
+                    decoding.NEW_TOKENS).tokens
                 for name, r in (("ours", ours), ("ORT-web", ort), ("ORT-web ml-tensor", kept)):
                     same = "the source's tokens on ONNX Runtime" if r["tokens"] == want else \
                         f"OTHER TOKENS than the source's on ONNX Runtime: {r['tokens']} " \

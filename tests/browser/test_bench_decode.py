@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from converter.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
 from converter.testing import decoding
 
@@ -32,7 +33,8 @@ def test_bench_page_decodes_the_tiny_llama_once(browser_limits, tmp_path):
 
     found = cache_dir() / "bench" / "ort-web" / "node_modules" / "onnxruntime-web" / "dist"
     dist = found if (found / "ort.all.min.mjs").exists() else None
-    want, _, _ = decoding.greedy_on_source(decoding.source("fp32"))
+    want = generate_on_onnxruntime(decoding.source("fp32"), decoding.PROMPT,
+                                             decoding.NEW_TOKENS).tokens
     page, _ = browser_page(ROOT / "models" / "tiny_cnn.onnx")  # the suite's shared browser
     shared = page.context.browser
     page.close()
