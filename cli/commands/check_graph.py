@@ -27,8 +27,8 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     (`webnn-convert convert SRC --target T` runs the passes named), then what conversion
     does with each dequantizeLinear of constant weights (kept, re-encoded exactly, or
     dequantized; with --dequantize: dequantized) and which int8 ops the target computes in
-    float32 between exact casts (its backend refuses their int8 form). With `--target all`, prints one row per
-    built-in target. Exits 0 when the graph fits every target checked,
+    float32 between exact casts (its backend refuses their int8 form). With `--target all`,
+    prints one row per built-in target. Exits 0 when the graph fits every target checked,
     1 when it does not.
     """
     from converter.passes.int8_in_float import rewritten_ops

@@ -7,16 +7,17 @@ import click
 import numpy as np
 
 import converter
-from converter.by_suffix import load_any
 from converter.errors import ConverterError
 
 from ..logs import debugging, quiet_runtimes
-from ..options import given_inputs, source_options, target_option
+from .stepping import decode, is_decoder, load_with_state
+from ..options import decoder_options, given_inputs, source_options, target_option
 
 
 @click.command("run")
 @click.argument("graph_file", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
 @source_options
+@decoder_options
 @target_option(help="Run the graph rewritten for that backend (its passes run first).")
 @click.option("--input", "inputs", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
               help="An input's value as a .npy file (repeatable); missing inputs are seeded "
@@ -33,21 +34,24 @@ from ..options import given_inputs, source_options, target_option
               help="Run N consecutive steps carrying the graph's declared state (initial "
                    "values first); each output is written stacked, [N, ...]. An input file "
                    "of shape [N, ...] gives one value a step. A stateful graph runs one step "
-                   "without it. On --runtime chromium the state stays on the browser's "
-                   "context between steps (the module's createSession).")
-def command(graph_file, dims, input_shapes, known_inputs, target_name, inputs, output_dir, seed,
-            runtime, steps):
+                   "without it. A decoder (--cache-capacity, or a graph converted with it) "
+                   "decodes N greedy tokens after --prompt: tokens.npy and logits.npy, one "
+                   "row a position fed. On --runtime chromium the state stays on the "
+                   "browser's context between steps (the module's createSession).")
+def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_capacity, prompt,
+            target_name, inputs, output_dir, seed, runtime, steps):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
     ONNX Runtime or in Chromium."""
     from converter.verification import make_inputs
 
     quiet_runtimes(debugging())
+    graph = load_with_state(graph_file, dims=dims, input_shapes=input_shapes,
+                            known_inputs=known_inputs, state_patterns=state_patterns,
+                            capacity=cache_capacity)
     if target_name:
-        graph = converter.convert(graph_file, target=target_name, dims=dims,
-                                  input_shapes=input_shapes, known_inputs=known_inputs)
-    else:
-        graph = load_any(graph_file, dims=dims, input_shapes=input_shapes,
-                         known_inputs=known_inputs)
+        from converter.targets.pipeline import convert_for_target
+
+        convert_for_target(graph, target_name)
     given = {}
     for name, path in inputs.items():
         if name not in graph.inputs:
@@ -57,7 +61,12 @@ def command(graph_file, dims, input_shapes, known_inputs, target_name, inputs, o
             given[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise ConverterError(f"cannot read {path} as .npy: {e}") from None
-    if steps is not None or graph.state:
+    if is_decoder(graph) or prompt is not None:
+        if given:
+            raise ConverterError("a decoder's run feeds its own tokens",
+                                 fix="give --prompt and --steps, without --input")
+        outputs = decode(graph, prompt, steps, runtime)
+    elif steps is not None or graph.state:
         from .stepping import run_steps
 
         outputs = run_steps(graph, given, steps, seed, runtime)

@@ -187,9 +187,9 @@ def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
                 f"'{present}' is {list(target.shape)} where '{past}' is "
                 f"{list(source.shape)}: the model appends to its cache (concat form), so a "
                 f"graph's state would grow each step",
-                fix="a fixed capacity needs an attention that writes into the buffer "
-                    "(GroupQueryAttention); run the concat form with converter.generate(..., "
-                    "form='concat'), which converts once per length")
+                fix="convert with --cache-capacity N (converter.load_decoder), which needs "
+                    "an attention that writes into a buffer (GroupQueryAttention); the concat "
+                    "form is one static graph per past length")
         graph.declare_state(past, present)
 
 

@@ -1,14 +1,18 @@
 """`run --steps N --runtime chromium` and `verify --steps N --runtime chromium`: a TFLite
 resource variable carried in Chromium's WebNN (the module's createSession, state on the context),
-checked against the running sum in numpy and against LiteRT keeping its own variable."""
+checked against the running sum in numpy and against LiteRT keeping its own variable; and the
+tiny int4 Llama decoded greedily in Chromium (`--cache-capacity`, `--prompt`) against ONNX
+Runtime on the source."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from cli.main import main
+from converter.testing import decoding
 from tests.cli.test_steps import _accumulator_tflite
 
 
@@ -37,3 +41,22 @@ def test_verify_steps_in_chromium_against_litert(browser_limits, tmp_path):
     assert report["sourceRuntime"] == "litert" and report["graphRuntime"] == "chromium"
     assert report["summary"]["out"]["elements"] == 60
     assert report["summary"]["out"]["maxAbs"] <= 1e-5
+
+
+@pytest.mark.skipif(not decoding.source("int4").exists(), reason="models/tiny-llama/ is not here")
+def test_verify_and_run_decode_the_int4_llama_in_chromium(browser_limits, tmp_path):
+    source = decoding.source("int4")
+    common = ["--cache-capacity", 40, "--target", "chromium-litert", "--runtime", "chromium",
+              "--prompt", "1,17,42,99"]
+    r = run("verify", source, "--steps", 32, "--json", *common)
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["graphRuntime"] == "chromium" and report["sourceRuntime"] == "onnxruntime"
+    assert report["passed"] and len(report["graphTokens"]) == 32
+    assert report["graphTokens"] == report["sourceTokens"]
+    assert len(report["positions"]) == 35  # 4 prompt positions, then 31 fed tokens
+    r = run("run", source, "--steps", 8, "--output-dir", tmp_path / "out", *common)
+    assert r.exit_code == 0, r.output
+    tokens = np.load(tmp_path / "out" / "tokens.npy")
+    assert tokens.tolist() == report["sourceTokens"][:8]
+    assert np.load(tmp_path / "out" / "logits.npy").shape == (11, 256)
