@@ -2,8 +2,9 @@
 seeded random inputs, and shows each output (data type, shape, first values), the device asked
 for and what the context says of it, and the timings of context creation, weights loading, build
 and dispatch. A stateful graph's page runs N steps (`?steps=N`, or the Steps field) through the
-module's createSession, its state kept on the context, and shows each step's latency (`?device=`
-picks the device asked for; `?run` runs on load).
+module's createSession, its state kept on the context, and shows each step's latency; a
+decoder's page (token ids in, logits out, caches as state) decodes N greedy tokens after a
+prompt (`?prompt=1,5,9`). `?device=` picks the device asked for; `?run` runs on load.
 
 The page is static HTML plus a module script (page_template.html); only the graph's name and
 the module's file name are filled in. It must be served over http(s) (or be `127.0.0.1`/

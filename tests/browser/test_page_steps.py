@@ -1,15 +1,21 @@
 """The emitted .html page of a stateful graph runs N steps through the module's createSession
 (the state kept on the context), shows each step's latency and what the context says of its
-device; its outputs after N steps are the recurrence computed in numpy."""
+device; its outputs after N steps are the recurrence computed in numpy. A decoder's page decodes
+greedy tokens from a prompt: those ONNX Runtime gives on the source."""
 from __future__ import annotations
 
 import re
 
 import numpy as np
+import pytest
 
 from converter.builder import GraphBuilder
 from converter.emit.javascript import write_js
+from converter.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
+from converter.targets import load_target
+from converter.targets.pipeline import convert_for_target
+from converter.testing import decoding
 
 STEPS = 7
 
@@ -103,3 +109,39 @@ def test_a_file_that_fits_neither_form_is_refused(browser_limits, tmp_path):
         page.close()
     assert status == ("Error: Error: bad.npy holds float32[2,1,3], input 'x' takes "
                       "float32[1,3] or [3,1,3], a row a step")
+
+
+@pytest.mark.skipif(not decoding.source("fp32").exists(), reason="models/tiny-llama/ is not here")
+def test_a_decoders_page_decodes_greedy_tokens_from_a_prompt(browser_limits, tmp_path):
+    source = decoding.source("fp32")
+    graph = decoding.fixed_cache_graph(source, capacity=16)
+    convert_for_target(graph, load_target("chromium-litert"))
+    write_js(graph, tmp_path / "decoder.js")
+    want = generate_on_onnxruntime(source, [1, 17, 42, 99], 10).tokens
+    page, url = browser_page(tmp_path)
+    try:
+        page.goto(url + "decoder.html?run&steps=10&prompt=1,17,42,99")
+        page.wait_for_function("window.webnnResult !== undefined")
+        result = page.evaluate("window.webnnResult")
+        text = page.inner_text("body")
+        page.evaluate("window.webnnResult = undefined")
+        page.fill("#prompt", "1 17 42 99")
+        page.fill("#steps", "10")
+        page.click("#run")  # again from the initial state: the same tokens
+        page.wait_for_function("window.webnnResult !== undefined")
+        again = page.evaluate("window.webnnResult")
+        page.evaluate("window.webnnResult = undefined")
+        page.fill("#steps", "14")  # 4 + 14 - 1 positions do not fit 16 rows
+        page.click("#run")
+        page.wait_for_function("window.webnnResult !== undefined")
+        status = page.inner_text("#status")
+    finally:
+        page.close()
+    assert "error" not in result, result
+    assert result["tokens"] == want and again["tokens"] == want
+    assert result["steps"] == 13 and len(result["stepMs"]) == 13
+    assert "Done: 10 new token(s) in 13 step(s)." in text
+    assert f"new tokens {', '.join(map(str, want))}." in text
+    assert text.count("fed by the decoding loop") == 2  # input_ids, attention_mask
+    assert status == "Error: Error: the prompt and 14 new tokens need 17 cache rows; this " \
+                     "graph has 16"
