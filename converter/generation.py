@@ -10,9 +10,9 @@ rows filled so far and this step's), and position_ids when the model has them. T
 fed one token a step too, so one graph serves the whole run.
 
 The concat form (the cache grows by a step's tokens) has no such graph: each length is another
-static graph, and the first step's empty past is a zero-sized tensor, which WebNN has no
-operand for. `generate` refuses it; `generate_on_onnxruntime` runs it on the source, which is
-the reference the tests and `verify --steps` compare with.
+static graph. `state.concat_form.ConcatLoop` converts one per length (the prompt in one step)
+and `generate` drives it the same way. `generate_on_onnxruntime` runs the source in that form
+on ONNX Runtime: the reference the tests and `verify --steps` compare with.
 """
 from __future__ import annotations
 
@@ -91,6 +91,10 @@ class DecoderLoop:
         self.session.reset()
         self.position = 0
 
+    def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
+        """The prompt, one token a step; the logits row of each."""
+        return [self.feed(token) for token in tokens]
+
     def feed(self, token: int) -> np.ndarray:
         """One token at the next position; the logits row it gives."""
         if self.position >= self.capacity:
@@ -112,18 +116,20 @@ class DecoderLoop:
         return np.asarray(out[self.logits]).reshape(-1)
 
 
-def generate(model: Graph | Session | DecoderLoop, prompt_ids: Sequence[int],
-             max_new_tokens: int, *, eos_token_id: int | None = None, **names) -> Generation:
+def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *,
+             eos_token_id: int | None = None, **names) -> Generation:
     """Greedy decoding: feed the prompt, then the arg-max token of each step's logits, until
-    `max_new_tokens` tokens (or `eos_token_id`). `names` (input_ids=, attention_mask=,
-    position_ids=, logits=) rename the decoder's inputs and output for a Graph or Session."""
-    loop = model if isinstance(model, DecoderLoop) else DecoderLoop(model, **names)
+    `max_new_tokens` tokens (or `eos_token_id`).
+
+    `model` is a fixed-capacity decoder Graph or Session (`names`: input_ids=,
+    attention_mask=, position_ids=, logits= rename its inputs and output), a DecoderLoop, or
+    a state.concat_form.ConcatLoop (the concat form, converted once per length)."""
+    loop = model if hasattr(model, "prefill") else DecoderLoop(model, **names)
     prompt = [int(t) for t in prompt_ids]
     _check_request(prompt, max_new_tokens)
     loop.reset()
     result = Generation([])
-    for token in prompt:
-        result.logits.append(loop.feed(token))
+    result.logits.extend(loop.prefill(prompt))
     while True:
         token = int(np.argmax(result.logits[-1]))
         result.tokens.append(token)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .ir import Graph
 from .parity import OutputParity, compare, with_overrides
 from .verification import output_bounds
 
@@ -58,17 +57,19 @@ class DecodeReport:
                 "positions": [p.to_json() for p in self.positions]}
 
 
-def verify_decoding(source: str | Path, graph: Graph, *, prompt: Sequence[int], steps: int,
+def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: int,
                     patterns: Sequence[tuple[str, str]] | None = None,
                     dims: Mapping[str, int] | None = None, atol: float | None = None,
                     rtol: float | None = None, ulp: int | None = None,
                     graph_path: str | None = None) -> DecodeReport:
     """`steps` greedy tokens after `prompt` on both sides; every shared position's logits
-    compared under the logits output's bounds (the whole-model policy unless overridden)."""
+    compared under the logits output's bounds (the whole-model policy unless overridden).
+    `graph` is a fixed-capacity decoder Graph, or a loop generate() drives (a ConcatLoop)."""
     from .generation import DecoderLoop, generate, generate_on_onnxruntime
 
-    loop = DecoderLoop(graph)
+    loop = graph if hasattr(graph, "prefill") else DecoderLoop(graph)
     ours = generate(loop, prompt, steps)
+    graph = loop.session.graph if isinstance(loop, DecoderLoop) else loop.last_graph
     theirs = generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims)
     report = DecodeReport(str(source), graph_path, [int(t) for t in prompt], theirs.tokens,
                           ours.tokens)

@@ -13,7 +13,7 @@ Two forms (`DecoderSpec.dims`):
   length (ONNX Runtime's shared buffer; the importer's attention_cache.py); the attention mask
   is then [B, C], ones on the filled rows, and positions follow from it.
 - concat: the outputs are the inputs with S rows appended, so the state grows by S each step;
-  a static graph holds one past length, and the decoder session (generation.py) converts the
+  a static graph holds one past length, and state/concat_form.py's ConcatLoop converts the
   model once per length it meets.
 """
 from __future__ import annotations
@@ -189,7 +189,8 @@ def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
                 f"graph's state would grow each step",
                 fix="convert with --cache-capacity N (converter.load_decoder), which needs "
                     "an attention that writes into a buffer (GroupQueryAttention); the concat "
-                    "form is one static graph per past length")
+                    "form is one static graph per past length: run and verify take it with "
+                    "--prompt alone (state.concat_form.ConcatLoop)")
         graph.declare_state(past, present)
 
 
