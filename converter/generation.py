@@ -82,9 +82,13 @@ class DecoderLoop:
             raise ConverterError(f"the loop does not know what to feed '{sorted(other)[0]}'",
                                  fix="a decoder step takes token ids, an attention mask and "
                                      "position ids")
-        state_shape = graph.inputs[graph.state[0].input].shape
-        self.capacity = graph.inputs[self.attention_mask].shape[-1] if self.attention_mask \
-            else max(state_shape)
+        if self.attention_mask is None:
+            raise ConverterError("the graph has no attention mask input to say which cache "
+                                 "rows are filled",
+                                 fix="name it with attention_mask= (a fixed-capacity cache "
+                                     "is read through its mask)")
+        self.capacity = graph.inputs[self.attention_mask].shape[-1]
+        self.vocabulary = graph.outputs[logits].shape[-1]
         self.position = 0
 
     def reset(self) -> None:
@@ -101,6 +105,7 @@ class DecoderLoop:
             raise ConverterError(f"the cache holds {self.capacity} tokens; token "
                                  f"{self.position + 1} does not fit",
                                  fix="convert with a larger --cache-capacity")
+        check_tokens([token], self.vocabulary)
         graph = self.session.graph
         feeds = {self.input_ids: np.full((1, 1), token, _np(graph, self.input_ids))}
         if self.attention_mask:
@@ -192,6 +197,14 @@ def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
             raise ConverterError(f"the cache's dimension '{d.dim_param}' is open",
                                  where=str(path), fix=f"set it with --dim {d.dim_param}=VALUE")
     return tuple(shape)
+
+
+def check_tokens(tokens: Sequence[int], vocabulary: int) -> None:
+    """Token ids index the embedding table: outside it a gather has no value to take."""
+    for token in tokens:
+        if not 0 <= token < vocabulary:
+            raise ConverterError(f"token id {token} is outside the vocabulary 0..{vocabulary - 1}",
+                                 fix="give token ids the model's tokenizer makes")
 
 
 def _check_request(prompt: list[int], max_new_tokens: int) -> None:

@@ -102,8 +102,11 @@ class ConcatLoop:
         """Feed `tokens` in one step; the logits row of each."""
         from ..execute import run
 
+        from ..generation import check_tokens
+
         spec = self.spec
         graph = self.graph(self.position, len(tokens))
+        check_tokens(tokens, graph.outputs[self.logits].shape[-1])
         feeds = {spec.input_ids: np.array([list(tokens)], _dtype(graph, spec.input_ids))}
         if spec.attention_mask:
             feeds[spec.attention_mask] = np.ones((1, self.position + len(tokens)),
