@@ -179,9 +179,9 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
 
 def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
     """An empty past of the first cache input: batch 1, no rows, the other dimensions set."""
-    import onnx
+    from .state.kv_cache import read_signature
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = read_signature(path)
     value = next(v for v in model.graph.input if v.name == spec.pairs[0][0])
     shape = []
     for d in value.type.tensor_type.shape.dim:

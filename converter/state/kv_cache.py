@@ -130,13 +130,11 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     the token, mask and position inputs, and which symbolic dimension is the cache's length.
     A dimension the signature leaves open but the loop does not set (the builder's
     kv_cache_dim) comes from `dims`, else from genai_config.json beside the model."""
-    import onnx
-
     path = Path(path)
     if path.suffix.lower() != ".onnx" or not path.is_file():
         raise ConverterError("a KV cache is read from an .onnx decoder", where=str(path),
                              fix="give the exporter's model.onnx")
-    model = onnx.load(str(path), load_external_data=False)  # the signature only
+    model = read_signature(path)
     inputs = {v.name: v for v in model.graph.input}
     inputs = {n: v for n, v in inputs.items()
               if n not in {t.name for t in model.graph.initializer}}
@@ -171,6 +169,15 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
         fixed.update(_from_genai_config(path, missing, past_dims))
     return DecoderSpec(ids, mask, positions, pairs, batch, new, past_dim,
                        total if isinstance(total, str) else None, fixed)
+
+
+def read_signature(path: Path):
+    """The model's proto, read the way the importer reads untrusted files (weights mapped,
+    not copied), for its inputs and outputs."""
+    from ..importers.onnx.model_file import read_model
+
+    model, _, _ = read_model(path)
+    return model
 
 
 def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
