@@ -47,6 +47,12 @@ def load_decoder(path: str | Path, *, capacity: int,
     from .by_suffix import load_any
 
     spec = read_decoder_spec(path, patterns, dims)
+    problem = spec.capacity_problem()
+    if problem:
+        raise ConverterError(f"no fixed-capacity form: {problem}", where=str(path),
+                             fix="run its concat form (run/verify --prompt without "
+                                 "--cache-capacity; state.concat_form.ConcatLoop), converted "
+                                 "once per length")
     graph = load_any(path, dims=spec.dims(past=0, step=1, capacity=capacity, extra=dims))
     declare_kv_state(graph, spec.pairs)
     graph.verify()

@@ -101,6 +101,18 @@ class DecoderSpec:
     past_dim: str  # rows in the past inputs
     total_dim: str | None  # rows in the present outputs (and the mask)
     fixed: dict[str, int] = field(default_factory=dict)  # other symbolic dims' values
+    readers: dict[str, list[str]] = field(default_factory=dict)  # past input -> node op types
+
+    def capacity_problem(self) -> str | None:
+        """Why the fixed-capacity form does not apply, or None: it needs every past input
+        read by an attention op that writes into the buffer (GroupQueryAttention); a Concat
+        grows the cache instead."""
+        for name, ops in self.readers.items():
+            other = [op for op in ops if op != "GroupQueryAttention"]
+            if other:
+                return (f"'{name}' is read by {other[0]}, not by GroupQueryAttention, so its "
+                        f"present output grows by each step's rows")
+        return None
 
     def dims(self, *, past: int, step: int = 1, capacity: int | None = None,
              extra: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -167,8 +179,13 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     missing = sorted(open_dims - set(fixed))
     if missing:
         fixed.update(_from_genai_config(path, missing, past_dims))
+    readers: dict[str, list[str]] = {name: [] for name, _ in pairs}
+    for node in model.graph.node:
+        for name in node.input:
+            if name in readers:
+                readers[name].append(node.op_type)
     return DecoderSpec(ids, mask, positions, pairs, batch, new, past_dim,
-                       total if isinstance(total, str) else None, fixed)
+                       total if isinstance(total, str) else None, fixed, readers)
 
 
 def read_signature(path: Path):

@@ -80,3 +80,26 @@ def test_verify_and_run_take_the_concat_form(tmp_path):
     assert r.exit_code == 0, r.output
     assert np.load(tmp_path / "tokens.npy").tolist() == \
         generate_on_onnxruntime(source, [1, 5], 2).tokens
+
+
+def test_an_optimum_style_concat_decoder(tmp_path):
+    """Concat caches named past_key_values.0.* / present.0.*: found by the default names,
+    decoded in the concat form as ONNX Runtime decodes it, and refused a fixed capacity."""
+    from .concat_decoder import concat_decoder
+
+    path = tmp_path / "model.onnx"
+    concat_decoder(path)
+    loop = ConcatLoop(path)
+    assert loop.spec.pairs == [("past_key_values.0.key", "present.0.key"),
+                               ("past_key_values.0.value", "present.0.value")]
+    ours = converter.generate(loop, [1, 5, 9], 8)
+    source = generate_on_onnxruntime(path, [1, 5, 9], 8)
+    assert ours.tokens == source.tokens and len(set(source.tokens)) >= 3
+    for got, want in zip(ours.logits, source.logits, strict=True):
+        assert np.all(np.abs(got - want) <= 1e-4 + 1e-3 * np.abs(want))
+    with pytest.raises(ConverterError, match="read by Concat, not by GroupQueryAttention"):
+        converter.load_decoder(path, capacity=8)
+    r = CliRunner().invoke(main, ["convert", str(path), "--cache-capacity", "8", "-o",
+                                  str(tmp_path / "out.webnn")])
+    assert r.exit_code == 2 and "no fixed-capacity form" in r.output
+    assert not (tmp_path / "out.webnn").exists()
