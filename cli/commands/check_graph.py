@@ -5,8 +5,6 @@ import json
 
 import click
 
-import converter
-
 from ..options import decoder_options, source_options, target_option
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
