@@ -10,9 +10,9 @@ rows filled so far and this step's), and position_ids when the model has them. T
 fed one token a step too, so one graph serves the whole run.
 
 The concat form (the cache grows by a step's tokens) has no such graph: each length is another
-static graph, and the first step's empty past is a zero-sized tensor, which WebNN has no
-operand for. `generate` refuses it; `generate_on_onnxruntime` runs it on the source, which is
-the reference the tests and `verify --steps` compare with.
+static graph. `state.concat_form.ConcatLoop` converts one per length (the prompt in one step)
+and `generate` drives it the same way. `generate_on_onnxruntime` runs the source in that form
+on ONNX Runtime: the reference the tests and `verify --steps` compare with.
 """
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ def load_decoder(path: str | Path, *, capacity: int,
     from .by_suffix import load_any
 
     spec = read_decoder_spec(path, patterns, dims)
+    problem = spec.capacity_problem()
+    if problem:
+        raise ConverterError(f"no fixed-capacity form: {problem}", where=str(path),
+                             fix="run its concat form (run/verify --prompt without "
+                                 "--cache-capacity; state.concat_form.ConcatLoop), converted "
+                                 "once per length")
     graph = load_any(path, dims=spec.dims(past=0, step=1, capacity=capacity, extra=dims))
     declare_kv_state(graph, spec.pairs)
     graph.verify()
@@ -82,14 +88,22 @@ class DecoderLoop:
             raise ConverterError(f"the loop does not know what to feed '{sorted(other)[0]}'",
                                  fix="a decoder step takes token ids, an attention mask and "
                                      "position ids")
-        state_shape = graph.inputs[graph.state[0].input].shape
-        self.capacity = graph.inputs[self.attention_mask].shape[-1] if self.attention_mask \
-            else max(state_shape)
+        if self.attention_mask is None:
+            raise ConverterError("the graph has no attention mask input to say which cache "
+                                 "rows are filled",
+                                 fix="name it with attention_mask= (a fixed-capacity cache "
+                                     "is read through its mask)")
+        self.capacity = graph.inputs[self.attention_mask].shape[-1]
+        self.vocabulary = graph.outputs[logits].shape[-1]
         self.position = 0
 
     def reset(self) -> None:
         self.session.reset()
         self.position = 0
+
+    def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
+        """The prompt, one token a step; the logits row of each."""
+        return [self.feed(token) for token in tokens]
 
     def feed(self, token: int) -> np.ndarray:
         """One token at the next position; the logits row it gives."""
@@ -97,6 +111,7 @@ class DecoderLoop:
             raise ConverterError(f"the cache holds {self.capacity} tokens; token "
                                  f"{self.position + 1} does not fit",
                                  fix="convert with a larger --cache-capacity")
+        check_tokens([token], self.vocabulary)
         graph = self.session.graph
         feeds = {self.input_ids: np.full((1, 1), token, _np(graph, self.input_ids))}
         if self.attention_mask:
@@ -112,18 +127,20 @@ class DecoderLoop:
         return np.asarray(out[self.logits]).reshape(-1)
 
 
-def generate(model: Graph | Session | DecoderLoop, prompt_ids: Sequence[int],
-             max_new_tokens: int, *, eos_token_id: int | None = None, **names) -> Generation:
+def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *,
+             eos_token_id: int | None = None, **names) -> Generation:
     """Greedy decoding: feed the prompt, then the arg-max token of each step's logits, until
-    `max_new_tokens` tokens (or `eos_token_id`). `names` (input_ids=, attention_mask=,
-    position_ids=, logits=) rename the decoder's inputs and output for a Graph or Session."""
-    loop = model if isinstance(model, DecoderLoop) else DecoderLoop(model, **names)
+    `max_new_tokens` tokens (or `eos_token_id`).
+
+    `model` is a fixed-capacity decoder Graph or Session (`names`: input_ids=,
+    attention_mask=, position_ids=, logits= rename its inputs and output), a DecoderLoop, or
+    a state.concat_form.ConcatLoop (the concat form, converted once per length)."""
+    loop = model if hasattr(model, "prefill") else DecoderLoop(model, **names)
     prompt = [int(t) for t in prompt_ids]
     _check_request(prompt, max_new_tokens)
     loop.reset()
     result = Generation([])
-    for token in prompt:
-        result.logits.append(loop.feed(token))
+    result.logits.extend(loop.prefill(prompt))
     while True:
         token = int(np.argmax(result.logits[-1]))
         result.tokens.append(token)
@@ -168,9 +185,9 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
 
 def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
     """An empty past of the first cache input: batch 1, no rows, the other dimensions set."""
-    import onnx
+    from .state.kv_cache import read_signature
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = read_signature(path)
     value = next(v for v in model.graph.input if v.name == spec.pairs[0][0])
     shape = []
     for d in value.type.tensor_type.shape.dim:
@@ -186,6 +203,14 @@ def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
             raise ConverterError(f"the cache's dimension '{d.dim_param}' is open",
                                  where=str(path), fix=f"set it with --dim {d.dim_param}=VALUE")
     return tuple(shape)
+
+
+def check_tokens(tokens: Sequence[int], vocabulary: int) -> None:
+    """Token ids index the embedding table: outside it a gather has no value to take."""
+    for token in tokens:
+        if not 0 <= token < vocabulary:
+            raise ConverterError(f"token id {token} is outside the vocabulary 0..{vocabulary - 1}",
+                                 fix="give token ids the model's tokenizer makes")
 
 
 def _check_request(prompt: list[int], max_new_tokens: int) -> None:

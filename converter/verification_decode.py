@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .ir import Graph
+from .errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
 from .verification import output_bounds
 
@@ -58,21 +58,31 @@ class DecodeReport:
                 "positions": [p.to_json() for p in self.positions]}
 
 
-def verify_decoding(source: str | Path, graph: Graph, *, prompt: Sequence[int], steps: int,
+def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: int,
                     patterns: Sequence[tuple[str, str]] | None = None,
                     dims: Mapping[str, int] | None = None, atol: float | None = None,
                     rtol: float | None = None, ulp: int | None = None,
                     graph_path: str | None = None, runtime: str = "ort") -> DecodeReport:
-    """`steps` greedy tokens after `prompt` on both sides, the graph on `runtime` ('ort', or
-    'chromium': a Session whose caches stay on the browser's context); every shared position's
-    logits compared under the logits output's bounds (the whole-model policy unless
-    overridden)."""
+    """`steps` greedy tokens after `prompt` on both sides; every shared position's logits
+    compared under the logits output's bounds (the whole-model policy unless overridden).
+    `graph` is a fixed-capacity decoder Graph, run on `runtime` ('ort', or 'chromium': a
+    Session whose caches stay on the browser's context), or a loop generate() drives (a
+    ConcatLoop, a graph per length, on ONNX Runtime only)."""
     from .generation import DecoderLoop, generate, generate_on_onnxruntime
     from .session import Session
 
-    with Session(graph, runtime=runtime) as session:
-        loop = DecoderLoop(session)
+    if hasattr(graph, "prefill"):  # a ConcatLoop
+        if runtime != "ort":
+            raise ConverterError("the concat form (a graph per length) runs on ort",
+                                 fix="give --cache-capacity N: one graph for every step, which "
+                                     "the browser steps")
+        loop = graph
         ours = generate(loop, prompt, steps)
+        graph = loop.last_graph
+    else:
+        with Session(graph, runtime=runtime) as session:
+            loop = DecoderLoop(session)
+            ours = generate(loop, prompt, steps)
     theirs = generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims)
     report = DecodeReport(str(source), graph_path, [int(t) for t in prompt], theirs.tokens,
                           ours.tokens, graph_runtime="webnn-onnx" if runtime == "ort" else runtime)

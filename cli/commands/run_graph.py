@@ -36,8 +36,10 @@ from ..options import decoder_options, given_inputs, source_options, target_opti
                    "of shape [N, ...] gives one value a step. A stateful graph runs one step "
                    "without it. A decoder (--cache-capacity, or a graph converted with it) "
                    "decodes N greedy tokens after --prompt: tokens.npy and logits.npy, one "
-                   "row a position fed. On --runtime chromium the state stays on the "
-                   "browser's context between steps (the module's createSession).")
+                   "row a position fed. --prompt on an .onnx decoder without "
+                   "--cache-capacity runs its concat form, converted once per length (on "
+                   "ort). On --runtime chromium the state stays on the browser's context "
+                   "between steps (the module's createSession).")
 def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_capacity, prompt,
             target_name, inputs, output_dir, seed, runtime, steps):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
@@ -45,6 +47,17 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
     from converter.verification import make_inputs
 
     quiet_runtimes(debugging())
+    if prompt is not None and cache_capacity is None and graph_file.lower().endswith(".onnx"):
+        from converter.state.concat_form import ConcatLoop
+        from converter.state.kv_cache import parse_state_patterns
+
+        if target_name or input_shapes or known_inputs or inputs or runtime != "ort":
+            raise ConverterError("the concat form runs the model itself on ort",
+                                 fix="give --prompt and --steps only, or --cache-capacity N")
+        loop = ConcatLoop(graph_file, patterns=parse_state_patterns(state_patterns) or None,
+                          dims=dims)
+        _write(decode(loop, prompt, steps), output_dir)
+        return
     graph = load_with_state(graph_file, dims=dims, input_shapes=input_shapes,
                             known_inputs=known_inputs, state_patterns=state_patterns,
                             capacity=cache_capacity)
@@ -74,6 +87,10 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
         feeds, _ = make_inputs(graph, seed)
         feeds.update(given)
         outputs = converter.run(graph, feeds, runtime=runtime)
+    _write(outputs, output_dir)
+
+
+def _write(outputs, output_dir) -> None:
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for name, value in outputs.items():

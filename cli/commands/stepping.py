@@ -91,16 +91,21 @@ def is_decoder(graph) -> bool:
 
 
 def decode(graph, prompt, steps, runtime: str = "ort") -> dict[str, np.ndarray]:
-    """`run --steps N --prompt IDS` on a decoder: N greedy tokens; the tokens and the logits
-    row of every position fed. On 'chromium' the caches stay on the browser's context."""
+    """`run --steps N --prompt IDS` on a decoder (a fixed-capacity Graph, or a loop such as
+    a ConcatLoop): N greedy tokens; the tokens and the logits row of every position fed. A
+    Graph runs on `runtime` (on 'chromium' the caches stay on the browser's context)."""
     from converter.generation import generate
+    from converter.ir import Graph
     from converter.session import Session
 
     if not prompt:
         raise ConverterError("a decoder starts from a prompt", fix="give --prompt IDS, e.g. "
                              "--prompt 1,5,9")
-    with Session(graph, runtime=runtime) as session:
-        result = generate(session, prompt, steps or 1)
+    if not isinstance(graph, Graph):
+        result = generate(graph, prompt, steps or 1)
+    else:
+        with Session(graph, runtime=runtime) as session:
+            result = generate(session, prompt, steps or 1)
     return {"tokens": np.array(result.tokens, np.int64), "logits": np.stack(result.logits)}
 
 

@@ -90,7 +90,7 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
 def _decoder(graph) -> bool:
     from .stepping import is_decoder
 
-    return is_decoder(graph)
+    return hasattr(graph, "prefill") or is_decoder(graph)
 
 
 def _number(value):
@@ -134,8 +134,10 @@ def _number(value):
                    "A stateful graph is compared over one step without it. A decoder "
                    "(--cache-capacity, or a graph converted with it) decodes N greedy tokens "
                    "after --prompt on both sides: the same tokens, each position's logits "
-                   "within the bounds. With --runtime chromium the graph steps through the "
-                   "module's createSession, its state kept on the browser's context.")
+                   "within the bounds. --prompt without --cache-capacity runs the model's "
+                   "concat form, converted once per length (on ort). With --runtime chromium "
+                   "the graph steps through the module's createSession, its state kept on "
+                   "the browser's context.")
 def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
             prompt, target_name, given, inputs_dir, seed, atol, rtol, ulp, as_json, runtime,
             oracle, do_bisect, dump_dir, steps):
@@ -171,6 +173,12 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     elif target_name:
         graph = converter.convert(source, target=target_name, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
+    if prompt is not None and graph is None:  # the concat form, converted once per length
+        from converter.state.concat_form import ConcatLoop
+        from converter.state.kv_cache import parse_state_patterns
+
+        graph = ConcatLoop(source, patterns=parse_state_patterns(state_patterns) or None,
+                           dims=dims)
     if graph is not None and (prompt is not None or (steps and _decoder(graph))):
         if feeds or known_inputs or do_bisect:
             raise ConverterError("a decoder is verified from --prompt alone",

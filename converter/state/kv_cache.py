@@ -13,7 +13,7 @@ Two forms (`DecoderSpec.dims`):
   length (ONNX Runtime's shared buffer; the importer's attention_cache.py); the attention mask
   is then [B, C], ones on the filled rows, and positions follow from it.
 - concat: the outputs are the inputs with S rows appended, so the state grows by S each step;
-  a static graph holds one past length, and the decoder session (generation.py) converts the
+  a static graph holds one past length, and state/concat_form.py's ConcatLoop converts the
   model once per length it meets.
 """
 from __future__ import annotations
@@ -101,6 +101,18 @@ class DecoderSpec:
     past_dim: str  # rows in the past inputs
     total_dim: str | None  # rows in the present outputs (and the mask)
     fixed: dict[str, int] = field(default_factory=dict)  # other symbolic dims' values
+    readers: dict[str, list[str]] = field(default_factory=dict)  # past input -> node op types
+
+    def capacity_problem(self) -> str | None:
+        """Why the fixed-capacity form does not apply, or None: it needs every past input
+        read by an attention op that writes into the buffer (GroupQueryAttention); a Concat
+        grows the cache instead."""
+        for name, ops in self.readers.items():
+            other = [op for op in ops if op != "GroupQueryAttention"]
+            if other:
+                return (f"'{name}' is read by {other[0]}, not by GroupQueryAttention, so its "
+                        f"present output grows by each step's rows")
+        return None
 
     def dims(self, *, past: int, step: int = 1, capacity: int | None = None,
              extra: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -130,13 +142,11 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     the token, mask and position inputs, and which symbolic dimension is the cache's length.
     A dimension the signature leaves open but the loop does not set (the builder's
     kv_cache_dim) comes from `dims`, else from genai_config.json beside the model."""
-    import onnx
-
     path = Path(path)
     if path.suffix.lower() != ".onnx" or not path.is_file():
         raise ConverterError("a KV cache is read from an .onnx decoder", where=str(path),
                              fix="give the exporter's model.onnx")
-    model = onnx.load(str(path), load_external_data=False)  # the signature only
+    model = read_signature(path)
     inputs = {v.name: v for v in model.graph.input}
     inputs = {n: v for n, v in inputs.items()
               if n not in {t.name for t in model.graph.initializer}}
@@ -169,8 +179,22 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     missing = sorted(open_dims - set(fixed))
     if missing:
         fixed.update(_from_genai_config(path, missing, past_dims))
+    readers: dict[str, list[str]] = {name: [] for name, _ in pairs}
+    for node in model.graph.node:
+        for name in node.input:
+            if name in readers:
+                readers[name].append(node.op_type)
     return DecoderSpec(ids, mask, positions, pairs, batch, new, past_dim,
-                       total if isinstance(total, str) else None, fixed)
+                       total if isinstance(total, str) else None, fixed, readers)
+
+
+def read_signature(path: Path):
+    """The model's proto, read the way the importer reads untrusted files (weights mapped,
+    not copied), for its inputs and outputs."""
+    from ..importers.onnx.model_file import read_model
+
+    model, _, _ = read_model(path)
+    return model
 
 
 def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
@@ -189,7 +213,8 @@ def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
                 f"graph's state would grow each step",
                 fix="convert with --cache-capacity N (converter.load_decoder), which needs "
                     "an attention that writes into a buffer (GroupQueryAttention); the concat "
-                    "form is one static graph per past length")
+                    "form is one static graph per past length: run and verify take it with "
+                    "--prompt alone (state.concat_form.ConcatLoop)")
         graph.declare_state(past, present)
 
 

@@ -60,3 +60,13 @@ def test_verify_and_run_decode_the_int4_llama_in_chromium(browser_limits, tmp_pa
     tokens = np.load(tmp_path / "out" / "tokens.npy")
     assert tokens.tolist() == report["sourceTokens"][:8]
     assert np.load(tmp_path / "out" / "logits.npy").shape == (11, 256)
+
+
+@pytest.mark.skipif(not decoding.source("fp32").exists(), reason="models/tiny-llama/ is not here")
+def test_the_concat_form_is_refused_in_chromium_saying_what_to_give(tmp_path):
+    source = decoding.source("fp32")
+    for command in (["verify", source], ["run", source, "--output-dir", tmp_path / "out"]):
+        r = run(*command, "--steps", 4, "--prompt", "1,17", "--runtime", "chromium")
+        assert r.exit_code == 2, r.output
+        assert "--cache-capacity N" in r.output.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()

@@ -51,5 +51,27 @@ def test_a_full_cache_and_a_stateless_graph_are_refused():
     graph.state.clear()
     with pytest.raises(ConverterError, match="declares no state"):
         converter.generate(graph, [1], max_new_tokens=1)
+    graph = converter.load_decoder(FIXTURES / "fp32" / "model.onnx", capacity=4)
+    with pytest.raises(ConverterError, match="token id 256 is outside the vocabulary 0..255"):
+        converter.generate(graph, [1, 256], max_new_tokens=1)
     with pytest.raises(ConverterError, match="prompt is empty"):
         generate_on_onnxruntime(FIXTURES / "fp32" / "model.onnx", [], 1)
+
+
+def test_verification_catches_a_miswired_cache():
+    """Keys carried into the value buffers and back: the first step (empty cache) agrees,
+    the later ones do not, and the report says where."""
+    from converter.ir.state import StateVar
+    from converter.verification_decode import verify_decoding
+
+    path = FIXTURES / "fp32" / "model.onnx"
+    graph = converter.load_decoder(path, capacity=16)
+    swap = {"present.0.key": "present.0.value", "present.0.value": "present.0.key"}
+    graph.state = [StateVar(v.input, swap.get(v.output, v.output)) for v in graph.state]
+    report = verify_decoding(path, graph, prompt=[1, 5, 9], steps=4)
+    assert not report.passed
+    assert report.positions[0].passed  # nothing carried yet
+    assert not all(p.passed for p in report.positions[1:])
+    good = verify_decoding(path, converter.load_decoder(path, capacity=16), prompt=[1, 5, 9],
+                           steps=4)
+    assert good.passed and good.first_divergence is None

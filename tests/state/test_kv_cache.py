@@ -88,3 +88,28 @@ def test_the_concat_form_is_refused_as_state():
     with pytest.raises(ConverterError, match="concat form"):
         declare_kv_state(graph, spec.pairs)
     assert graph.state == []
+
+
+def test_genai_config_is_read_as_hostile_input(tmp_path):
+    """The head size comes from genai_config.json beside the model: a regular file with an
+    integer size in range, else the open dimension is named with the --dim that sets it."""
+    import json
+    import shutil
+
+    for name in ("model.onnx", "model.onnx.data"):
+        shutil.copyfile(FIXTURES / "fp32" / name, tmp_path / name)
+    model = tmp_path / "model.onnx"
+    with pytest.raises(ConverterError, match="kv_cache_dim.*is open.*--dim kv_cache_dim="):
+        read_decoder_spec(model)  # no config
+    outside = tmp_path.parent / f"{tmp_path.name}-config.json"
+    shutil.copyfile(FIXTURES / "fp32" / "genai_config.json", outside)
+    (tmp_path / "genai_config.json").symlink_to(outside)
+    with pytest.raises(ConverterError, match="is open"):
+        read_decoder_spec(model)  # a link is not followed out of the folder
+    (tmp_path / "genai_config.json").unlink()
+    for head in ("16", 1 << 20, -4, None):
+        (tmp_path / "genai_config.json").write_text(
+            json.dumps({"model": {"decoder": {"head_size": head}}}))
+        with pytest.raises(ConverterError, match="head_size"):
+            read_decoder_spec(model)
+    assert read_decoder_spec(model, dims={"kv_cache_dim": 16}).fixed == {"kv_cache_dim": 16}

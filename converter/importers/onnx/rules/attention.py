@@ -1,7 +1,8 @@
 """Transformer ops: ai.onnx Attention and RotaryEmbedding (opset 23), and the com.microsoft
 contrib ops that exported transformers use: MultiHeadAttention and GroupQueryAttention.
 Rotary embeddings are in rotary.py, the contrib normalizations, Gelu family and FusedMatMul in
-contrib.py, MatMulNBits (a quantized matmul) in quantization.py.
+contrib.py, MatMulNBits (a quantized matmul) in quantization.py, GroupQueryAttention over a
+fixed-capacity KV cache (ONNX Runtime's shared buffer) in attention_cache.py.
 
 None of these is a WebNN op; each is written with matmul, softmax, reshape/transpose and
 element-wise ops. Masks that depend only on shapes (causal, sliding windows, the offset of a
@@ -369,9 +370,9 @@ def group_query_attention(ctx: ImportContext, node: OnnxNode):
     if past_k is not None and total == past_len:
         return _shared_buffer_gqa(ctx, node, q, k, v, heads, kv_heads)
     if total != past_len + q_len:
-        raise Unsupported(f"total_sequence_length {total} is not the past length {past_len} "
-                          f"plus the new tokens {q_len}: a shared KV buffer has no static "
-                          f"WebNN form")
+        raise Unsupported(f"total_sequence_length {total} is neither the past length "
+                          f"{past_len} plus the new tokens {q_len} (a growing cache) nor the "
+                          f"past buffers' length (a shared KV buffer)")
     q, k, v = _split_heads(ctx, q, heads), _split_heads(ctx, k, kv_heads), \
         _split_heads(ctx, v, kv_heads)
     if node.attr("do_rotary", 0):
