@@ -62,15 +62,16 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
         raise ConverterError(f"ONNX Runtime cannot load the source model: {_first_line(e)}",
                              where=where, fix="the source runtime must run the model to "
                                               "verify against it") from None
-    model_inputs = {i.name: i for i in session.get_inputs()}
+    # Names and type strings only: a NodeArg keeps the whole session alive (pybind ties it to
+    # its parent), which would hold every weight past the `del session` below.
+    model_inputs = {i.name: i.type for i in session.get_inputs()}
+    names = [o.name for o in session.get_outputs()]
     ort_feeds = {}
     for name, value in feeds.items():
-        info = model_inputs.get(name)
-        if info is None:
+        if name not in model_inputs:
             continue
-        np_type = _ORT_TYPES.get(info.type)
+        np_type = _ORT_TYPES.get(model_inputs[name])
         ort_feeds[name] = np.asarray(value).astype(np_type) if np_type else value
-    names = [o.name for o in session.get_outputs()]
     try:
         return dict(zip(names, session.run(names, ort_feeds)))
     except Exception as e:
