@@ -28,9 +28,10 @@ from converter.zoo.runner import EXECUTORS, RUNTIMES
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help=f"Write a report ({', '.join(REPORT_SUFFIXES)} by the "
                                    f"suffix; repeatable).")
-@click.option("--results", "results_path", default="zoo-results.jsonl", show_default=True,
-              type=click.Path(dir_okay=False), help="The JSON-lines file each result is "
-                                                    "appended to as it finishes.")
+@click.option("--results", "results_path", default=None, type=click.Path(dir_okay=False),
+              help="The JSON-lines file each result is appended to as it finishes. Default: "
+                   "one file per manifest in the cache (WEBNN_CONVERTER_CACHE, default "
+                   "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
                                              "already has a result for (same options).")
 @click.option("--only", "only", multiple=True, metavar="ID",
