@@ -43,6 +43,8 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
+        if _LAZY[name] == ".ir":
+            importlib.import_module(".ops", __name__)  # the IR's op lookups (ir/semantics.py)
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value

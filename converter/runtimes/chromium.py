@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4
 from .browser_install import find_chromium
@@ -60,7 +61,7 @@ def run_chromium_many(cases: Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
     """Run several graphs in one page visit. Each result is the outputs, or the ConverterError
     that graph met (the browser's verdict on it); a problem with the browser itself raises."""
     from ..emit.javascript import write_js
-    from ..execute import check_feeds
+    from ..ir.feeds import check_feeds
 
     session = _session()
     batch = session.new_folder()

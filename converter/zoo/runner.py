@@ -33,7 +33,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..errors import ConverterError
 from .manifest import ZooEntry, ZooManifest, load_manifest
-from .store import ResultStore, result_key
+from .store import ResultStore, default_results_path, result_key
 
 __all__ = ["ZooOptions", "ZooRun", "run_zoo", "run_isolated", "run_warm", "EXECUTORS"]
 
@@ -76,7 +76,7 @@ class ZooRun:
 
 
 def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = None, *,
-            only: list[str] | None = None, results_path: str | Path = "zoo-results.jsonl",
+            only: list[str] | None = None, results_path: str | Path | None = None,
             resume: bool = False,
             on_result: Callable[[dict, int, int], None] | None = None) -> ZooRun:
     """Run every selected model (isolated), store each result as it comes, return them all.
@@ -89,6 +89,8 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     if not isinstance(manifest, ZooManifest):
         manifest = load_manifest(manifest)
     entries = manifest.select(only)
+    if results_path is None:
+        results_path = default_results_path(manifest.path)
     store = ResultStore(results_path, resume=resume)
     keys = {e.id: result_key(e.content_hash(), __version__, e.spec(), options.targets,
                              options.runtimes) for e in entries}
