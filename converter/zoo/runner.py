@@ -105,6 +105,8 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
             if on_result:
                 on_result(by_id[e.id], done, len(entries))
     todo = [e for e in entries if e.id not in by_id]
+    if options.jobs > 1:
+        todo = longest_first(todo)
     if options.executor == "ray":
         from .ray_executor import run_on_ray
 
@@ -120,6 +122,23 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
             on_result(result, done, len(entries))
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
                   round(time.perf_counter() - started, 3))
+
+
+def longest_first(entries: list[ZooEntry]) -> list[ZooEntry]:
+    """The order in which jobs start when several run at once: the biggest model files first
+    (a file's size stands for its cost; a file not yet fetched counts as small). A big model
+    started last keeps one worker busy while the others idle; started first, the small ones
+    fill in around it (the longest-processing-time rule). Ties keep the manifest's order."""
+    from ..fetch import cached_model_path
+
+    def size(entry: ZooEntry) -> int:
+        path = cached_model_path(entry.source) if entry.source is not None else entry.path
+        try:
+            return path.stat().st_size if path is not None else 0
+        except OSError:
+            return 0
+
+    return sorted(entries, key=size, reverse=True)
 
 
 def _check_options(options: ZooOptions) -> None:
