@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import execute, source_runs
+from converter.lowering.onnx import executor
 from converter.builder import GraphBuilder
 
 K, N = 512, 600  # a 1.2 MB weight: over the 1 MiB threshold of both paths
@@ -80,10 +81,10 @@ def test_source_run_keeps_a_model_without_big_weights_as_a_path(tmp_path):
 
 def test_executor_reads_big_constants_from_a_temporary_file(monkeypatch, data):
     weight, bias, x = data
-    monkeypatch.setattr(execute, "_VIA_FILE_MIN_BYTES", 1 << 20)  # this small weight qualifies
+    monkeypatch.setattr(executor, "_VIA_FILE_MIN_BYTES", 1 << 20)  # this small weight qualifies
     made = []
-    real = execute._session_via_file
-    monkeypatch.setattr(execute, "_session_via_file",
+    real = executor._session_via_file
+    monkeypatch.setattr(executor, "_session_via_file",
                         lambda *a: made.append(1) or real(*a))
     before = set(os.listdir(tempfile.gettempdir()))
     b = GraphBuilder("mm")
