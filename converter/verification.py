@@ -10,8 +10,8 @@ lengths the sequence length, integer inputs that index an embedding (Gather data
 rows, other integers in [0, 10), floats in [0, 1), bool inputs 0 or 1. The report states the
 seed, how each input was made and the bounds used.
 
-Both sides run with the same session options (ONNX Runtime at ENABLE_BASIC, as the executor
-runs the lowered graph). An output outside the budget of the source's run is judged against the
+Both sides run with the same session options (ONNX Runtime at DISABLE_ALL, as the executor
+runs the lowered graph: no fusion, each runtime holding the weights once). An output outside the budget of the source's run is judged against the
 truth (`parity.judge`): the graph evaluated in float64 by the reference interpreter, the
 source's own noise (its runtime run other ways, `source_runs`) and the source run in float64
 where its runtime can; the report gives both errors against float64 and the deciding rule.
@@ -217,8 +217,11 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
-    _release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
+    from .formats.weights import release_constant_pages
+
+    release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
     want = run_source(source, source_feeds)
+    release_freed_memory()  # the source's session is gone: the executor's peak starts low
     got = run(graph, drawn, runtime=runtime)
     release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
@@ -243,18 +246,6 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         other = _source_kind(Path(path)).run(Path(path), drawn)
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
-
-
-def _release_constant_pages(graph: Graph) -> None:
-    """Let the kernel drop the resident pages of the graph's constants that are views of a
-    mapped file (an ONNX source's weights): the source's run does not need them, and a later
-    read faults them back from the page cache, unchanged."""
-    from .formats.weights import release_mapped_pages
-
-    for operand in graph.operands():
-        data = operand.constant
-        if data is not None and data.fill is None and not data.packed:
-            release_mapped_pages(data.raw_bytes())
 
 
 def _float64_oracle(graph: Graph, feeds: Mapping[str, np.ndarray]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph
+from ...formats.weights import release_constant_pages
 from ...ir.feeds import check_feeds
 from . import lower
 
@@ -48,6 +49,9 @@ def prepare(graph: Graph, opset: int | None = None):
         raise ConverterError(problems[0], where=f"graph '{graph.name}'",
                              fix="the graph must be valid to run; see `webnn-convert validate`")
     lowered = lower(graph, opset, external_min_bytes=_EXTERNAL_MIN_BYTES)
+    # Copying the small constants into the model faulted in their pages and, by readahead,
+    # their big neighbours' (54 MB of resnet50's 91 MB): drop them before ORT reads its copy.
+    release_constant_pages(graph)
     session = _ort_session(lowered)
     names = list(graph.outputs)
     quiet = _ort_run_options()
@@ -79,9 +83,10 @@ def _ort_session(lowered):
         raise UnsupportedError(["onnxruntime is not installed"],
                                fix="pip install onnxruntime") from None
     options = ort.SessionOptions()
-    # Basic optimizations only (constant folding, dead code): the extended fusions replace
-    # op sequences with kernels of different numerics, and the executor's job is the graph's.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    # No graph optimizations: fusions replace op sequences with kernels of other numerics
+    # (the executor's job is the graph's), and even the basic ones (a convolution folded with
+    # its batch norm) write fused copies of the weights, which doubled the memory of verify.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4  # failures reach the caller as ConverterError, not stderr
     try:
         if sum(a.nbytes for a in lowered.external.values()) >= _VIA_FILE_MIN_BYTES:
