@@ -97,6 +97,33 @@ def source_options(f):
     return f
 
 
+def _prompt(ctx, param, value) -> list[int] | None:
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",")]
+    if not all(p.isdigit() for p in parts):
+        raise click.BadParameter(f"{value!r}: expected token ids, e.g. 1,5,9")
+    return [int(p) for p in parts]
+
+
+def decoder_options(f):
+    """--state, --cache-capacity, --prompt: a decoder's KV cache as graph state, and the
+    tokens a step-wise run starts from (converter/state/kv_cache.py)."""
+    f = click.option("--prompt", callback=_prompt, metavar="IDS",
+                     help="With --steps on a decoder: the prompt's token ids, e.g. 1,5,9; "
+                          "--steps N then decodes N greedy tokens.")(f)
+    f = click.option("--cache-capacity", type=click.IntRange(min=1), default=None,
+                     metavar="N",
+                     help="Convert a decoder (.onnx) with fixed-capacity KV caches of N "
+                          "tokens, one token a step: its past/present pairs become graph "
+                          "state of one shape.")(f)
+    f = click.option("--state", "state_patterns", multiple=True, metavar="PAST=PRESENT",
+                     help="Name the KV-cache pairs by glob patterns whose '*'s match the same "
+                          "text, e.g. 'past_key_values.*=present.*' (repeatable; default: the "
+                          "names genai-builder and optimum exports use).")(f)
+    return f
+
+
 def tolerance_options(f):
     f = click.option("--ulp", type=click.IntRange(min=0), default=None,
                      help="Judge float outputs by this ULP budget instead.")(f)

@@ -10,6 +10,8 @@ The Python API:
     report = converter.verify("model.onnx", seed=0)            # source runtime vs WebNN graph
     report = converter.verify("model.onnx", target="coreml", inputs={"x": array})
     report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
+    graph = converter.load_decoder("model.onnx", capacity=64)  # a KV cache as state
+    result = converter.generate(graph, prompt_ids, max_new_tokens=32)   # greedy tokens
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
 """
 from __future__ import annotations
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
 _LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
-         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session"}
+         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
+         "generate": ".generation", "load_decoder": ".generation"}
 
 
 def __getattr__(name: str):
@@ -52,6 +55,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
+    "generate", "load_decoder",
     "Graph", "Operand", "Operation",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",

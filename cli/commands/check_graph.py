@@ -5,9 +5,7 @@ import json
 
 import click
 
-import converter
-
-from ..options import source_options, target_option
+from ..options import decoder_options, source_options, target_option
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
 
@@ -20,7 +18,9 @@ _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
               help="Say what `convert --dequantize` does with quantized weights: float "
                    "everywhere (default: kept, re-encoded or dequantized per target).")
 @source_options
-def command(source, target_name, as_json, dequantize, dims, input_shapes, known_inputs):
+@decoder_options
+def command(source, target_name, as_json, dequantize, dims, input_shapes, known_inputs,
+            state_patterns, cache_capacity, prompt):
     """Check GRAPH_OR_MODEL (.onnx, .tflite, .webnn, .json) against a backend target.
 
     Lists every violation: the op, operand, rule, the value found and what would fix it
@@ -34,8 +34,13 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     from converter.targets import builtin_targets, load_target
     from converter.targets.check import check
 
-    graph = converter.load(source, dims=dims, input_shapes=input_shapes,
-                           known_inputs=known_inputs)
+    from .stepping import load_with_state
+
+    if prompt is not None:
+        raise click.UsageError("--prompt applies to run and verify with --steps")
+    graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
+                            known_inputs=known_inputs, state_patterns=state_patterns,
+                            capacity=cache_capacity)
     names = builtin_targets() if target_name == "all" else [target_name]
     targets = [load_target(n) for n in names]
     results = {t.name: check(graph, t) for t in targets}

@@ -6,12 +6,13 @@ from pathlib import Path
 import click
 
 import converter
-from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
+from converter.by_suffix import OUTPUT_SUFFIXES, refuse_overwriting, write_any
 from converter.formats._files import StagedSave
 
 from ..logs import debugging, quiet_runtimes
-from ..options import INPUT_FILES, source_options, target_option, tolerance_options, \
-    verbose_option
+from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
+    tolerance_options, verbose_option
+from .stepping import load_with_state
 from .verify_model import finish
 
 
@@ -20,6 +21,7 @@ from .verify_model import finish
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help=f"The file to write; its suffix picks the format ({', '.join(OUTPUT_SUFFIXES)}).")
 @source_options
+@decoder_options
 @target_option(help="Rewrite the graph for that backend: the result passes `check --target "
                     "T`, or the command fails listing what remains.")
 @click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
@@ -37,8 +39,9 @@ from .verify_model import finish
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
 @verbose_option
-def command(source, output, dims, input_shapes, known_inputs, target_name, io_layout, dequantize,
-            then_verify, keep_on_mismatch, seed, atol, rtol, ulp, as_json, verbose):
+def command(source, output, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
+            prompt, target_name, io_layout, dequantize, then_verify, keep_on_mismatch, seed,
+            atol, rtol, ulp, as_json, verbose):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
@@ -48,7 +51,11 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
     they do not. OUTPUT may not be SOURCE or any file the command reads.
     """
     refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
-    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+    if prompt is not None:
+        raise click.UsageError("--prompt applies to run and verify with --steps")
+    graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
+                            known_inputs=known_inputs, state_patterns=state_patterns,
+                            capacity=cache_capacity)
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
     if dequantize and not target_name:

@@ -12,7 +12,8 @@ from converter.verification import BISECT_HINT
 
 from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
-from ..options import given_inputs, source_options, target_option, tolerance_options
+from ..options import decoder_options, given_inputs, source_options, target_option, \
+    tolerance_options
 
 
 def print_report(report) -> None:
@@ -68,6 +69,10 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
         if bisected:
             out["bisect"] = None if finding is None else finding.to_json()
         click.echo(json.dumps(out, indent=2, default=_number))
+    elif hasattr(report, "source_tokens"):
+        from .stepping import print_decode_report
+
+        print_decode_report(report)
     elif hasattr(report, "steps"):
         from .stepping import print_steps_report
 
@@ -82,6 +87,12 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
         raise SystemExit(1)
 
 
+def _decoder(graph) -> bool:
+    from .stepping import is_decoder
+
+    return hasattr(graph, "prefill") or is_decoder(graph)
+
+
 def _number(value):
     """numpy scalars in a report (from a graph's options) as plain JSON numbers."""
     if hasattr(value, "item"):
@@ -94,6 +105,7 @@ def _number(value):
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False),
               help="A WebNN graph converted earlier (.webnn/.json); default: convert SOURCE now.")
 @source_options
+@decoder_options
 @target_option(help="Verify SOURCE converted for that backend (its passes run first).")
 @click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
               help="An input's value as a .npy file (repeatable); the inputs not given are "
@@ -119,9 +131,14 @@ def _number(value):
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Compare N consecutive steps, each side carrying its own state (LiteRT "
                    "keeps its variables; an ONNX source is fed its own next-state outputs). "
-                   "A stateful graph is compared over one step without it.")
-def command(source, graph_path, dims, input_shapes, known_inputs, target_name, given, inputs_dir,
-            seed, atol, rtol, ulp, as_json, runtime, oracle, do_bisect, dump_dir, steps):
+                   "A stateful graph is compared over one step without it. A decoder "
+                   "(--cache-capacity, or a graph converted with it) decodes N greedy tokens "
+                   "after --prompt on both sides: the same tokens, each position's logits "
+                   "within the bounds. --prompt without --cache-capacity runs the model's "
+                   "concat form, converted once per length.")
+def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
+            prompt, target_name, given, inputs_dir, seed, atol, rtol, ulp, as_json, runtime,
+            oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
@@ -138,9 +155,44 @@ def command(source, graph_path, dims, input_shapes, known_inputs, target_name, g
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     graph = load_any(graph_path) if graph_path else None
-    if target_name:
+    if cache_capacity is not None or state_patterns:
+        if graph_path:
+            raise click.UsageError("--cache-capacity and --state convert SOURCE; --graph gives "
+                                   "the graph already: drop one")
+        from .stepping import load_with_state
+
+        graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
+                                known_inputs=known_inputs, state_patterns=state_patterns,
+                                capacity=cache_capacity)
+        if target_name:
+            from converter.targets.pipeline import convert_for_target
+
+            convert_for_target(graph, target_name)
+    elif target_name:
         graph = converter.convert(source, target=target_name, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
+    if prompt is not None and graph is None:  # the concat form, converted once per length
+        from converter.state.concat_form import ConcatLoop
+        from converter.state.kv_cache import parse_state_patterns
+
+        graph = ConcatLoop(source, patterns=parse_state_patterns(state_patterns) or None,
+                           dims=dims)
+    if graph is not None and (prompt is not None or (steps and _decoder(graph))):
+        if feeds or known_inputs or runtime != "ort" or do_bisect:
+            raise ConverterError("a decoder is verified on ort from --prompt alone",
+                                 fix="drop --input/--inputs, --const, --runtime and --bisect")
+        if not prompt:
+            raise ConverterError("a decoder starts from a prompt",
+                                 fix="give --prompt IDS, e.g. --prompt 1,5,9")
+        from converter.state.kv_cache import parse_state_patterns
+        from converter.verification_decode import verify_decoding
+
+        report = verify_decoding(source, graph, prompt=prompt, steps=steps or 1,
+                                 patterns=parse_state_patterns(state_patterns) or None,
+                                 dims=dims, atol=atol, rtol=rtol, ulp=ulp,
+                                 graph_path=graph_path)
+        finish(report, as_json)
+        return
     elif graph is None and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if steps is not None or (graph is not None and graph.state):

@@ -1,7 +1,8 @@
 """Transformer ops: ai.onnx Attention and RotaryEmbedding (opset 23), and the com.microsoft
 contrib ops that exported transformers use: MultiHeadAttention and GroupQueryAttention.
 Rotary embeddings are in rotary.py, the contrib normalizations, Gelu family and FusedMatMul in
-contrib.py, MatMulNBits (a quantized matmul) in quantization.py.
+contrib.py, MatMulNBits (a quantized matmul) in quantization.py, GroupQueryAttention over a
+fixed-capacity KV cache (ONNX Runtime's shared buffer) in attention_cache.py.
 
 None of these is a WebNN op; each is written with matmul, softmax, reshape/transpose and
 element-wise ops. Masks that depend only on shapes (causal, sliding windows, the offset of a
@@ -19,6 +20,7 @@ from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
 from ..tensor_data import onnx_dtype_name
+from . import attention_cache
 from ._emit import MS, emit, np_type, scalar_like, slice_last, transpose
 from .quantization import reshape
 from .rotary import cos_sin, rotate
@@ -344,7 +346,8 @@ def _key_padding_bias(ctx, mask: Operand, batch: int, kv_len: int, like: Operand
 
 @onnx_op("GroupQueryAttention", domain=MS,
          webnn=("matmul", "mul", "add", "softmax", "transpose", "reshape", "concat", "slice",
-                "split", "expand", "where", "lesserOrEqual", "tanh", "div", "gather", "sub"))
+                "split", "expand", "where", "lesserOrEqual", "tanh", "div", "gather", "sub",
+                "equal", "greaterOrEqual", "logicalAnd", "cast"))
 def group_query_attention(ctx: ImportContext, node: OnnxNode):
     _unsupported_inputs(node, {12: "k_scale (a quantized KV cache) has no WebNN form here",
                                13: "v_scale (a quantized KV cache) has no WebNN form here",
@@ -364,10 +367,12 @@ def group_query_attention(ctx: ImportContext, node: OnnxNode):
     past_len = ctx.shape(past_k)[2] if past_k is not None else 0
     total = int(np.asarray(ctx.require_known(node.input(6), "total_sequence_length"))
                 .reshape(-1)[0])
+    if past_k is not None and total == past_len:
+        return _shared_buffer_gqa(ctx, node, q, k, v, heads, kv_heads)
     if total != past_len + q_len:
-        raise Unsupported(f"total_sequence_length {total} is not the past length {past_len} "
-                          f"plus the new tokens {q_len}: a shared KV buffer has no static "
-                          f"WebNN form")
+        raise Unsupported(f"total_sequence_length {total} is neither the past length "
+                          f"{past_len} plus the new tokens {q_len} (a growing cache) nor the "
+                          f"past buffers' length (a shared KV buffer)")
     q, k, v = _split_heads(ctx, q, heads), _split_heads(ctx, k, kv_heads), \
         _split_heads(ctx, v, kv_heads)
     if node.attr("do_rotary", 0):
@@ -398,6 +403,38 @@ def group_query_attention(ctx: ImportContext, node: OnnxNode):
     return [_merge_heads(ctx, y), present_k, present_v]
 
 
+def _shared_buffer_gqa(ctx, node: OnnxNode, q, k, v, heads: int, kv_heads: int):
+    """The fixed-capacity form (attention_cache.py): the past inputs are buffers as long as
+    total_sequence_length, the new rows written at the runtime position seqlens_k + 1 - S."""
+    if node.input(9) is not None:
+        raise Unsupported("position_ids with a shared KV buffer: the positions follow seqlens_k")
+    batch, q_len = q.shape[0], q.shape[1]
+    pos = attention_cache.positions(ctx, ctx.operand(node.input(5)), batch, q_len)
+    q, k, v = _split_heads(ctx, q, heads), _split_heads(ctx, k, kv_heads), \
+        _split_heads(ctx, v, kv_heads)
+    if node.attr("do_rotary", 0):
+        q, k = _gqa_rotary(ctx, node, q, k, 0, positions=pos)
+    present_k = attention_cache.write_rows(ctx, ctx.operand(node.input(3)), k, pos)
+    present_v = attention_cache.write_rows(ctx, ctx.operand(node.input(4)), v, pos)
+    window = int(node.attr("local_window_size", -1))
+    allowed = attention_cache.allowed_keys(ctx, pos, present_k.shape[2],
+                                           bool(node.attr("causal", 1)), window)
+    lowest = float(np.finfo(np_type(q)).min)
+    parts = [_additive(ctx, allowed, q, lowest)]
+    if node.input(10) is not None:
+        parts.append(ctx.operand(node.input(10)))
+    sink = None
+    if node.input(11) is not None:
+        sink = reshape(ctx, ctx.operand(node.input(11)), (1, heads, 1, 1))
+    elif node.attr("smooth_softmax", -1) == 1:
+        sink = ctx.constant(np.zeros((1, 1, 1, 1), np_type(q)), q.data_type)
+    scale = float(node.attr("scale", 0.0) or 0.0) or 1.0 / math.sqrt(q.shape[3])
+    y, *_ = _attend(ctx, q, _repeat_heads(ctx, present_k, heads),
+                    _repeat_heads(ctx, present_v, heads), scale, bias=_sum(ctx, parts),
+                    softcap=float(node.attr("softcap", 0.0) or 0.0), sink=sink)
+    return [_merge_heads(ctx, y), present_k, present_v]
+
+
 def _seqlens_bias(ctx, name: str, batch: int, total: int, has_past: bool, like: Operand,
                   masked: float) -> Operand | None:
     """Keys past seqlens_k[b] (the last valid key of each sequence) are masked.
@@ -420,11 +457,14 @@ def _seqlens_bias(ctx, name: str, batch: int, total: int, has_past: bool, like: 
     return _additive(ctx, emit(ctx, "lesserOrEqual", keys, lengths), like, masked)
 
 
-def _gqa_rotary(ctx, node: OnnxNode, q: Operand, k: Operand, past_len: int):
+def _gqa_rotary(ctx, node: OnnxNode, q: Operand, k: Operand, past_len: int,
+                positions: Operand | None = None):
     """Rotate the new queries and keys at positions past_len .. past_len + S - 1 (or
-    position_ids)."""
+    position_ids, or the given [B, S] positions)."""
     b, _, s, h = q.shape
-    if node.input(9) is not None:
+    if positions is not None:
+        pass
+    elif node.input(9) is not None:
         pos = node.input(9)
         positions = ctx.known(pos) if ctx.is_known(pos) else ctx.operand(pos)
     else:
