@@ -26,7 +26,8 @@ LAYERS: list[set[str]] = [
     {"catalogue", "by_suffix"},                                              # 4
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
-     "verification", "verification_steps", "bisect", "session"},
+     "verification", "verification_steps", "bisect", "session", "state", "generation",
+     "verification_decode"},
     {"__init__"},                                                            # 7 the API
     {"zoo", "testing"},                                                      # 8
     {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)
