@@ -1,0 +1,409 @@
+"""One graph for every value of the symbolic dimensions: shapes and options as expressions.
+
+A model converted for several values of its dims (`Variants`: one Graph per value) usually
+differs between the values only in numbers that count elements along those dims: input shapes,
+reshape's newShape, slice sizes, the shapes of filled constants. `derive(variants)` checks that
+the graphs have the same structure (the same ops in the same order on the same operands, equal
+options except integers) and writes every shape and every integer that differs as a polynomial
+of the dims, of degree at most one in each dim (products of dims such as batch*sequence
+included), with integer coefficients, exact on every variant. `polymorphic(variants, convert)`
+then checks the expressions on a value used to derive none of them (the model converted once
+more, at the midpoint of the widest gap between listed values; without a converter, one listed
+value left out of the fit) and raises when any shape or option disagrees there.
+
+Constants that differ between the values (a position table sliced to the sequence length and
+folded, a causal mask) are kept as one constant, the largest variant's, and sliced by the
+builder: every variant's value must be its leading corner (checked on the variants and on the
+held-out value). Anything else that differs is a structural difference: `StructureDiffers`,
+and the emitter writes one builder per value instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..emit.escape import js_string
+from ..errors import ConverterError
+from ..ir import Graph
+
+__all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "Polymorphic",
+           "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
+
+
+class StructureDiffers(ConverterError):
+    """The variants are not one graph with varying numbers: one builder per value is needed."""
+
+
+class HeldOutMismatch(ConverterError):
+    """An expression fitted on the variants is wrong at a value not used to fit it."""
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An integer polynomial of the dims, degree <= 1 in each: ((monomial dims), coefficient)
+    pairs, the constant term's monomial being ()."""
+
+    terms: tuple[tuple[tuple[str, ...], int], ...]
+
+    @staticmethod
+    def constant(value: int) -> "Expr":
+        return Expr((((), int(value)),)) if value else Expr(())
+
+    @property
+    def is_constant(self) -> bool:
+        return all(not dims for dims, _ in self.terms)
+
+    def at(self, dims: Mapping[str, int]) -> int:
+        total = 0
+        for names, coef in self.terms:
+            product = coef
+            for name in names:
+                product *= int(dims[name])
+            total += product
+        return total
+
+    def _text(self, name: Callable[[str], str]) -> str:
+        parts = []
+        for names, coef in reversed(self.terms):  # the dims' terms first
+            magnitude = abs(coef) if parts else coef
+            factors = [name(n) for n in names]
+            if magnitude != 1 or not factors:
+                factors.insert(0, str(magnitude))
+            if parts:
+                parts.append(("- " if coef < 0 else "+ ") + " * ".join(factors))
+            else:
+                parts.append(" * ".join(factors))
+        return " ".join(parts) or "0"
+
+    def js(self, var: str = "dims") -> str:
+        """JavaScript computing the value from the object `var` (dims by name, escaped)."""
+        return self._text(lambda n: f"{var}[{js_string(n)}]")
+
+    def __str__(self) -> str:
+        return self._text(str)
+
+
+def fit(points: Sequence[Mapping[str, int]], values: Sequence[int], where: str = "") -> Expr:
+    """The integer polynomial (degree <= 1 per dim) of the dims that vary among `points` which
+    gives `values[i]` at `points[i]` for every i. Raises StructureDiffers when no such
+    polynomial exists or the points cannot tell its terms apart."""
+    if all(v == values[0] for v in values):
+        return Expr.constant(values[0])
+    names = sorted({n for p in points for n in p if len({q[n] for q in points}) > 1})
+    monomials = [m for k in range(len(names) + 1) for m in itertools.combinations(names, k)]
+    rows = [[Fraction(int(np.prod([p[n] for n in m], dtype=object) if m else 1))
+             for m in monomials] + [Fraction(int(v))] for p, v in zip(points, values)]
+    solution = _solve(rows, len(monomials))
+    seen = ", ".join(f"{_point_text(p)} -> {v}" for p, v in zip(points, values))
+    if solution is None:
+        raise StructureDiffers(f"no polynomial of degree <= 1 per dim gives {seen}", where=where)
+    if solution == "underdetermined":
+        raise StructureDiffers(f"the values given cannot tell the dims' terms apart ({seen})",
+                               where=where, fix="list the dims' values on a grid (every "
+                                                "combination)")
+    if any(c.denominator != 1 for c in solution):
+        raise StructureDiffers(f"the fitted polynomial has fractional coefficients ({seen})",
+                               where=where)
+    return Expr(tuple((m, int(c)) for m, c in zip(monomials, solution) if c))
+
+
+def _solve(rows: list[list[Fraction]], unknowns: int):
+    """Exact Gauss-Jordan elimination of the augmented rows: the unique solution, None when the
+    system is inconsistent, or "underdetermined"."""
+    rows = [list(r) for r in rows]
+    pivots = []
+    r = 0
+    for c in range(unknowns):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][c] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        lead = rows[r][c]
+        rows[r] = [x / lead for x in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][c] != 0:
+                factor = rows[i][c]
+                rows[i] = [a - factor * b for a, b in zip(rows[i], rows[r])]
+        pivots.append(c)
+        r += 1
+    if any(all(x == 0 for x in row[:-1]) and row[-1] != 0 for row in rows):
+        return None
+    if len(pivots) < unknowns:
+        return "underdetermined"
+    return [rows[i][-1] for i in range(unknowns)]
+
+
+def _point_text(point: Mapping[str, int]) -> str:
+    return ",".join(f"{n}={v}" for n, v in sorted(point.items()))
+
+
+# -- the structure ------------------------------------------------------------------------------
+@dataclass
+class ConstantForm:
+    """How the builder makes one constant: `same` (one value for every variant), `fill` (one
+    number, a shape of expressions) or `corner` (the leading corner, of shape `shape`, of the
+    largest variant's value `data`)."""
+
+    kind: str
+    shape: list[Expr]
+    data: Any  # the ConstantData written: the template's, or the largest variant's
+
+
+@dataclass
+class Polymorphic:
+    """The first variant's graph, with every shape and differing integer as an expression."""
+
+    template: Graph
+    dims: tuple[str, ...]
+    ranges: dict[str, tuple[int, int]]
+    input_shapes: dict[str, list[Expr]]
+    output_shapes: dict[str, list[Expr]]
+    constants: dict[str, ConstantForm]
+    attrs: dict[int, dict[str, Any]]  # op index -> {option: value tree holding Exprs}
+    result_shapes: list[list[list[Expr]]]  # op index -> output index -> shape
+    checked_at: list[dict[str, int]] = field(default_factory=list)
+
+    def check(self, at: Mapping[str, int], graph: Graph) -> None:
+        """Raise HeldOutMismatch unless `graph` (the model converted at `at`) is what the
+        expressions give at `at`: every shape, option and constant."""
+        where = f"the model converted at {_point_text(at)}"
+        problems = []
+        try:
+            refs = _structure(graph)
+        except ConverterError as e:
+            raise HeldOutMismatch(f"its structure cannot be read: {e.what}", where=where) from None
+        if refs != _structure(self.template):
+            raise HeldOutMismatch("its structure differs from the listed values'", where=where)
+        for name, shape in self.input_shapes.items():
+            _compare(problems, f"input '{name}' shape", _eval(shape, at), graph.inputs[name].shape)
+        for name, form in self.constants.items():
+            got = graph.constants[name].constant
+            _compare(problems, f"constant '{name}' shape", _eval(form.shape, at), got.shape)
+            if form.kind == "corner" and not problems:
+                corner = form.data.numpy()[tuple(slice(0, d) for d in got.shape)]
+                if not np.array_equal(corner, got.numpy()):
+                    problems.append(f"constant '{name}' is not the leading corner of the "
+                                    f"largest variant's")
+        for i, op in enumerate(graph.operations):
+            for key, tree in self.attrs.get(i, {}).items():
+                _compare(problems, f"{op.op_type} '{op.name}' {key}", _eval(tree, at),
+                         _plain(op.attrs.get(key)))
+            for j, out in enumerate(op.outputs):
+                _compare(problems, f"{op.op_type} '{op.name}' result {j} shape",
+                         _eval(self.result_shapes[i][j], at), out.shape)
+        for name, shape in self.output_shapes.items():
+            _compare(problems, f"output '{name}' shape", _eval(shape, at), graph.outputs[name].shape)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise HeldOutMismatch(f"the expressions fitted on the listed values are wrong here: "
+                                  f"{problems[0]}{more}", where=where,
+                                  fix="list this value too, or convert one builder per value")
+        self.checked_at.append(dict(at))
+
+
+def _compare(problems: list[str], what: str, want, got) -> None:
+    if _plain(want) != _plain(got):
+        problems.append(f"{what} is {_plain(got)}, the expression gives {_plain(want)}")
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _eval(tree, at: Mapping[str, int]):
+    if isinstance(tree, Expr):
+        return tree.at(at)
+    if isinstance(tree, list):
+        return [_eval(v, at) for v in tree]
+    return tree
+
+
+def _structure(graph: Graph) -> tuple:
+    """What must be equal between variants apart from integers: names, types, ranks, wiring."""
+    if graph.state:
+        raise StructureDiffers("a stateful graph is converted one builder per value",
+                               where=f"graph '{graph.name}'")
+    refs: dict[int, tuple] = {}
+    parts: list[tuple] = []
+    for name, operand in graph.inputs.items():
+        refs[id(operand)] = ("input", name)
+        parts.append(("input", name, operand.data_type, len(operand.shape)))
+    for name, operand in graph.constants.items():
+        refs[id(operand)] = ("constant", name)
+        parts.append(("constant", name, operand.data_type, len(operand.shape)))
+    for i, op in enumerate(graph.operations):
+        ins = tuple(None if o is None else refs[id(o)] for o in op.inputs)
+        for j, out in enumerate(op.outputs):
+            refs[id(out)] = ("result", i, j)
+        parts.append(("op", op.op_type, op.name, ins, tuple(sorted(op.attrs)),
+                      tuple((o.data_type, len(o.shape)) for o in op.outputs)))
+    parts.append(("outputs", tuple((n, refs[id(o)]) for n, o in graph.outputs.items())))
+    return tuple(parts)
+
+
+def derive(variants) -> Polymorphic:
+    """The variants as one graph with expressions (see the module's docstring); raises
+    StructureDiffers naming the first thing that is not a fitted integer."""
+    entries = list(variants.entries)
+    if len(entries) < 2:
+        raise StructureDiffers("one value gives nothing to fit", where="variants",
+                               fix="list two or more values")
+    points = [dict(d) for d, _ in entries]
+    graphs = [g for _, g in entries]
+    template = graphs[0]
+    shapes = _structure(template)
+    for point, graph in zip(points[1:], graphs[1:]):
+        if _structure(graph) != shapes:
+            raise StructureDiffers("the graph's ops, wiring, names or data types differ from "
+                                   f"those at {_point_text(points[0])}",
+                                   where=f"the model converted at {_point_text(point)}")
+
+    def shape_of(what: str, shapes_: list[tuple]) -> list[Expr]:
+        return [fit(points, [s[k] for s in shapes_], where=f"{what} axis {k}")
+                for k in range(len(shapes_[0]))]
+
+    inputs = {n: shape_of(f"input '{n}'", [g.inputs[n].shape for g in graphs])
+              for n in template.inputs}
+    outputs = {n: shape_of(f"output '{n}'", [g.outputs[n].shape for g in graphs])
+               for n in template.outputs}
+    constants = {n: _constant_form(n, [g.constants[n].constant for g in graphs], shape_of)
+                 for n in template.constants}
+    attrs: dict[int, dict[str, Any]] = {}
+    results = []
+    for i, op in enumerate(template.operations):
+        where = f"{op.op_type} '{op.name}'"
+        ops = [g.operations[i] for g in graphs]
+        for key in op.attrs:
+            tree = _fit_tree(points, [_plain(o.attrs[key]) for o in ops], f"{where} {key}")
+            if _has_expr(tree):
+                attrs.setdefault(i, {})[key] = tree
+        results.append([shape_of(f"{where} result {j}", [o.outputs[j].shape for o in ops])
+                        for j in range(len(op.outputs))])
+    dims = tuple(getattr(variants, "dims", ()) or sorted({n for p in points for n in p}))
+    return Polymorphic(template, dims, _ranges(variants, points), inputs, outputs, constants,
+                       attrs, results)
+
+
+def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
+    where = f"constant '{name}'"
+    shape = shape_of(where, [d.shape for d in datas])
+    if all(d.fill is not None for d in datas) and len({repr(d.fill) for d in datas}) == 1:
+        return ConstantForm("same" if all(e.is_constant for e in shape) else "fill", shape,
+                            datas[0])
+    if all(e.is_constant for e in shape) and len({_digest(d) for d in datas}) == 1:
+        return ConstantForm("same", shape, datas[0])
+    largest = max(datas, key=lambda d: int(np.prod(d.shape, dtype=np.int64)))
+    full = largest.numpy()
+    for d in datas:
+        if any(a > b for a, b in zip(d.shape, largest.shape)) or not np.array_equal(
+                full[tuple(slice(0, k) for k in d.shape)], d.numpy()):
+            raise StructureDiffers("its value differs between the values in a way that is not "
+                                   "a leading corner of one table", where=where)
+    return ConstantForm("corner", shape, largest)
+
+
+def _digest(data) -> str:
+    return hashlib.sha256(bytes(data.raw_bytes())).hexdigest()
+
+
+def _fit_tree(points, values: list, where: str):
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return fit(points, values, where=where)
+    if all(isinstance(v, list) and len(v) == len(first) for v in values):
+        return [_fit_tree(points, [v[k] for v in values], f"{where}[{k}]")
+                for k in range(len(first))]
+    raise StructureDiffers(f"differs between the values: {first!r} at "
+                           f"{_point_text(points[0])}, "
+                           f"{next(v for v in values if v != first)!r} elsewhere", where=where)
+
+
+def _has_expr(tree) -> bool:
+    return isinstance(tree, Expr) or (isinstance(tree, list) and any(map(_has_expr, tree)))
+
+
+def _ranges(variants, points) -> dict[str, tuple[int, int]]:
+    given = getattr(variants, "ranges", None) or {}
+    out = {}
+    for name in sorted({n for p in points for n in p}):
+        listed = [p[name] for p in points]
+        lo, hi = given.get(name, (min(listed), max(listed)))
+        out[name] = (int(lo), int(hi))
+    return out
+
+
+# -- the check on a value not used to fit ------------------------------------------------------
+def held_out_point(points: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
+    """A point none of `points` has: each varying dim at the middle of the widest gap between
+    its listed values (the others at their one value); None when some varying dim has no gap."""
+    at = {}
+    for name in sorted({n for p in points for n in p}):
+        listed = sorted({p[name] for p in points})
+        if len(listed) == 1:
+            at[name] = listed[0]
+            continue
+        lo, hi = max(zip(listed, listed[1:]), key=lambda pair: pair[1] - pair[0])
+        if hi - lo < 2:
+            return None
+        at[name] = (lo + hi) // 2
+    return at
+
+
+def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = None
+                ) -> Polymorphic:
+    """`derive(variants)`, checked on a value used to fit none of it: the model converted at
+    `held_out_point` by `convert`, or without a converter a listed value left out of the fit.
+    Raises StructureDiffers, or HeldOutMismatch when the check fails."""
+    points = [dict(d) for d, _ in variants.entries]
+    if convert is not None:
+        result = derive(variants)
+        at = held_out_point(points)
+        if at is None:
+            raise StructureDiffers("no value between the listed ones is left to check the "
+                                   "expressions on", where="variants",
+                                   fix="list values with a gap between two of them")
+        result.check(at, convert(at))
+        return result
+    for k, (at, graph) in enumerate(variants.entries):
+        rest = [e for i, e in enumerate(variants.entries) if i != k]
+        rest_points = [dict(d) for d, _ in rest]
+        if not _inside(at, rest_points):
+            continue
+        try:
+            partial = derive(_Entries(variants, rest))
+        except StructureDiffers:
+            continue  # the others alone cannot fit: try leaving out another
+        partial.check(dict(at), graph)
+        result = derive(variants)
+        result.checked_at.append(dict(at))
+        return result
+    raise StructureDiffers("no listed value can be left out to check the fitted expressions",
+                           where="variants",
+                           fix="list three or more values, or give a converter for one more")
+
+
+def _inside(at: Mapping[str, int], points: list[dict]) -> bool:
+    """Whether `at` lies strictly between listed values of every dim that varies."""
+    for name, value in at.items():
+        listed = {p[name] for p in points}
+        if len(listed) > 1 and not min(listed) < value < max(listed):
+            return False
+    return True
+
+
+class _Entries:
+    def __init__(self, variants, entries):
+        self.dims = getattr(variants, "dims", ())
+        self.ranges = getattr(variants, "ranges", None)
+        self.entries = entries
