@@ -138,7 +138,7 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort"
     return _run(graph, as_graph_feeds(graph, feeds), runtime=runtime)
 
 
-def verify(source: str | Path, graph: Graph | None = None, *,
+def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
            target: str | Path | Target | None = None,
            inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
            **options: Any) -> VerifyReport:
@@ -148,6 +148,7 @@ def verify(source: str | Path, graph: Graph | None = None, *,
     `dims`, `input_shapes`, `known_inputs` options); `inputs` gives some or all inputs' values
     (name -> array; bool accepted for a bool source input), the others are seeded (`seed`).
     Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
+    `graph` may be an emitted `.js` module, run in Chromium (runtime="chromium") at `dims`.
     """
     from .verification import verify as _verify
 

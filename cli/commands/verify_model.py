@@ -92,7 +92,9 @@ def _number(value):
 @click.command("verify")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False),
-              help="A WebNN graph converted earlier (.webnn/.json); default: convert SOURCE now.")
+              help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
+                   "(with --runtime chromium; --dim picks the dims it is built at); default: "
+                   "convert SOURCE now.")
 @source_options
 @target_option(help="Verify SOURCE converted for that backend (its passes run first).")
 @click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
@@ -137,11 +139,15 @@ def command(source, graph_path, dims, input_shapes, known_inputs, target_name, g
                                "graph already: drop one")
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
-    graph = load_any(graph_path) if graph_path else None
+    module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
+    if module and (runtime != "chromium" or do_bisect or steps is not None):
+        raise click.UsageError("a .js module runs in the browser: give --runtime chromium, "
+                               "without --bisect or --steps")
+    graph = load_any(graph_path) if graph_path and not module else None
     if target_name:
         graph = converter.convert(source, target=target_name, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
-    elif graph is None and (do_bisect or (steps is None and not known_inputs)):
+    elif graph is None and not module and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if steps is not None or (graph is not None and graph.state):
         if feeds:
@@ -157,7 +163,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, target_name, g
                               graph_path=graph_path)
         finish(report, as_json)
         return
-    report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
+    report = converter.verify(source, module or graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
                               graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None
