@@ -189,8 +189,11 @@ class Polymorphic:
                 if not np.array_equal(corner, got.numpy()):
                     problems.append(f"constant '{name}' is not the leading corner of the "
                                     f"largest variant's")
-        for i, op in enumerate(graph.operations):
-            for key, tree in self.attrs.get(i, {}).items():
+        for i, (op, fitted) in enumerate(zip(graph.operations, self.template.operations)):
+            # Options equal on every listed value are checked too: a padding that is 0 at
+            # every listed value may not be 0 here.
+            for key in sorted(set(op.attrs) | set(fitted.attrs)):
+                tree = self.attrs.get(i, {}).get(key, _plain(fitted.attrs.get(key)))
                 _compare(problems, f"{op.op_type} '{op.name}' {key}", _eval(tree, at),
                          _plain(op.attrs.get(key)))
             for j, out in enumerate(op.outputs):
@@ -366,8 +369,8 @@ def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = No
     `held_out_point` by `convert`, or without a converter a listed value left out of the fit.
     Raises StructureDiffers, or HeldOutMismatch when the check fails."""
     points = [dict(d) for d, _ in variants.entries]
+    result = derive(variants)  # first, so that a structural difference is what is reported
     if convert is not None:
-        result = derive(variants)
         at = held_out_point(points)
         if at is None:
             raise StructureDiffers("no value between the listed ones is left to check the "
@@ -385,7 +388,6 @@ def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = No
         except StructureDiffers:
             continue  # the others alone cannot fit: try leaving out another
         partial.check(dict(at), graph)
-        result = derive(variants)
         result.checked_at.append(dict(at))
         return result
     raise StructureDiffers("no listed value can be left out to check the fitted expressions",

@@ -1,0 +1,125 @@
+"""Shapes and options of several conversions as polynomials of the dims (converter.dynamic.symbolic):
+the fit is exact and integer, a product of dims is found, and an expression that is wrong at a
+held-out value is reported, not written."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import converter
+from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, fit,
+                                        held_out_point, polymorphic)
+
+from .tiny_bert import build
+from .variants_stand_in import Variants, convert_each
+
+
+def test_one_dim_is_fitted_exactly_and_written_as_javascript():
+    points = [{"sequence": s} for s in (8, 16, 32)]
+    e = fit(points, [3 * s - 1 for s in (8, 16, 32)])
+    assert e.terms == ((("sequence",), 3), ((), -1)) or dict(e.terms) == {("sequence",): 3, (): -1}
+    assert e.at({"sequence": 24}) == 71 and e.at({"sequence": 1000}) == 2999
+    assert str(e) == "3 * sequence - 1"
+    assert e.js() == '3 * dims["sequence"] - 1'
+
+
+def test_a_product_of_dims_is_found_on_a_grid():
+    points = [{"batch": b, "sequence": s} for b in (1, 2, 4) for s in (8, 16)]
+    values = [b * s * 12 + b + 7 for b, s in ((p["batch"], p["sequence"]) for p in points)]
+    e = fit(points, values)
+    assert dict(e.terms) == {("batch", "sequence"): 12, ("batch",): 1, (): 7}
+    assert e.at({"batch": 3, "sequence": 24}) == 3 * 24 * 12 + 3 + 7
+
+
+def test_a_constant_stays_a_constant():
+    e = fit([{"s": 8}, {"s": 16}], [5, 5])
+    assert e.is_constant and e.at({"s": 99}) == 5 and e.js() == "5"
+
+
+@pytest.mark.parametrize("values, words", [
+    ([64, 256, 1024], "no polynomial"),          # s*s: degree 2 in one dim
+    ([4, 8, 16], "fractional coefficients"),     # s / 2
+])
+def test_what_no_integer_polynomial_gives_is_refused(values, words):
+    with pytest.raises(StructureDiffers, match=words):
+        fit([{"s": 8}, {"s": 16}, {"s": 32}], values, where="reshape 'r' newShape[1]")
+
+
+def test_dims_varied_together_cannot_be_told_apart():
+    points = [{"batch": 1, "sequence": 8}, {"batch": 2, "sequence": 16}]
+    with pytest.raises(StructureDiffers, match="cannot tell"):
+        fit(points, [8, 32])
+
+
+def test_a_hostile_dim_name_is_escaped_in_javascript():
+    name = 'a"]; alert(1); //\u2028</script>'
+    js = Expr((((name,), 2),)).js()
+    assert js.startswith('2 * dims[') and js.endswith(']')
+    literal = js[len('2 * dims['):-1]
+    assert json.loads(literal) == name  # one string literal holding exactly the name
+    assert "<" not in js and "\u2028" not in js
+
+
+def test_held_out_point_is_the_middle_of_the_widest_gap():
+    assert held_out_point([{"s": 8}, {"s": 16}, {"s": 32}]) == {"s": 24}
+    assert held_out_point([{"s": 8, "b": 1}, {"s": 9, "b": 1}]) is None
+
+
+def test_the_bert_model_is_one_graph_whose_shapes_follow_the_sequence(tmp_path):
+    source = build(tmp_path / "bert.onnx")
+    variants = convert_each(source, {"sequence": [8, 16, 32]})
+    poly = polymorphic(variants, lambda at: converter.load(source, dims=at))
+    assert poly.checked_at == [{"sequence": 24}]
+    assert poly.ranges == {"sequence": (8, 32)}
+    at = {"sequence": 24}
+    assert [e.at(at) for e in poly.input_shapes["input_ids"]] == [1, 24]
+    assert [e.at(at) for e in poly.output_shapes["last_hidden_state"]] == [1, 24, 16]
+    reshapes = {poly.template.operations[i].name: [str(e) for e in a["newShape"]]
+                for i, a in poly.attrs.items()}
+    assert reshapes["Reshape_10/reshape"] == ["1", "sequence", "2", "8"]
+    assert reshapes["Reshape_29/reshape"] == ["1", "sequence", "16"]
+    # the position rows, folded per value by the importer, become a corner of the largest
+    form = poly.constants["pos_rows"]
+    assert form.kind == "corner" and form.data.shape == (32, 16)
+    assert [str(e) for e in form.shape] == ["sequence", "16"]
+    table = converter.load(source, dims={"sequence": 24}).constants["pos_rows"].constant.numpy()
+    np.testing.assert_array_equal(form.data.numpy()[:24], table)
+    assert poly.constants["word"].kind == "same"
+
+
+def test_without_a_converter_a_listed_value_is_left_out_and_checked(tmp_path):
+    source = build(tmp_path / "bert.onnx")
+    poly = polymorphic(convert_each(source, {"sequence": [8, 16, 32]}))
+    assert poly.checked_at == [{"sequence": 16}]
+    with pytest.raises(StructureDiffers, match="left out"):
+        polymorphic(convert_each(source, {"sequence": [8, 16]}))
+
+
+def _bucketed(s: int) -> converter.Graph:
+    """A graph that pads its input up to the next power of two (as bucketing exporters do):
+    the padding is 0 at 8, 16, 32, so a fit on those says "always 0", which is wrong at 24."""
+    b = converter.GraphBuilder("bucketed")
+    x = b.input("x", "float32", [1, s])
+    bucket = 1 << (s - 1).bit_length()
+    y = b.pad(x, [0, 0], [0, bucket - s], name="padded")
+    return b.build({"y": b.reshape(y, [bucket], name="flat")})
+
+
+def test_an_expression_wrong_at_the_held_out_value_is_reported():
+    variants = Variants(("s",), [({"s": s}, _bucketed(s)) for s in (8, 16, 32)])
+    with pytest.raises(HeldOutMismatch) as caught:
+        polymorphic(variants, lambda at: _bucketed(at["s"]))
+    line = caught.value.line()
+    assert "s=24" in line and "padded" in line and "[0, 8]" in line and "[0, 0]" in line
+
+
+def test_a_different_structure_is_named():
+    def graph(s):
+        b = converter.GraphBuilder("g")
+        x = b.input("x", "float32", [1, s])
+        y = b.relu(x) if s < 16 else b.sigmoid(x)
+        return b.build({"y": y})
+    with pytest.raises(StructureDiffers, match="s=16"):
+        polymorphic(Variants(("s",), [({"s": s}, graph(s)) for s in (8, 16, 32)]))
