@@ -110,7 +110,9 @@ def run_module(module: str | Path, feeds: Mapping[str, np.ndarray], like: Graph,
             inputs[name] = f"{session.url(folder)}/in{j}.bin"
         spec = {"module": f"{session.url(folder)}/{quote(module.name)}", "inputs": inputs}
         if dims:
-            spec["dims"] = {name: int(value) for name, value in dims.items()}
+            # As given (not rounded): the module itself refuses a value it does not accept.
+            spec["dims"] = {name: value.item() if isinstance(value, np.generic) else value
+                            for name, value in dims.items()}
         raw = session.run_specs([spec])[0]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
