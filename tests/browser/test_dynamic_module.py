@@ -40,6 +40,7 @@ def test_one_module_and_one_weights_file_no_larger_than_one_conversion(bert, tmp
     assert size <= 1.05 * single, (size, single)
     text = module.read_text()
     assert text.count("export async function buildGraph(context, weights, dims)") == 1
+    assert 'export const DIMS = {"sequence": {min: 8, max: 32}};' in text
     assert 'builder.reshape(q_flat, [1, dims["sequence"], 2, 8]' in text
 
 
@@ -93,6 +94,9 @@ def test_a_structure_that_changes_gets_one_builder_per_value(browser_limits, tmp
     variants = Variants(("s",), [({"s": s}, _two_forms(s, w)) for s in (8, 16)])
     _, note = write_variants_js(variants, tmp_path / "forms.js")
     assert note.startswith("one builder per value (s in 8, 16)") and "s=16" in note
+    text = (tmp_path / "forms.js").read_text()
+    assert 'export const DIMS = {"s": {values: [8, 16]}};' in text
+    assert text.count("async function build") == 3  # two builders and the dispatching one
     # the 16 KiB weight is written once for both builders
     assert (tmp_path / "forms.weights").stat().st_size < w.nbytes + 1024
     x = np.random.default_rng(2).standard_normal((16, 64)).astype(np.float32)
