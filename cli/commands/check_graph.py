@@ -6,6 +6,7 @@ import json
 import click
 
 import converter
+from converter.dynamic.variants import one_graph
 
 from ..options import source_options, target_option
 
@@ -34,8 +35,8 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     from converter.targets import builtin_targets, load_target
     from converter.targets.check import check
 
-    graph = converter.load(source, dims=dims, input_shapes=input_shapes,
-                           known_inputs=known_inputs)
+    graph = one_graph(converter.load(source, dims=dims, input_shapes=input_shapes,
+                                     known_inputs=known_inputs), source)
     names = builtin_targets() if target_name == "all" else [target_name]
     targets = [load_target(n) for n in names]
     results = {t.name: check(graph, t) for t in targets}

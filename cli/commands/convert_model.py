@@ -42,12 +42,22 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
+    beside it (with --dim NAME=V1,V2,... or NAME=LO..HI: the graph at each value in one file
+    and one weights file; .js then writes one module taking the dims); .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
     LiteRT too with --verify), .js an ES module and page for the browser. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
     they do not. OUTPUT may not be SOURCE or any file the command reads.
     """
     refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
+    if keep_on_mismatch and not then_verify:
+        raise click.UsageError("--keep-on-mismatch applies with --verify")
+    if any(not isinstance(v, int) for v in dims.values()):
+        from .convert_variants import convert_several
+
+        convert_several(source, output, dims, input_shapes, known_inputs, target_name,
+                        io_layout, dequantize, then_verify, keep_on_mismatch,
+                        dict(seed=seed, atol=atol, rtol=rtol, ulp=ulp), as_json, verbose)
+        return
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
@@ -55,8 +65,6 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
         _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
-    if keep_on_mismatch and not then_verify:
-        raise click.UsageError("--keep-on-mismatch applies with --verify")
     if not then_verify:
         _wrote(write_any(graph, output), graph, as_json)
         return

@@ -143,7 +143,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, target_name, g
     if module and (runtime != "chromium" or do_bisect or steps is not None):
         raise click.UsageError("a .js module runs in the browser: give --runtime chromium, "
                                "without --bisect or --steps")
-    graph = load_any(graph_path) if graph_path and not module else None
+    graph = load_any(graph_path, variants=True) if graph_path and not module else None
+    if graph is not None and not isinstance(graph, converter.Graph):  # variants: at --dim
+        graph = graph.at(dims, where=graph_path)
     if target_name:
         graph = converter.convert(source, target=target_name, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
