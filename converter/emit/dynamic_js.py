@@ -39,8 +39,12 @@ def write_variants_js(variants, path: str | Path,
                       convert: Callable[[dict[str, int]], Graph] | None = None
                       ) -> tuple[list[Path], str]:
     """Write the module, its weights and page; return the paths and one line saying which
-    form the module took (one builder for a range, or one per value, and why)."""
+    form the module took (one builder for a range, or one per value, and why). `convert`
+    (default: the variants' own, when they have one) converts the model at another value of
+    the dims, for the check of the one builder's expressions."""
     path = Path(path)
+    if convert is None:
+        convert = getattr(variants, "convert", None)
     if path.suffix != ".js":
         raise ConverterError("a JavaScript module's name must end in .js", where=str(path))
     for _, graph in variants.entries:

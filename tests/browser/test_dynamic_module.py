@@ -13,28 +13,33 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
+from converter.dynamic.variants import Variants
 from converter.emit.dynamic_js import write_variants_js
-from converter.emit.javascript import write_js
 from converter.errors import ConverterError
 from converter.runtimes.chromium import browser_page, run_module
 from tests.dynamic.tiny_bert import build
-from tests.dynamic.variants_stand_in import Variants, convert_each
 
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
+    """The model converted once, on the command line, for sequence 8, 16 and 32."""
     folder = tmp_path_factory.mktemp("dynamic")
     source = build(folder / "bert.onnx")
-    variants = convert_each(source, {"sequence": [8, 16, 32]})
-    files, note = write_variants_js(variants, folder / "bert.js",
-                                    convert=lambda at: converter.load(source, dims=at))
-    return source, folder / "bert.js", note
+    result = CliRunner().invoke(main, ["convert", str(source), "--dim", "sequence=8,16,32",
+                                       "-o", str(folder / "bert.js")])
+    assert result.exit_code == 0, result.output
+    return source, folder / "bert.js", result.output
 
 
 def test_one_module_and_one_weights_file_no_larger_than_one_conversion(bert, tmp_path):
-    source, module, note = bert
-    assert note.startswith("one builder for sequence in 8..32") and "checked at sequence=24" in note
-    write_js(converter.load(source, dims={"sequence": 32}), tmp_path / "single.js")
+    source, module, said = bert
+    assert sorted(p.name for p in module.parent.glob("bert.*")) == [
+        "bert.html", "bert.js", "bert.manifest.json", "bert.onnx", "bert.weights"]
+    assert "one builder for sequence in 8..32: shapes fitted on sequence=8, sequence=16, " \
+           "sequence=32, checked at sequence=24" in said
+    single = CliRunner().invoke(main, ["convert", str(source), "--dim", "sequence=32",
+                                       "-o", str(tmp_path / "single.js")])
+    assert single.exit_code == 0, single.output
     size = module.with_suffix(".weights").stat().st_size
     single = (tmp_path / "single.weights").stat().st_size
     assert size <= 1.05 * single, (size, single)
@@ -91,7 +96,8 @@ def _two_forms(s: int, w: np.ndarray) -> converter.Graph:
 
 def test_a_structure_that_changes_gets_one_builder_per_value(browser_limits, tmp_path):
     w = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    variants = Variants(("s",), [({"s": s}, _two_forms(s, w)) for s in (8, 16)])
+    variants = Variants(("s",), [({"s": s}, _two_forms(s, w)) for s in (8, 16)],
+                        convert=lambda at: _two_forms(at["s"], w))
     _, note = write_variants_js(variants, tmp_path / "forms.js")
     assert note.startswith("one builder per value (s in 8, 16)") and "s=16" in note
     text = (tmp_path / "forms.js").read_text()

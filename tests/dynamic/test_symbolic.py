@@ -11,9 +11,9 @@ import pytest
 import converter
 from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, fit,
                                         held_out_point, polymorphic)
+from converter.dynamic.variants import Variants, convert_variants
 
 from .tiny_bert import build
-from .variants_stand_in import Variants, convert_each
 
 
 def test_one_dim_is_fitted_exactly_and_written_as_javascript():
@@ -69,8 +69,8 @@ def test_held_out_point_is_the_middle_of_the_widest_gap():
 
 def test_the_bert_model_is_one_graph_whose_shapes_follow_the_sequence(tmp_path):
     source = build(tmp_path / "bert.onnx")
-    variants = convert_each(source, {"sequence": [8, 16, 32]})
-    poly = polymorphic(variants, lambda at: converter.load(source, dims=at))
+    variants = convert_variants(source, {"sequence": [8, 16, 32]})
+    poly = polymorphic(variants, variants.convert)
     assert poly.checked_at == [{"sequence": 24}]
     assert poly.ranges == {"sequence": (8, 32)}
     at = {"sequence": 24}
@@ -91,10 +91,10 @@ def test_the_bert_model_is_one_graph_whose_shapes_follow_the_sequence(tmp_path):
 
 def test_without_a_converter_a_listed_value_is_left_out_and_checked(tmp_path):
     source = build(tmp_path / "bert.onnx")
-    poly = polymorphic(convert_each(source, {"sequence": [8, 16, 32]}))
+    poly = polymorphic(convert_variants(source, {"sequence": [8, 16, 32]}))
     assert poly.checked_at == [{"sequence": 16}]
     with pytest.raises(StructureDiffers, match="left out"):
-        polymorphic(convert_each(source, {"sequence": [8, 16]}))
+        polymorphic(convert_variants(source, {"sequence": [8, 16]}))
 
 
 def _bucketed(s: int) -> converter.Graph:
