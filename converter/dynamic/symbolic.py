@@ -7,9 +7,11 @@ the graphs have the same structure (the same ops in the same order on the same o
 options except integers) and writes every shape and every integer that differs as a polynomial
 of the dims, of degree at most one in each dim (products of dims such as batch*sequence
 included), with integer coefficients, exact on every variant. `polymorphic(variants, convert)`
-then checks the expressions on a value used to derive none of them (the model converted once
-more, at the midpoint of the widest gap between listed values; without a converter, one listed
-value left out of the fit) and raises when any shape or option disagrees there.
+then checks the expressions on values used to derive none of them (the model converted once
+more at the midpoint of the widest gap between a dim's listed values, once per listed value of
+the dims that have no gap; without a converter, one listed value left out of the fit) and
+raises when any shape or option disagrees there. Listed values that are every value of every
+dim's range need no check: nothing is extrapolated.
 
 Constants that differ between the values (a position table sliced to the sequence length and
 folded, a causal mask) are kept as one constant, the largest variant's, and sliced by the
@@ -31,8 +33,8 @@ from ..emit.escape import js_string
 from ..errors import ConverterError
 from ..ir import Graph
 
-__all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "Polymorphic",
-           "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
+__all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_points",
+           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
 
 
 class StructureDiffers(ConverterError):
@@ -347,36 +349,73 @@ def _ranges(variants, points) -> dict[str, tuple[int, int]]:
 
 
 # -- the check on a value not used to fit ------------------------------------------------------
-def held_out_point(points: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
-    """A point none of `points` has: each varying dim at the middle of the widest gap between
-    its listed values (the others at their one value); None when some varying dim has no gap."""
-    at = {}
+# Each held-out value is one more conversion: past this many, convert one builder per value.
+MAX_HELD_OUT = 4
+
+
+def held_out_points(points: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+    """Points none of `points` has, to check fitted expressions on: each dim with a gap between
+    its listed values at the middle of its widest gap, each dim without one (every value of its
+    range listed) at each of its listed values in turn, so that every combination of those is
+    checked too. [] when no dim has a gap."""
+    gapped, whole = {}, {}
     for name in sorted({n for p in points for n in p}):
         listed = sorted({p[name] for p in points})
-        if len(listed) == 1:
-            at[name] = listed[0]
-            continue
-        lo, hi = max(zip(listed, listed[1:]), key=lambda pair: pair[1] - pair[0])
-        if hi - lo < 2:
-            return None
-        at[name] = (lo + hi) // 2
-    return at
+        lo, hi = max(zip(listed, listed[1:]), key=lambda pair: pair[1] - pair[0],
+                     default=(listed[0], listed[0]))
+        if hi - lo >= 2:
+            gapped[name] = (lo + hi) // 2
+        else:
+            whole[name] = listed
+    if not gapped:
+        return []
+    names = list(whole)
+    return [{**gapped, **dict(zip(names, values))}
+            for values in itertools.product(*(whole[n] for n in names))]
+
+
+def held_out_point(points: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
+    """The last of `held_out_points` (the dims without a gap at their largest values), or None
+    when no dim has a gap."""
+    found = held_out_points(points)
+    return found[-1] if found else None
+
+
+def _every_value_listed(points: Sequence[Mapping[str, int]], ranges) -> bool:
+    """Whether the points are every combination of every integer in each dim's range: then the
+    expressions are exact wherever the module accepts dims, with nothing to extrapolate."""
+    names = sorted({n for p in points for n in p})
+    grid = {tuple(p[n] for n in names) for p in points}
+    axes = []
+    for name in names:
+        lo, hi = ranges.get(name, (min(p[name] for p in points), max(p[name] for p in points)))
+        axes.append(range(lo, hi + 1))
+    return grid == set(itertools.product(*axes))
 
 
 def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = None
                 ) -> Polymorphic:
-    """`derive(variants)`, checked on a value used to fit none of it: the model converted at
-    `held_out_point` by `convert`, or without a converter a listed value left out of the fit.
-    Raises StructureDiffers, or HeldOutMismatch when the check fails."""
+    """`derive(variants)`, checked on values used to fit none of it: the model converted at
+    each of `held_out_points` by `convert`, or without a converter a listed value left out of
+    the fit. When the listed values are every value of every dim's range there is nothing to
+    check (checked_at stays empty). Raises StructureDiffers, or HeldOutMismatch when the check
+    fails."""
     points = [dict(d) for d, _ in variants.entries]
     result = derive(variants)  # first, so that a structural difference is what is reported
+    if _every_value_listed(points, result.ranges):
+        return result
     if convert is not None:
-        at = held_out_point(points)
-        if at is None:
+        ats = held_out_points(points)
+        if not ats:
             raise StructureDiffers("no value between the listed ones is left to check the "
                                    "expressions on", where="variants",
                                    fix="list values with a gap between two of them")
-        result.check(at, convert(at))
+        if len(ats) > MAX_HELD_OUT:
+            raise StructureDiffers(f"checking the expressions would take {len(ats)} more "
+                                   f"conversions (at most {MAX_HELD_OUT})", where="variants",
+                                   fix="list the dims without a gap between values with one")
+        for at in ats:
+            result.check(at, convert(at))
         return result
     for k, (at, graph) in enumerate(variants.entries):
         rest = [e for i, e in enumerate(variants.entries) if i != k]

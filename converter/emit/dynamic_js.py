@@ -4,8 +4,10 @@
 model.manifest.json and model.html, as `write_js` does for one graph. The module exports
 
   * `DIMS`: each dim's accepted values, `{min, max}` (a range) or `{values: [...]}`;
+  * `FIXED_DIMS`: dims that had one value in every variant (`--dim batch=1`), name -> value;
   * `checkDims(dims)`: throws a RangeError/TypeError naming the dim and the accepted values
-    unless `dims` gives every dim an accepted integer (and nothing else);
+    unless `dims` gives every dim of DIMS an accepted integer, and nothing else but fixed
+    dims at their value;
   * `inputsAt(dims)`, `outputsAt(dims)`: the descriptors at those dims;
   * `buildGraph(context, weights, dims)` -> {graph, inputs, outputs, unusedInputs};
   * `loadWeights` and the run helpers of every module (webnn_helpers.js).
@@ -73,8 +75,9 @@ def variants_source(variants, weights_file: str,
         poly = polymorphic(variants, convert)
     except (StructureDiffers, HeldOutMismatch) as e:
         return _per_value(variants, weights_file, shared, e.line())
-    listed = ", ".join(_point(p) for p, _ in variants.entries)
-    checked = ", ".join(_point(p) for p in poly.checked_at)
+    listed = "; ".join(_point(p) for p, _ in variants.entries)
+    checked = "; ".join(_point(p) for p in poly.checked_at) or "nowhere else: every value " \
+                                                                 "in range was converted"
     accepted = {n: {"min": lo, "max": hi} for n, (lo, hi) in poly.ranges.items()}
     note = (f"one builder for {_accepted_text(accepted)}: shapes fitted on {listed}, "
             f"checked at {checked}")
@@ -82,7 +85,7 @@ def variants_source(variants, weights_file: str,
     g = poly.template
     inputs = {n: (g.inputs[n].data_type, _exprs(s)) for n, s in poly.input_shapes.items()}
     outputs = {n: (g.outputs[n].data_type, _exprs(s)) for n, s in poly.output_shapes.items()}
-    lines = _header(g, weights_file, accepted, note)
+    lines = _header(g, weights_file, accepted, _fixed(variants), note)
     lines += [
         "export function inputsAt(dims) {",
         "  checkDims(dims);",
@@ -109,7 +112,7 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
     accepted = {n: {"values": v} for n, v in values.items()}
     note = f"one builder per value ({_accepted_text(accepted)}): {reason}"
     first = variants.entries[0][1]
-    lines = _header(first, weights_file, accepted, note)
+    lines = _header(first, weights_file, accepted, _fixed(variants), note)
     table, descs = [], []
     for k, (point, graph) in enumerate(variants.entries):
         key = js_string(_key(point, names))
@@ -148,8 +151,16 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
     return "\n".join(lines) + "\n" + _HELPERS.read_text(), shared.entries, note
 
 
-def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[str]:
+def _fixed(variants) -> dict[str, int]:
+    """Dims given one value for every variant (Variants.fixed): the module takes them only at
+    that value, so that the dims the source was run at can be passed as they are."""
+    return {str(n): int(v) for n, v in (getattr(variants, "fixed", None) or {}).items()}
+
+
+def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, int],
+            note: str) -> list[str]:
     dims = ", ".join(f"{js_string(n)}: {_accepted_js(a)}" for n, a in accepted.items())
+    pinned = ", ".join(f"{js_string(n)}: {v}" for n, v in fixed.items())
     return [
         f"// WebNN graph {js_comment(graph.name)}, written by webnn-converter for the dims "
         f"{js_comment(', '.join(accepted))}:",
@@ -159,13 +170,16 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
         "",
         f"export const WEIGHTS_FILE = {js_string(weights_file)};",
         f"export const DIMS = {{{dims}}};",
+        "// Dims fixed at conversion: optional, and only at their value.",
+        f"export const FIXED_DIMS = {{{pinned}}};",
         "",
         "function describeDim(accepted) {",
         "  return \"values\" in accepted ? `one of ${accepted.values.join(\", \")}`",
         "                              : `an integer in ${accepted.min}..${accepted.max}`;",
         "}",
         "",
-        "/** Throw unless `dims` gives every dim of DIMS an accepted integer, and nothing else. */",
+        "/** Throw unless `dims` gives every dim of DIMS an accepted integer, and nothing else but",
+        "    dims of FIXED_DIMS at their value. */",
         "export function checkDims(dims) {",
         "  const all = Object.entries(DIMS).map(([n, a]) => `${JSON.stringify(n)}: ` +",
         "                                                   describeDim(a)).join(\"; \");",
@@ -173,6 +187,13 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
         "    throw new TypeError(`buildGraph takes the dims as an object: ${all}`);",
         "  }",
         "  for (const name of Object.keys(dims)) {",
+        "    if (Object.hasOwn(FIXED_DIMS, name) && !Object.hasOwn(DIMS, name)) {",
+        "      if (dims[name] !== FIXED_DIMS[name]) {",
+        "        throw new RangeError(`dimension ${JSON.stringify(name)} was fixed at ` +",
+        "                             `${FIXED_DIMS[name]} when converting, got ${String(dims[name])}`);",
+        "      }",
+        "      continue;",
+        "    }",
         "    if (!Object.hasOwn(DIMS, name)) {",
         "      throw new TypeError(`unknown dimension ${JSON.stringify(name)}; the dims are ${all}`);",
         "    }",

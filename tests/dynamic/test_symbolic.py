@@ -10,7 +10,7 @@ import pytest
 
 import converter
 from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, fit,
-                                        held_out_point, polymorphic)
+                                        held_out_point, held_out_points, polymorphic)
 from converter.dynamic.variants import Variants, convert_variants
 
 from .tiny_bert import build
@@ -65,6 +65,52 @@ def test_a_hostile_dim_name_is_escaped_in_javascript():
 def test_held_out_point_is_the_middle_of_the_widest_gap():
     assert held_out_point([{"s": 8}, {"s": 16}, {"s": 32}]) == {"s": 24}
     assert held_out_point([{"s": 8, "b": 1}, {"s": 9, "b": 1}]) is None
+
+
+def test_a_dim_without_a_gap_is_checked_at_each_of_its_values():
+    grid = [{"b": b, "s": s} for b in (1, 2) for s in (8, 16, 32)]
+    assert held_out_points(grid) == [{"s": 24, "b": 1}, {"s": 24, "b": 2}]
+    assert held_out_point(grid) == {"s": 24, "b": 2}
+
+
+def _scaled(b: int, s: int, bucket: bool = False) -> converter.Graph:
+    """[b, s] -> reshape to [b * s] (a product of dims); with `bucket`, padded at b=1 only to
+    the next even length (right on every listed even s, wrong at b=1 and an odd s)."""
+    g = converter.GraphBuilder("scaled")
+    x = g.input("x", "float32", [b, s])
+    extra = s % 2 if bucket and b == 1 else 0
+    y = g.pad(x, [0, 0], [0, extra], name="padded")
+    return g.build({"y": g.reshape(y, [b * (s + extra)], name="flat")})
+
+
+def test_a_grid_with_a_gapless_dim_is_checked_at_every_value_of_it():
+    points = [(b, s) for b in (1, 2) for s in (8, 16, 32)]
+    seen = []
+
+    def convert(at):
+        seen.append(dict(at))
+        return _scaled(at["b"], at["s"])
+
+    variants = Variants(("b", "s"), [({"b": b, "s": s}, _scaled(b, s)) for b, s in points])
+    poly = polymorphic(variants, convert)
+    assert seen == poly.checked_at == [{"s": 24, "b": 1}, {"s": 24, "b": 2}]
+    (i,) = poly.attrs
+    assert [str(e) for e in poly.attrs[i]["newShape"]] == ["b * s"]
+    # wrong only at b=1 and an odd s: the check at b=1, s=23 (the middle of 16..30) catches it
+    odd = [(b, s) for b in (1, 2) for s in (8, 16, 30)]
+    variants = Variants(("b", "s"), [({"b": b, "s": s}, _scaled(b, s, True)) for b, s in odd])
+    with pytest.raises(HeldOutMismatch, match="b=1,s=23"):
+        polymorphic(variants, lambda at: _scaled(at["b"], at["s"], True))
+
+
+def test_every_value_of_the_range_listed_needs_no_check():
+    variants = Variants(("b", "s"), [({"b": b, "s": s}, _scaled(b, s))
+                                     for b in (1, 2) for s in (8, 9, 10)])
+    poly = polymorphic(variants, lambda at: pytest.fail(f"converted again at {at}"))
+    assert poly.checked_at == [] and poly.ranges == {"b": (1, 2), "s": (8, 10)}
+    gappy = Variants(("s",), [({"s": s}, _scaled(1, s)) for s in (8, 9, 11)],
+                     ranges={"s": (8, 11)})
+    assert polymorphic(gappy, lambda at: _scaled(1, at["s"])).checked_at == [{"s": 10}]
 
 
 def test_the_bert_model_is_one_graph_whose_shapes_follow_the_sequence(tmp_path):
