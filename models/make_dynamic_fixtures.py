@@ -13,6 +13,8 @@ Each model is a tiny random configuration (seeded), exported by torch with named
 * vit_legacy.onnx: transformers ViTModel on 32x32 images, legacy exporter, [batch, 3, 32, 32].
 * cnn_legacy.onnx: convolutions, a residual add and a global average pool, legacy exporter,
   [batch, 3, height, width].
+* cnn_batch.tflite: a small CNN with a dynamic batch (shape_signature -1), written from the
+  TFLite schema without TensorFlow (`python models/make_dynamic_fixtures.py tflite`).
 
 The files are committed (a few tens of KB each), so the tests over them run without torch.
 """
@@ -158,14 +160,53 @@ def cnn(torch) -> None:
             {"image": axes, "logits": {0: "batch"}}, outputs=["logits"])
 
 
-MAKERS = {"bert": bert, "gpt2": gpt2, "llama": llama, "vit": vit, "cnn": cnn}
+def tflite_cnn(_torch=None) -> None:
+    """cnn_batch.tflite: CONV_2D (fused RELU), MEAN over the image, FULLY_CONNECTED, SOFTMAX
+    on [batch, 8, 8, 3] images, written straight from the TFLite schema (no TensorFlow): every
+    activation's shape_signature has -1 for the batch, as a dynamic-batch export's has."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE.parent))
+    from converter.testing.tflite_fixtures import RELU, SAME, TfliteBuilder
+
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder("dynamic batch fixture")
+    image = b.input("image", [1, 8, 8, 3])
+    conv = b.tensor("conv", [1, 8, 8, 4])
+    b.op("CONV_2D", [image, b.constant("conv/w", _normal(rng, 4, 3, 3, 3)),
+                     b.constant("conv/b", _normal(rng, 4, scale=0.1))], [conv],
+         padding=SAME, strideW=1, strideH=1, fusedActivationFunction=RELU)
+    mean = b.tensor("mean", [1, 4])
+    b.op("MEAN", [conv, b.constant("mean/axes", np.array([1, 2], np.int32))], [mean],
+         keepDims=False)
+    fc = b.tensor("fc", [1, 5])
+    b.op("FULLY_CONNECTED", [mean, b.constant("fc/w", _normal(rng, 5, 4)),
+                             b.constant("fc/b", _normal(rng, 5, scale=0.1))], [fc])
+    probs = b.tensor("probs", [1, 5])
+    b.op("SOFTMAX", [fc], [probs], beta=1.0)
+    for tensor in b.current.tensors:
+        if tensor.buffer == 0:  # activations, not constants
+            tensor.shapeSignature = [-1, *tensor.shape[1:]]
+    path = b.save(OUT / "cnn_batch.tflite", [probs])
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+def _normal(rng, *shape, scale=0.3):
+    import numpy as np
+
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+MAKERS = {"bert": bert, "gpt2": gpt2, "llama": llama, "vit": vit, "cnn": cnn,
+          "tflite": tflite_cnn}
 
 
 def main(names: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
-    torch = _torch()
+    torch = _torch() if set(names or MAKERS) - {"tflite"} else None
     for name in names or MAKERS:
-        torch.manual_seed(0)
+        if torch is not None:
+            torch.manual_seed(0)
         MAKERS[name](torch)
 
 

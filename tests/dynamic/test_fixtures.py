@@ -77,3 +77,43 @@ def test_one_file_and_one_module_of_a_text_export_weigh_one_conversion(name, tmp
     np.testing.assert_array_equal(got["last_hidden_state"], want["last_hidden_state"])
     _, note = write_variants_js(variants, tmp_path / "all.js", convert=variants.convert)
     assert (tmp_path / "all.weights").stat().st_size <= 1.05 * single, note
+
+
+def litert_at(path, image):
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path))
+    (given,) = interpreter.get_input_details()
+    interpreter.resize_tensor_input(given["index"], list(image.shape))
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(given["index"], image)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+def test_a_tflite_model_with_a_dynamic_batch_converts_at_each_batch(tmp_path):
+    source = FIXTURES / "cnn_batch.tflite"
+    variants = convert_variants(source, {"batch": [1, 2, 4]})
+    converter.save(variants, tmp_path / "cnn.json")
+    back = converter.load(tmp_path / "cnn.json")
+    rng = np.random.default_rng(5)
+    for batch in (1, 2, 4):
+        image = rng.standard_normal((batch, 8, 8, 3)).astype(np.float32)
+        want = litert_at(source, image)  # LiteRT resized to this batch
+        assert want.shape == (batch, 5)
+        got = converter.run(back, {"image": image}, dims={"batch": batch})["probs"]
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+    report = converter.verify(source, variants, dims={"batch": 4})
+    assert report.passed and list(report.outputs[0].shape) == [4, 5]
+
+
+def test_a_tflite_model_names_only_its_batch(tmp_path):
+    from converter.testing.tflite_fixtures import Input, Output, one_op
+
+    with pytest.raises(converter.ConverterError, match="no dimension named sequence"):
+        converter.load(FIXTURES / "cnn_batch.tflite", dims={"sequence": 8})
+    static = tmp_path / "static.tflite"
+    static.write_bytes(one_op("RELU", [Input("x", [1, 3])], [Output("y", [1, 3])]))
+    with pytest.raises(converter.ConverterError, match="no input of this TFLite model has a "
+                                                      "dynamic batch"):
+        converter.load(static, dims={"batch": 2})
