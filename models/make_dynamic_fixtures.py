@@ -10,7 +10,9 @@ Each model is a tiny random configuration (seeded), exported by torch with named
 * gpt2_dynamo.onnx: transformers GPT2Model without cache, dynamo exporter, [batch, sequence].
 * llama_legacy.onnx: transformers LlamaModel without cache (rotary positions), legacy
   exporter, [batch, sequence].
-* vit_legacy.onnx: transformers ViTModel on 32x32 images, legacy exporter, [batch, 3, 32, 32].
+* vit_legacy.onnx: transformers ViTModel on 32x32 images, legacy exporter, [batch, 3, 32, 32];
+  vit_sized_legacy.onnx: the same with its position table interpolated to any image size,
+  [batch, 3, height, width].
 * cnn_legacy.onnx: convolutions, a residual add and a global average pool, legacy exporter,
   [batch, 3, height, width].
 * cnn_batch.tflite: a small CNN with a dynamic batch (shape_signature -1), written from the
@@ -136,6 +138,24 @@ def vit(torch) -> None:
     model = _Hidden.wrap(torch, ViTModel(config, add_pooling_layer=False), ["pixel_values"])
     _export(torch, model, (torch.randn(2, 3, 32, 32),), OUT / "vit_legacy.onnx",
             ["pixel_values"], {"pixel_values": {0: "batch"}, "last_hidden_state": {0: "batch"}})
+    # The same weights at any image size: the position table interpolated to the patch grid.
+    sized = _Hidden.wrap(torch, _Interpolating(torch, model.model), ["pixel_values"])
+    axes = {0: "batch", 2: "height", 3: "width"}
+    _export(torch, sized, (torch.randn(1, 3, 32, 32),), OUT / "vit_sized_legacy.onnx",
+            ["pixel_values"], {"pixel_values": axes, "last_hidden_state": {0: "batch",
+                                                                          1: "tokens"}})
+
+
+def _Interpolating(torch, vit):
+    class Interpolating(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vit = vit
+
+        def forward(self, pixel_values):
+            return self.vit(pixel_values=pixel_values, interpolate_pos_encoding=True)
+
+    return Interpolating()
 
 
 def cnn(torch) -> None:
