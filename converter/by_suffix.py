@@ -30,10 +30,12 @@ def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
 
         return import_onnx(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if suffix == ".tflite":
-        if dims:
-            raise ConverterError("--dim applies to ONNX models: TFLite has no named dimensions",
-                                 where=str(path), fix="set whole input shapes with --input-shape")
         from .importers.tflite import import_tflite
+
+        if dims:  # only `batch`, the axis a dynamic-batch export marks -1
+            from .dynamic.tflite_dims import tflite_input_shapes
+
+            input_shapes = tflite_input_shapes(path, dims, input_shapes)
 
         return import_tflite(path, input_shapes=input_shapes, known_inputs=known_inputs)
     if suffix in (".webnn", ".json"):

@@ -12,8 +12,8 @@ import pytest
 import converter
 from converter.dynamic.variants import MAX_VARIANTS, Variants, convert_variants, range_values, \
     split_dims
-from converter.errors import ConverterError, FormatError
-from converter.formats import load_graph, webnn_json, webnn_text
+from converter.errors import ConverterError
+from converter.formats import load_graph, webnn_text
 
 from .tiny_bert import VOCAB, build
 
@@ -56,7 +56,7 @@ def test_one_conversion_per_value_each_matching_the_source(bert, variants):
     assert variants.points == [{"sequence": s} for s in SEQUENCES]
     for point, graph in variants.entries:
         assert graph.inputs["input_ids"].shape == (1, point["sequence"])
-        assert_matches_source(bert, lambda f: converter.run(variants, f, dims=point),
+        assert_matches_source(bert, lambda f, point=point: converter.run(variants, f, dims=point),
                               point["sequence"])
 
 
@@ -79,8 +79,8 @@ def test_the_file_holds_every_variant_with_weights_of_one_conversion(bert, varia
     back = converter.load(tmp_path / f"bert{suffix}")
     assert isinstance(back, Variants) and back.points == variants.points
     for sequence in SEQUENCES:
-        assert_matches_source(bert, lambda f: converter.run(back, f, dims={"sequence": sequence}),
-                              sequence)
+        at = {"sequence": sequence}
+        assert_matches_source(bert, lambda f, at=at: converter.run(back, f, dims=at), sequence)
         graph = converter.load(tmp_path / f"bert{suffix}", dims={"sequence": sequence})
         assert graph.inputs["attention_mask"].shape == (1, sequence)
 
