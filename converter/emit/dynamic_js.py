@@ -3,7 +3,8 @@
 `write_variants_js(variants, "out/model.js", convert=...)` writes model.js, model.weights,
 model.manifest.json and model.html, as `write_js` does for one graph. The module exports
 
-  * `DIMS`: each dim's accepted values, `{min, max}` (a range) or `{values: [...]}`;
+  * `DIMS`: each dim's accepted values, `{min, max}` (a range, with `step` when only every
+    step-th value from min keeps the shapes whole) or `{values: [...]}`;
   * `FIXED_DIMS`: dims that had one value in every variant (`--dim batch=1`), name -> value;
   * `checkDims(dims)`: throws a RangeError/TypeError naming the dim and the accepted values
     unless `dims` gives every dim of DIMS an accepted integer, and nothing else but fixed
@@ -78,7 +79,8 @@ def variants_source(variants, weights_file: str,
     listed = "; ".join(_point(p) for p, _ in variants.entries)
     checked = "; ".join(_point(p) for p in poly.checked_at) or "nowhere else: every value " \
                                                                  "in range was converted"
-    accepted = {n: {"min": lo, "max": hi} for n, (lo, hi) in poly.ranges.items()}
+    accepted = {n: {"min": lo, "max": hi, **({"step": poly.steps[n]} if poly.steps.get(n, 1) > 1
+                                            else {})} for n, (lo, hi) in poly.ranges.items()}
     note = (f"one builder for {_accepted_text(accepted)}: shapes fitted on {listed}, "
             f"checked at {checked}")
     writer = _PolymorphicWriter(poly, weights_file, shared)
@@ -174,8 +176,9 @@ def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, in
         f"export const FIXED_DIMS = {{{pinned}}};",
         "",
         "function describeDim(accepted) {",
-        "  return \"values\" in accepted ? `one of ${accepted.values.join(\", \")}`",
-        "                              : `an integer in ${accepted.min}..${accepted.max}`;",
+        "  if (\"values\" in accepted) return `one of ${accepted.values.join(\", \")}`;",
+        "  const steps = \"step\" in accepted ? ` in steps of ${accepted.step}` : \"\";",
+        "  return `an integer in ${accepted.min}..${accepted.max}${steps}`;",
         "}",
         "",
         "/** Throw unless `dims` gives every dim of DIMS an accepted integer, and nothing else but",
@@ -201,7 +204,8 @@ def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, in
         "  for (const [name, accepted] of Object.entries(DIMS)) {",
         "    const value = dims[name];",
         "    const ok = Number.isInteger(value) && (\"values\" in accepted",
-        "      ? accepted.values.includes(value) : value >= accepted.min && value <= accepted.max);",
+        "      ? accepted.values.includes(value) : value >= accepted.min && value <= accepted.max",
+        "        && (value - accepted.min) % (accepted.step ?? 1) === 0);",
         "    if (!ok) {",
         "      throw new RangeError(`dimension ${JSON.stringify(name)} must be ` +",
         "                           `${describeDim(accepted)}, got ${String(value)}`);",
@@ -215,13 +219,15 @@ def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, in
 def _accepted_js(accepted: dict) -> str:
     if "values" in accepted:
         return f"{{values: [{', '.join(str(v) for v in accepted['values'])}]}}"
-    return f"{{min: {accepted['min']}, max: {accepted['max']}}}"
+    step = f", step: {accepted['step']}" if "step" in accepted else ""
+    return f"{{min: {accepted['min']}, max: {accepted['max']}{step}}}"
 
 
 def _accepted_text(accepted: dict) -> str:
     return ", ".join(
         f"{n} in {', '.join(map(str, a['values']))}" if "values" in a
-        else f"{n} in {a['min']}..{a['max']}" for n, a in accepted.items())
+        else f"{n} in {a['min']}..{a['max']}" + (f" in steps of {a['step']}" if "step" in a
+                                                 else "") for n, a in accepted.items())
 
 
 def _example(accepted: dict) -> str:

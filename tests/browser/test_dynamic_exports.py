@@ -62,3 +62,23 @@ def test_a_tflite_model_with_a_dynamic_batch_is_one_module(browser_limits, tmp_p
         report = converter.verify(source, module, dims={"batch": batch}, runtime="chromium")
         assert report.passed and report.source_runtime == "litert", report.to_json()
         assert list(report.outputs[0].shape) == [batch, 5]
+
+
+def test_a_cnn_takes_any_even_image_size_in_range(browser_limits, tmp_path):
+    """Its stride-2 convolution halves the height and width: one builder for the even sizes."""
+    source = FIXTURES / "cnn_legacy.onnx"
+    module, said = _convert(tmp_path, source, "batch=1", "height=16,32,64", "width=16,32,64")
+    assert "one builder for height in 16..64 in steps of 2, width in 16..64 in steps of 2" in said
+    assert "checked at height=48,width=48" in said
+    assert 'export const DIMS = {"height": {min: 16, max: 64, step: 2}, ' \
+           '"width": {min: 16, max: 64, step: 2}};' in module.read_text()
+    for height, width in ((24, 40), (18, 62)):
+        at = {"batch": 1, "height": height, "width": width}
+        report = converter.verify(source, module, dims=at, runtime="chromium")
+        assert report.passed, report.to_json()
+        assert report.outputs[0].cosine >= 0.9999
+    with pytest.raises(converter.ConverterError) as caught:
+        converter.verify(source, module, dims={"batch": 1, "height": 25, "width": 40},
+                         runtime="chromium")
+    assert 'dimension "height" must be an integer in 16..64 in steps of 2, got 25' in \
+        caught.value.line()

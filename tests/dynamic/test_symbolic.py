@@ -4,12 +4,13 @@ held-out value is reported, not written."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import converter
-from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, fit,
+from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, _steps, fit,
                                         held_out_point, held_out_points, polymorphic)
 from converter.dynamic.variants import Variants, convert_variants
 
@@ -38,13 +39,58 @@ def test_a_constant_stays_a_constant():
     assert e.is_constant and e.at({"s": 99}) == 5 and e.js() == "5"
 
 
-@pytest.mark.parametrize("values, words", [
-    ([64, 256, 1024], "no polynomial"),          # s*s: degree 2 in one dim
-    ([4, 8, 16], "fractional coefficients"),     # s / 2
-])
-def test_what_no_integer_polynomial_gives_is_refused(values, words):
-    with pytest.raises(StructureDiffers, match=words):
-        fit([{"s": 8}, {"s": 16}, {"s": 32}], values, where="reshape 'r' newShape[1]")
+def test_what_no_polynomial_gives_is_refused():
+    with pytest.raises(StructureDiffers, match="no polynomial"):  # s*s: degree 2 in one dim
+        fit([{"s": 8}, {"s": 16}, {"s": 32}], [64, 256, 1024], where="reshape 'r' newShape[1]")
+
+
+def test_a_fraction_of_a_dim_is_written_with_one_exact_division():
+    e = fit([{"h": 16}, {"h": 32}, {"h": 64}], [9, 17, 33])  # h / 2 + 1
+    assert e.denominator == 2 and str(e) == "(h + 2) / 2"
+    assert e.js() == '(dims["h"] + 2) / 2'
+    assert e.at({"h": 48}) == 25 and isinstance(e.at({"h": 48}), int)
+    assert e.at({"h": 17}) == Fraction(19, 2)
+
+
+def _strided(h: int, w: int) -> converter.Graph:
+    """A stride-2 pooling of [1, 1, h, w], reshaped to [h/2 * w/2]: whole at even h and w only;
+    the window is a fixed 2x2, the reshape's length (h/2)(w/2) = h*w/4."""
+    g = converter.GraphBuilder("strided")
+    x = g.input("x", "float32", [1, 1, h, w])
+    y = g.averagePool2d(x, windowDimensions=[2, 2], strides=[2, 2], name="pool")
+    return g.build({"y": g.reshape(y, [h * w // 4], name="flat")})
+
+
+def test_a_stride_makes_the_dims_go_in_steps():
+    points = [(h, w) for h in (8, 16, 32) for w in (8, 12)]
+    variants = Variants(("h", "w"), [({"h": h, "w": w}, _strided(h, w)) for h, w in points])
+    poly = polymorphic(variants, lambda at: _strided(at["h"], at["w"]))
+    assert poly.steps == {"h": 2, "w": 2} and poly.ranges == {"h": (8, 32), "w": (8, 12)}
+    # the gap 16..32 in steps of 2: the middle is 24; w's gap 8..12 is two steps: 10
+    assert poly.checked_at == [{"h": 24, "w": 10}]
+    (i,) = poly.attrs
+    assert [e.js() for e in poly.attrs[i]["newShape"]] == ['(dims["h"] * dims["w"]) / 4']
+
+
+def _product(h: int, w: int) -> converter.Graph:
+    g = converter.GraphBuilder("product")
+    x = g.input("x", "float32", [h, w])
+    return g.build({"y": g.reshape(x, [h * w // 4, 4], name="quarters")})
+
+
+def test_the_smallest_steps_that_keep_the_shapes_whole_are_taken():
+    # h*w/4 alone is whole when h and w are both even: steps of 2, not 4
+    variants = Variants(("h", "w"), [({"h": h, "w": w}, _product(h, w))
+                                     for h in (8, 10, 16) for w in (2, 4, 8)])
+    poly = polymorphic(variants, lambda at: _product(at["h"], at["w"]))
+    assert poly.steps == {"h": 2, "w": 2} and poly.checked_at == [{"h": 12, "w": 6}]
+
+
+def test_listed_values_off_every_step_are_refused():
+    half = Expr(((("h",), Fraction(1, 2)),))
+    assert _steps([half], [{"h": 8}, {"h": 12}]) == {"h": 2}
+    with pytest.raises(StructureDiffers, match="no steps of the dims through every listed"):
+        _steps([half], [{"h": 8}, {"h": 11}])
 
 
 def test_dims_varied_together_cannot_be_told_apart():
