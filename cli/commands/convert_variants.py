@@ -51,7 +51,8 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
         if output.lower().endswith(".js"):
             from converter.emit.dynamic_js import write_variants_js
 
-            written, note = write_variants_js(variants, output, convert=variants.convert)
+            module = variants.with_fixed_dims()  # called with every dim the source names
+            written, note = write_variants_js(module, output, convert=module.convert)
         else:
             written = converter.save(variants, output)
         if not as_json:
