@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -71,6 +72,7 @@ def variants_source(variants, weights_file: str,
     """The module's text, the (key, ConstantData) list of its weights file, and the note."""
     from ..dynamic.symbolic import HeldOutMismatch, StructureDiffers, polymorphic
 
+    variants, convert = _varying_only(variants, convert)
     shared = _SharedWeights()
     try:
         poly = polymorphic(variants, convert)
@@ -153,10 +155,38 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
     return "\n".join(lines) + "\n" + _HELPERS.read_text(), shared.entries, note
 
 
+@dataclass
+class _Varying:
+    """Variants seen with only the dims that vary: the others are the module's FIXED_DIMS."""
+
+    dims: tuple[str, ...]
+    entries: list
+    ranges: dict
+    fixed: dict[str, int]
+
+
+def _varying_only(variants, convert):
+    """The variants without the dims that have one value in every entry (Variants.fixed, or a
+    dim listed with one value and no range), and `convert` taking the varying dims only: the
+    module accepts the others optionally, at their value, so that `buildGraph(context,
+    weights, {sequence: 24})` and the source's full dims both work."""
+    ranges = dict(getattr(variants, "ranges", None) or {})
+    fixed = {str(n): int(v) for n, v in (getattr(variants, "fixed", None) or {}).items()}
+    points = [p for p, _ in variants.entries]
+    for name in sorted({n for p in points for n in p}):
+        values = {p.get(name) for p in points}
+        if len(values) == 1 and name not in ranges and None not in values:
+            fixed[name] = int(values.pop())
+    entries = [({n: v for n, v in p.items() if n not in fixed}, g) for p, g in variants.entries]
+    dims = tuple(n for n in (getattr(variants, "dims", ()) or ()) if n not in fixed)
+    if convert is not None:
+        at_all = convert
+        convert = lambda at: at_all({**fixed, **at})  # noqa: E731
+    return _Varying(dims, entries, ranges, fixed), convert
+
+
 def _fixed(variants) -> dict[str, int]:
-    """Dims given one value for every variant (Variants.fixed): the module takes them only at
-    that value, so that the dims the source was run at can be passed as they are."""
-    return {str(n): int(v) for n, v in (getattr(variants, "fixed", None) or {}).items()}
+    return dict(variants.fixed)
 
 
 def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, int],

@@ -165,6 +165,11 @@ def test_a_fixed_dim_is_taken_at_its_value_only(browser_limits, batched):
     assert report.passed and list(report.outputs[0].shape) == [1, 24, 16]
     like = converter.load(batched, dims={"batch": 1, "sequence": 24})
     feeds = {n: np.ones(o.shape, np.int64) for n, o in like.inputs.items()}
+    # the README's call: the fixed dim left out
+    got = run_module(module, feeds, like, {"sequence": 24})["last_hidden_state"]
+    want = converter.run(like, feeds)["last_hidden_state"]
+    assert got.shape == (1, 24, 16)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ConverterError) as caught:
         run_module(module, feeds, like, {"batch": 2, "sequence": 24})
     assert 'dimension "batch" was fixed at 1 when converting, got 2' in caught.value.line()
