@@ -190,3 +190,28 @@ def test_a_grid_of_batch_and_sequence_is_one_builder_checked_at_both_batches(bro
         (out,) = report.outputs
         assert list(out.shape) == [batch, sequence, 16]
         assert out.max_abs <= 1e-4 and out.cosine >= 0.9999
+
+
+def test_a_hostile_dim_name_stays_a_name(browser_limits, tmp_path):
+    """Dim names come from the model file: quoted everywhere the module and page use them."""
+    name = 'n"]; throw 1; //\u2028</script><b>'
+    w = np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32)
+
+    def at(s: int) -> converter.Graph:
+        b = converter.GraphBuilder("hostile")
+        x = b.input("x", "float32", [s, 64])
+        return b.build({"y": b.reshape(b.matmul(x, b.constant(w, name="w")), [s * 64])})
+
+    variants = Variants((name,), [({name: s}, at(s)) for s in (8, 16, 32)],
+                        convert=lambda p: at(p[name]))
+    _, note = write_variants_js(variants, tmp_path / "hostile.js")
+    assert "checked at" in note
+    text = (tmp_path / "hostile.js").read_text()
+    assert "</script>" not in text and "\u2028" not in text
+    x = np.random.default_rng(5).standard_normal((12, 64)).astype(np.float32)
+    got = run_module(tmp_path / "hostile.js", {"x": x}, at(12), {name: 12})["y"]
+    np.testing.assert_allclose(got, (x.astype(np.float64) @ w).reshape(-1), rtol=1e-4,
+                               atol=1e-4)
+    with pytest.raises(ConverterError) as caught:
+        run_module(tmp_path / "hostile.js", {"x": x}, at(12), {name: 40})
+    assert "must be an integer in 8..32, got 40" in caught.value.line()
