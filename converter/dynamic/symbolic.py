@@ -6,10 +6,13 @@ reshape's newShape, slice sizes, the shapes of filled constants. `derive(variant
 the graphs have the same structure (the same ops in the same order on the same operands, equal
 options except integers) and writes every shape and every integer that differs as a polynomial
 of the dims, of degree at most one in each dim (products of dims such as batch*sequence
-included), with integer coefficients, exact on every variant. `polymorphic(variants, convert)`
-then checks the expressions on a value used to derive none of them (the model converted once
-more, at the midpoint of the widest gap between listed values; without a converter, one listed
-value left out of the fit) and raises when any shape or option disagrees there.
+included), exact on every variant. Coefficients may be fractions (a stride-2 convolution halves
+the height): the dim is then accepted in steps that keep every shape an integer. `polymorphic(variants, convert)`
+then checks the expressions on values used to derive none of them (the model converted once
+more at the midpoint of the widest gap between a dim's listed values, once per listed value of
+the dims that have no gap; without a converter, one listed value left out of the fit) and
+raises when any shape or option disagrees there. Listed values that are every value of every
+dim's range need no check: nothing is extrapolated.
 
 Constants that differ between the values (a position table sliced to the sequence length and
 folded, a causal mask) are kept as one constant, the largest variant's, and sliced by the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
@@ -31,8 +35,8 @@ from ..emit.escape import js_string
 from ..errors import ConverterError
 from ..ir import Graph
 
-__all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "Polymorphic",
-           "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
+__all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_points",
+           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
 
 
 class StructureDiffers(ConverterError):
@@ -45,10 +49,11 @@ class HeldOutMismatch(ConverterError):
 
 @dataclass(frozen=True)
 class Expr:
-    """An integer polynomial of the dims, degree <= 1 in each: ((monomial dims), coefficient)
-    pairs, the constant term's monomial being ()."""
+    """A polynomial of the dims, degree <= 1 in each: ((monomial dims), coefficient) pairs, the
+    constant term's monomial being (); coefficients are ints, or Fractions where a dim counts
+    in steps (a stride-2 convolution's output is height / 2: integral on even heights only)."""
 
-    terms: tuple[tuple[tuple[str, ...], int], ...]
+    terms: tuple[tuple[tuple[str, ...], int | Fraction], ...]
 
     @staticmethod
     def constant(value: int) -> "Expr":
@@ -58,16 +63,24 @@ class Expr:
     def is_constant(self) -> bool:
         return all(not dims for dims, _ in self.terms)
 
-    def at(self, dims: Mapping[str, int]) -> int:
-        total = 0
+    @property
+    def denominator(self) -> int:
+        return math.lcm(1, *(Fraction(c).denominator for _, c in self.terms))
+
+    def at(self, dims: Mapping[str, int]) -> int | Fraction:
+        total = Fraction(0)
         for names, coef in self.terms:
-            product = coef
+            product = Fraction(coef)
             for name in names:
                 product *= int(dims[name])
             total += product
-        return total
+        return int(total) if total.denominator == 1 else total
 
     def _text(self, name: Callable[[str], str]) -> str:
+        scale = self.denominator
+        if scale != 1:  # exact in JavaScript: an integer numerator, divided once at the end
+            whole = Expr(tuple((m, int(c * scale)) for m, c in self.terms))
+            return f"({whole._text(name)}) / {scale}"
         parts = []
         for names, coef in reversed(self.terms):  # the dims' terms first
             magnitude = abs(coef) if parts else coef
@@ -89,9 +102,9 @@ class Expr:
 
 
 def fit(points: Sequence[Mapping[str, int]], values: Sequence[int], where: str = "") -> Expr:
-    """The integer polynomial (degree <= 1 per dim) of the dims that vary among `points` which
-    gives `values[i]` at `points[i]` for every i. Raises StructureDiffers when no such
-    polynomial exists or the points cannot tell its terms apart."""
+    """The polynomial (degree <= 1 per dim, exact rational coefficients) of the dims that vary
+    among `points` which gives `values[i]` at `points[i]` for every i. Raises StructureDiffers
+    when no such polynomial exists or the points cannot tell its terms apart."""
     if all(v == values[0] for v in values):
         return Expr.constant(values[0])
     names = sorted({n for p in points for n in p if len({q[n] for q in points}) > 1})
@@ -106,10 +119,8 @@ def fit(points: Sequence[Mapping[str, int]], values: Sequence[int], where: str =
         raise StructureDiffers(f"the values given cannot tell the dims' terms apart ({seen})",
                                where=where, fix="list the dims' values on a grid (every "
                                                 "combination)")
-    if any(c.denominator != 1 for c in solution):
-        raise StructureDiffers(f"the fitted polynomial has fractional coefficients ({seen})",
-                               where=where)
-    return Expr(tuple((m, int(c)) for m, c in zip(monomials, solution) if c))
+    return Expr(tuple((m, int(c) if c.denominator == 1 else c)
+                      for m, c in zip(monomials, solution) if c))
 
 
 def _solve(rows: list[list[Fraction]], unknowns: int):
@@ -167,6 +178,8 @@ class Polymorphic:
     attrs: dict[int, dict[str, Any]]  # op index -> {option: value tree holding Exprs}
     result_shapes: list[list[list[Expr]]]  # op index -> output index -> shape
     checked_at: list[dict[str, int]] = field(default_factory=list)
+    # dim -> the step its accepted values go in from ranges[dim][0] (1: every integer)
+    steps: dict[str, int] = field(default_factory=dict)
 
     def check(self, at: Mapping[str, int], graph: Graph) -> None:
         """Raise HeldOutMismatch unless `graph` (the model converted at `at`) is what the
@@ -292,8 +305,52 @@ def derive(variants) -> Polymorphic:
         results.append([shape_of(f"{where} result {j}", [o.outputs[j].shape for o in ops])
                         for j in range(len(op.outputs))])
     dims = tuple(getattr(variants, "dims", ()) or sorted({n for p in points for n in p}))
-    return Polymorphic(template, dims, _ranges(variants, points), inputs, outputs, constants,
-                       attrs, results)
+    everything = [inputs, outputs, [c.shape for c in constants.values()], attrs, results]
+    steps = _steps(list(_exprs_in(everything)), points)
+    return Polymorphic(template, dims, _ranges(variants, points, steps), inputs, outputs,
+                       constants, attrs, results, steps=steps)
+
+
+def _exprs_in(tree):
+    if isinstance(tree, Expr):
+        yield tree
+    elif isinstance(tree, dict):
+        for value in tree.values():
+            yield from _exprs_in(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _exprs_in(value)
+
+
+def _steps(exprs: list[Expr], points: list[dict[str, int]]) -> dict[str, int]:
+    """Each dim's step: every expression must be an integer at every value of the dims that is
+    the smallest listed one plus a multiple of its step (a shape is never half an element), and
+    every listed value must be such a value. The smallest steps that do it are found among the
+    divisors of the common denominator of the coefficients of the terms holding each dim.
+    Checking the corners of one step in every dim suffices: counted in steps, an expression's
+    coefficients are differences of its values at those corners."""
+    names = sorted({n for p in points for n in p})
+    most = dict.fromkeys(names, 1)
+    for e in exprs:
+        for monomial, coef in e.terms:
+            for name in monomial:
+                most[name] = math.lcm(most[name], Fraction(coef).denominator)
+    if all(v == 1 for v in most.values()):
+        return most
+    low = {n: min(p[n] for p in points) for n in names}
+    options = [[d for d in range(1, most[n] + 1) if most[n] % d == 0] for n in names]
+    for steps in sorted(itertools.product(*options), key=math.prod):
+        step = dict(zip(names, steps))
+        if any((p[n] - low[n]) % step[n] for p in points for n in names):
+            continue
+        corners = [dict(zip(names, c)) for c in
+                   itertools.product(*((low[n], low[n] + step[n]) for n in names))]
+        if all(isinstance(e.at(at), int) for e in exprs for at in corners):
+            return step
+    raise StructureDiffers("no steps of the dims through every listed value keep every shape "
+                           "whole (some shape is a fraction of a dim)", where="variants",
+                           fix="list values a whole stride apart, or convert one builder per "
+                               "value")
 
 
 def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
@@ -336,47 +393,91 @@ def _has_expr(tree) -> bool:
     return isinstance(tree, Expr) or (isinstance(tree, list) and any(map(_has_expr, tree)))
 
 
-def _ranges(variants, points) -> dict[str, tuple[int, int]]:
+def _ranges(variants, points, steps: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Each dim's accepted (lo, hi): the range given, else the listed values' span, narrowed to
+    values on its steps (counted from the smallest listed value)."""
     given = getattr(variants, "ranges", None) or {}
     out = {}
     for name in sorted({n for p in points for n in p}):
         listed = [p[name] for p in points]
         lo, hi = given.get(name, (min(listed), max(listed)))
-        out[name] = (int(lo), int(hi))
+        step, anchor = steps.get(name, 1), min(listed)
+        lo = anchor - (anchor - int(lo)) // step * step
+        hi = anchor + (int(hi) - anchor) // step * step
+        out[name] = (lo, hi)
     return out
 
 
 # -- the check on a value not used to fit ------------------------------------------------------
-def held_out_point(points: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
-    """A point none of `points` has: each varying dim at the middle of the widest gap between
-    its listed values (the others at their one value); None when some varying dim has no gap."""
-    at = {}
+# Each held-out value is one more conversion: past this many, convert one builder per value.
+MAX_HELD_OUT = 4
+
+
+def held_out_points(points: Sequence[Mapping[str, int]],
+                    steps: Mapping[str, int] | None = None) -> list[dict[str, int]]:
+    """Points none of `points` has, to check fitted expressions on: each dim with a gap between
+    its listed values at the middle of its widest gap (on its steps), each dim without one
+    (every value of its range listed) at each of its listed values in turn, so that every
+    combination of those is checked too. [] when no dim has a gap."""
+    gapped, whole = {}, {}
     for name in sorted({n for p in points for n in p}):
         listed = sorted({p[name] for p in points})
-        if len(listed) == 1:
-            at[name] = listed[0]
-            continue
-        lo, hi = max(zip(listed, listed[1:]), key=lambda pair: pair[1] - pair[0])
-        if hi - lo < 2:
-            return None
-        at[name] = (lo + hi) // 2
-    return at
+        step = (steps or {}).get(name, 1)
+        lo, hi = max(zip(listed, listed[1:]), key=lambda pair: pair[1] - pair[0],
+                     default=(listed[0], listed[0]))
+        if hi - lo >= 2 * step:
+            gapped[name] = lo + (hi - lo) // step // 2 * step
+        else:
+            whole[name] = listed
+    if not gapped:
+        return []
+    names = list(whole)
+    return [{**gapped, **dict(zip(names, values))}
+            for values in itertools.product(*(whole[n] for n in names))]
+
+
+def held_out_point(points: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
+    """The last of `held_out_points` (the dims without a gap at their largest values), or None
+    when no dim has a gap."""
+    found = held_out_points(points)
+    return found[-1] if found else None
+
+
+def _every_value_listed(points: Sequence[Mapping[str, int]], ranges, steps) -> bool:
+    """Whether the points are every combination of each dim's accepted values: then the
+    expressions are exact wherever the module accepts dims, with nothing to extrapolate."""
+    names = sorted({n for p in points for n in p})
+    grid = {tuple(p[n] for n in names) for p in points}
+    axes = []
+    for name in names:
+        lo, hi = ranges.get(name, (min(p[name] for p in points), max(p[name] for p in points)))
+        axes.append(range(lo, hi + 1, steps.get(name, 1)))
+    return grid == set(itertools.product(*axes))
 
 
 def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = None
                 ) -> Polymorphic:
-    """`derive(variants)`, checked on a value used to fit none of it: the model converted at
-    `held_out_point` by `convert`, or without a converter a listed value left out of the fit.
-    Raises StructureDiffers, or HeldOutMismatch when the check fails."""
+    """`derive(variants)`, checked on values used to fit none of it: the model converted at
+    each of `held_out_points` by `convert`, or without a converter a listed value left out of
+    the fit. When the listed values are every value of every dim's range there is nothing to
+    check (checked_at stays empty). Raises StructureDiffers, or HeldOutMismatch when the check
+    fails."""
     points = [dict(d) for d, _ in variants.entries]
     result = derive(variants)  # first, so that a structural difference is what is reported
+    if _every_value_listed(points, result.ranges, result.steps):
+        return result
     if convert is not None:
-        at = held_out_point(points)
-        if at is None:
+        ats = held_out_points(points, result.steps)
+        if not ats:
             raise StructureDiffers("no value between the listed ones is left to check the "
                                    "expressions on", where="variants",
                                    fix="list values with a gap between two of them")
-        result.check(at, convert(at))
+        if len(ats) > MAX_HELD_OUT:
+            raise StructureDiffers(f"checking the expressions would take {len(ats)} more "
+                                   f"conversions (at most {MAX_HELD_OUT})", where="variants",
+                                   fix="list the dims without a gap between values with one")
+        for at in ats:
+            result.check(at, convert(at))
         return result
     for k, (at, graph) in enumerate(variants.entries):
         rest = [e for i, e in enumerate(variants.entries) if i != k]

@@ -3,9 +3,12 @@
 `write_variants_js(variants, "out/model.js", convert=...)` writes model.js, model.weights,
 model.manifest.json and model.html, as `write_js` does for one graph. The module exports
 
-  * `DIMS`: each dim's accepted values, `{min, max}` (a range) or `{values: [...]}`;
+  * `DIMS`: each dim's accepted values, `{min, max}` (a range, with `step` when only every
+    step-th value from min keeps the shapes whole) or `{values: [...]}`;
+  * `FIXED_DIMS`: dims that had one value in every variant (`--dim batch=1`), name -> value;
   * `checkDims(dims)`: throws a RangeError/TypeError naming the dim and the accepted values
-    unless `dims` gives every dim an accepted integer (and nothing else);
+    unless `dims` gives every dim of DIMS an accepted integer, and nothing else but fixed
+    dims at their value;
   * `inputsAt(dims)`, `outputsAt(dims)`: the descriptors at those dims;
   * `buildGraph(context, weights, dims)` -> {graph, inputs, outputs, unusedInputs};
   * `loadWeights` and the run helpers of every module (webnn_helpers.js).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -39,8 +43,12 @@ def write_variants_js(variants, path: str | Path,
                       convert: Callable[[dict[str, int]], Graph] | None = None
                       ) -> tuple[list[Path], str]:
     """Write the module, its weights and page; return the paths and one line saying which
-    form the module took (one builder for a range, or one per value, and why)."""
+    form the module took (one builder for a range, or one per value, and why). `convert`
+    (default: the variants' own, when they have one) converts the model at another value of
+    the dims, for the check of the one builder's expressions."""
     path = Path(path)
+    if convert is None:
+        convert = getattr(variants, "convert", None)
     if path.suffix != ".js":
         raise ConverterError("a JavaScript module's name must end in .js", where=str(path))
     for _, graph in variants.entries:
@@ -64,21 +72,24 @@ def variants_source(variants, weights_file: str,
     """The module's text, the (key, ConstantData) list of its weights file, and the note."""
     from ..dynamic.symbolic import HeldOutMismatch, StructureDiffers, polymorphic
 
+    variants, convert = _varying_only(variants, convert)
     shared = _SharedWeights()
     try:
         poly = polymorphic(variants, convert)
     except (StructureDiffers, HeldOutMismatch) as e:
         return _per_value(variants, weights_file, shared, e.line())
-    listed = ", ".join(_point(p) for p, _ in variants.entries)
-    checked = ", ".join(_point(p) for p in poly.checked_at)
-    accepted = {n: {"min": lo, "max": hi} for n, (lo, hi) in poly.ranges.items()}
+    listed = "; ".join(_point(p) for p, _ in variants.entries)
+    checked = "; ".join(_point(p) for p in poly.checked_at) or "nowhere else: every value " \
+                                                                 "in range was converted"
+    accepted = {n: {"min": lo, "max": hi, **({"step": poly.steps[n]} if poly.steps.get(n, 1) > 1
+                                            else {})} for n, (lo, hi) in poly.ranges.items()}
     note = (f"one builder for {_accepted_text(accepted)}: shapes fitted on {listed}, "
             f"checked at {checked}")
     writer = _PolymorphicWriter(poly, weights_file, shared)
     g = poly.template
     inputs = {n: (g.inputs[n].data_type, _exprs(s)) for n, s in poly.input_shapes.items()}
     outputs = {n: (g.outputs[n].data_type, _exprs(s)) for n, s in poly.output_shapes.items()}
-    lines = _header(g, weights_file, accepted, note)
+    lines = _header(g, weights_file, accepted, _fixed(variants), note)
     lines += [
         "export function inputsAt(dims) {",
         "  checkDims(dims);",
@@ -105,7 +116,7 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
     accepted = {n: {"values": v} for n, v in values.items()}
     note = f"one builder per value ({_accepted_text(accepted)}): {reason}"
     first = variants.entries[0][1]
-    lines = _header(first, weights_file, accepted, note)
+    lines = _header(first, weights_file, accepted, _fixed(variants), note)
     table, descs = [], []
     for k, (point, graph) in enumerate(variants.entries):
         key = js_string(_key(point, names))
@@ -144,8 +155,44 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
     return "\n".join(lines) + "\n" + _HELPERS.read_text(), shared.entries, note
 
 
-def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[str]:
+@dataclass
+class _Varying:
+    """Variants seen with only the dims that vary: the others are the module's FIXED_DIMS."""
+
+    dims: tuple[str, ...]
+    entries: list
+    ranges: dict
+    fixed: dict[str, int]
+
+
+def _varying_only(variants, convert):
+    """The variants without the dims that have one value in every entry (Variants.fixed, or a
+    dim listed with one value and no range), and `convert` taking the varying dims only: the
+    module accepts the others optionally, at their value, so that `buildGraph(context,
+    weights, {sequence: 24})` and the source's full dims both work."""
+    ranges = dict(getattr(variants, "ranges", None) or {})
+    fixed = {str(n): int(v) for n, v in (getattr(variants, "fixed", None) or {}).items()}
+    points = [p for p, _ in variants.entries]
+    for name in sorted({n for p in points for n in p}):
+        values = {p.get(name) for p in points}
+        if len(values) == 1 and name not in ranges and None not in values:
+            fixed[name] = int(values.pop())
+    entries = [({n: v for n, v in p.items() if n not in fixed}, g) for p, g in variants.entries]
+    dims = tuple(n for n in (getattr(variants, "dims", ()) or ()) if n not in fixed)
+    if convert is not None:
+        at_all = convert
+        convert = lambda at: at_all({**fixed, **at})  # noqa: E731
+    return _Varying(dims, entries, ranges, fixed), convert
+
+
+def _fixed(variants) -> dict[str, int]:
+    return dict(variants.fixed)
+
+
+def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, int],
+            note: str) -> list[str]:
     dims = ", ".join(f"{js_string(n)}: {_accepted_js(a)}" for n, a in accepted.items())
+    pinned = ", ".join(f"{js_string(n)}: {v}" for n, v in fixed.items())
     return [
         f"// WebNN graph {js_comment(graph.name)}, written by webnn-converter for the dims "
         f"{js_comment(', '.join(accepted))}:",
@@ -155,13 +202,17 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
         "",
         f"export const WEIGHTS_FILE = {js_string(weights_file)};",
         f"export const DIMS = {{{dims}}};",
+        "// Dims fixed at conversion: optional, and only at their value.",
+        f"export const FIXED_DIMS = {{{pinned}}};",
         "",
         "function describeDim(accepted) {",
-        "  return \"values\" in accepted ? `one of ${accepted.values.join(\", \")}`",
-        "                              : `an integer in ${accepted.min}..${accepted.max}`;",
+        "  if (\"values\" in accepted) return `one of ${accepted.values.join(\", \")}`;",
+        "  const steps = \"step\" in accepted ? ` in steps of ${accepted.step}` : \"\";",
+        "  return `an integer in ${accepted.min}..${accepted.max}${steps}`;",
         "}",
         "",
-        "/** Throw unless `dims` gives every dim of DIMS an accepted integer, and nothing else. */",
+        "/** Throw unless `dims` gives every dim of DIMS an accepted integer, and nothing else but",
+        "    dims of FIXED_DIMS at their value. */",
         "export function checkDims(dims) {",
         "  const all = Object.entries(DIMS).map(([n, a]) => `${JSON.stringify(n)}: ` +",
         "                                                   describeDim(a)).join(\"; \");",
@@ -169,6 +220,13 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
         "    throw new TypeError(`buildGraph takes the dims as an object: ${all}`);",
         "  }",
         "  for (const name of Object.keys(dims)) {",
+        "    if (Object.hasOwn(FIXED_DIMS, name) && !Object.hasOwn(DIMS, name)) {",
+        "      if (dims[name] !== FIXED_DIMS[name]) {",
+        "        throw new RangeError(`dimension ${JSON.stringify(name)} was fixed at ` +",
+        "                             `${FIXED_DIMS[name]} when converting, got ${String(dims[name])}`);",
+        "      }",
+        "      continue;",
+        "    }",
         "    if (!Object.hasOwn(DIMS, name)) {",
         "      throw new TypeError(`unknown dimension ${JSON.stringify(name)}; the dims are ${all}`);",
         "    }",
@@ -176,7 +234,8 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
         "  for (const [name, accepted] of Object.entries(DIMS)) {",
         "    const value = dims[name];",
         "    const ok = Number.isInteger(value) && (\"values\" in accepted",
-        "      ? accepted.values.includes(value) : value >= accepted.min && value <= accepted.max);",
+        "      ? accepted.values.includes(value) : value >= accepted.min && value <= accepted.max",
+        "        && (value - accepted.min) % (accepted.step ?? 1) === 0);",
         "    if (!ok) {",
         "      throw new RangeError(`dimension ${JSON.stringify(name)} must be ` +",
         "                           `${describeDim(accepted)}, got ${String(value)}`);",
@@ -190,13 +249,15 @@ def _header(graph: Graph, weights_file: str, accepted: dict, note: str) -> list[
 def _accepted_js(accepted: dict) -> str:
     if "values" in accepted:
         return f"{{values: [{', '.join(str(v) for v in accepted['values'])}]}}"
-    return f"{{min: {accepted['min']}, max: {accepted['max']}}}"
+    step = f", step: {accepted['step']}" if "step" in accepted else ""
+    return f"{{min: {accepted['min']}, max: {accepted['max']}{step}}}"
 
 
 def _accepted_text(accepted: dict) -> str:
     return ", ".join(
         f"{n} in {', '.join(map(str, a['values']))}" if "values" in a
-        else f"{n} in {a['min']}..{a['max']}" for n, a in accepted.items())
+        else f"{n} in {a['min']}..{a['max']}" + (f" in steps of {a['step']}" if "step" in a
+                                                 else "") for n, a in accepted.items())
 
 
 def _example(accepted: dict) -> str:

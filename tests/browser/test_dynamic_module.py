@@ -2,7 +2,8 @@
 module and one weights file builds in Chromium at any length in 8..32 (24 was never converted)
 and matches the source on ONNX Runtime at that length; values outside are refused by name; a
 model whose structure changes with the dims gets one builder per value; the page takes the
-dims."""
+dims; a dim fixed at conversion is taken at its value only; a batch x sequence grid is one
+builder, checked at both batches."""
 from __future__ import annotations
 
 import json
@@ -13,28 +14,33 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
+from converter.dynamic.variants import Variants
 from converter.emit.dynamic_js import write_variants_js
-from converter.emit.javascript import write_js
 from converter.errors import ConverterError
 from converter.runtimes.chromium import browser_page, run_module
 from tests.dynamic.tiny_bert import build
-from tests.dynamic.variants_stand_in import Variants, convert_each
 
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
+    """The model converted once, on the command line, for sequence 8, 16 and 32."""
     folder = tmp_path_factory.mktemp("dynamic")
     source = build(folder / "bert.onnx")
-    variants = convert_each(source, {"sequence": [8, 16, 32]})
-    files, note = write_variants_js(variants, folder / "bert.js",
-                                    convert=lambda at: converter.load(source, dims=at))
-    return source, folder / "bert.js", note
+    result = CliRunner().invoke(main, ["convert", str(source), "--dim", "sequence=8,16,32",
+                                       "-o", str(folder / "bert.js")])
+    assert result.exit_code == 0, result.output
+    return source, folder / "bert.js", result.output
 
 
 def test_one_module_and_one_weights_file_no_larger_than_one_conversion(bert, tmp_path):
-    source, module, note = bert
-    assert note.startswith("one builder for sequence in 8..32") and "checked at sequence=24" in note
-    write_js(converter.load(source, dims={"sequence": 32}), tmp_path / "single.js")
+    source, module, said = bert
+    assert sorted(p.name for p in module.parent.glob("bert.*")) == [
+        "bert.html", "bert.js", "bert.manifest.json", "bert.onnx", "bert.weights"]
+    assert "one builder for sequence in 8..32: shapes fitted on sequence=8; sequence=16; " \
+           "sequence=32, checked at sequence=24" in said
+    single = CliRunner().invoke(main, ["convert", str(source), "--dim", "sequence=32",
+                                       "-o", str(tmp_path / "single.js")])
+    assert single.exit_code == 0, single.output
     size = module.with_suffix(".weights").stat().st_size
     single = (tmp_path / "single.weights").stat().st_size
     assert size <= 1.05 * single, (size, single)
@@ -91,7 +97,8 @@ def _two_forms(s: int, w: np.ndarray) -> converter.Graph:
 
 def test_a_structure_that_changes_gets_one_builder_per_value(browser_limits, tmp_path):
     w = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    variants = Variants(("s",), [({"s": s}, _two_forms(s, w)) for s in (8, 16)])
+    variants = Variants(("s",), [({"s": s}, _two_forms(s, w)) for s in (8, 16)],
+                        convert=lambda at: _two_forms(at["s"], w))
     _, note = write_variants_js(variants, tmp_path / "forms.js")
     assert note.startswith("one builder per value (s in 8, 16)") and "s=16" in note
     text = (tmp_path / "forms.js").read_text()
@@ -138,3 +145,48 @@ def test_the_page_takes_the_dims_and_runs_at_them(browser_limits, bert, tmp_path
     np.testing.assert_allclose([float(v) for v in out["first"]], want.reshape(-1)[:8],
                                rtol=1e-5, atol=1e-6)  # the page shows 6 digits
     assert refused == 'Error: RangeError: dimension "sequence" must be an integer in 8..32, got 40'
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("batched")
+    return build(folder / "bert.onnx", batch="batch")
+
+
+def test_a_fixed_dim_is_taken_at_its_value_only(browser_limits, batched):
+    module = batched.with_name("fixed.js")
+    result = CliRunner().invoke(main, ["convert", str(batched), "--dim", "batch=1", "--dim",
+                                       "sequence=8,16,32", "-o", str(module)])
+    assert result.exit_code == 0, result.output
+    assert 'export const FIXED_DIMS = {"batch": 1};' in module.read_text()
+    # the source needs batch=1 too: verify passes both, and the module takes it
+    report = converter.verify(batched, module, dims={"batch": 1, "sequence": 24},
+                              runtime="chromium")
+    assert report.passed and list(report.outputs[0].shape) == [1, 24, 16]
+    like = converter.load(batched, dims={"batch": 1, "sequence": 24})
+    feeds = {n: np.ones(o.shape, np.int64) for n, o in like.inputs.items()}
+    # the README's call: the fixed dim left out
+    got = run_module(module, feeds, like, {"sequence": 24})["last_hidden_state"]
+    want = converter.run(like, feeds)["last_hidden_state"]
+    assert got.shape == (1, 24, 16)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ConverterError) as caught:
+        run_module(module, feeds, like, {"batch": 2, "sequence": 24})
+    assert 'dimension "batch" was fixed at 1 when converting, got 2' in caught.value.line()
+
+
+def test_a_grid_of_batch_and_sequence_is_one_builder_checked_at_both_batches(browser_limits,
+                                                                            batched):
+    module = batched.with_name("grid.js")
+    result = CliRunner().invoke(main, ["convert", str(batched), "--dim", "batch=1,2", "--dim",
+                                       "sequence=8,16,32", "-o", str(module)])
+    assert result.exit_code == 0, result.output
+    assert "one builder for batch in 1..2, sequence in 8..32" in result.output
+    assert "checked at batch=1,sequence=24; batch=2,sequence=24" in result.output
+    for batch, sequence in ((2, 24), (1, 11), (2, 32)):
+        report = converter.verify(batched, module, dims={"batch": batch, "sequence": sequence},
+                                  runtime="chromium")
+        assert report.passed, report.to_json()
+        (out,) = report.outputs
+        assert list(out.shape) == [batch, sequence, 16]
+        assert out.max_abs <= 1e-4 and out.cosine >= 0.9999
