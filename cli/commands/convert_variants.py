@@ -92,8 +92,7 @@ def _write(variants, output: str, as_json: bool) -> None:
     if output.lower().endswith(".js"):
         from converter.emit.dynamic_js import write_variants_js
 
-        module = variants.with_fixed_dims()  # called with every dim the source names
-        written, note = write_variants_js(module, output, convert=module.convert)
+        written, note = write_variants_js(variants, output, convert=variants.convert)
     else:
         written = converter.save(variants, output)
     if not as_json:
