@@ -229,6 +229,9 @@ def variants_from_record(doc: GraphDoc, record: dict, path: str, open_weights,
     if set(fixed) & set(dims):
         raise FormatError(f"{sorted(set(fixed) & set(dims))} both fixed and varying",
                           where=where)
+    if "graph" in entries[0] or "text" in entries[0]:
+        raise FormatError("the first entry carries a graph; it is the file's own graph",
+                          where=where, fix="give the first entry its dims only")
     docs = [doc]
     for i, entry in enumerate(entries[1:], 1):
         at = f"{path} variant {point_text(entry['at'])}"

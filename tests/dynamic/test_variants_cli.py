@@ -103,7 +103,8 @@ def _entry(i, key, value):
     (lambda v: v["entries"][1]["graph"]["consts"]["wq"]["init"].__setitem__("ref", "../x"),
      "never a path"),
     (lambda v: v.__setitem__("entries", [v["entries"][0]] * 70), "more than the 64"),
-    (lambda v: v.__setitem__("extra", 1), "extra")])
+    (lambda v: v.__setitem__("extra", 1), "extra"),
+    (lambda v: v["entries"][0].__setitem__("graph", {}), "the file's own graph")])
 def test_a_json_variants_record_that_lies_is_refused(saved, tmp_path, change, message):
     path = _rewrite_json(saved, tmp_path, change)
     with pytest.raises((FormatError, converter.WeightsError), match=message):
