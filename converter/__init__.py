@@ -11,6 +11,8 @@ The Python API:
     report = converter.verify("model.onnx", target="coreml", inputs={"x": array})
     report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
+    variants = converter.convert("bert.onnx", "bert.webnn", dims={"sequence": [8, 16, 32]})
+    outputs = converter.run(converter.load("bert.webnn"), feeds, dims={"sequence": 16})
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
 _LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
-         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session"}
+         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
+         "Variants": ".dynamic.variants"}
 
 
 def __getattr__(name: str):
@@ -50,7 +53,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
-    "Graph", "Operand", "Operation",
+    "Graph", "Operand", "Operation", "Variants",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
 ]

@@ -64,8 +64,7 @@ def write_any(graph: Graph, path: str | Path) -> list[Path]:
         if suffix == ".js":
             from .emit.dynamic_js import write_variants_js
 
-            module = graph.with_fixed_dims()  # called with every dim the source names
-            return write_variants_js(module, path, convert=module.convert)[0]
+            return write_variants_js(graph, path, convert=graph.convert)[0]
         raise ConverterError(f"a {suffix} file holds one graph; this conversion made one per "
                              f"value of {', '.join(graph.dims)}", where=str(path),
                              fix="write .webnn, .json or .js, or give each dim one value")

@@ -42,9 +42,10 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it (with --dim NAME=V1,V2,... or NAME=LO..HI: the graph at each value in one file
-    and one weights file; .js then writes one module taking the dims); .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
-    LiteRT too with --verify), .js an ES module and page for the browser. With --verify, the
+    beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
+    LiteRT too with --verify), .js an ES module and page for the browser. With --dim
+    NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
+    .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
     they do not. OUTPUT may not be SOURCE or any file the command reads.
     """
@@ -58,7 +59,16 @@ def command(source, output, dims, input_shapes, known_inputs, target_name, io_la
                         io_layout, dequantize, then_verify, keep_on_mismatch,
                         dict(seed=seed, atol=atol, rtol=rtol, ulp=ulp), as_json, verbose)
         return
-    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+                     variants=True)
+    if not isinstance(graph, converter.Graph):  # a graph file holding variants, kept whole
+        from .convert_variants import write_variants
+
+        if then_verify:
+            raise click.UsageError("--verify needs the source model; this graph file holds "
+                                   "variants converted earlier")
+        write_variants(graph, output, target_name, io_layout, dequantize, as_json)
+        return
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
     if dequantize and not target_name:

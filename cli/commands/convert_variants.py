@@ -19,9 +19,7 @@ _FORMS = (".webnn", ".json", ".js")
 
 def convert_several(source, output, dims, input_shapes, known_inputs, target_name, io_layout,
                     dequantize, then_verify, keep_on_mismatch, tolerances, as_json, verbose):
-    if not output.lower().endswith(_FORMS):
-        raise click.UsageError(f"several values of a dim are written as one "
-                               f"{', '.join(_FORMS)} file; {output} holds one graph")
+    _check_output(output)
     if (io_layout or dequantize) and not target_name:
         raise click.UsageError("--io-layout and --dequantize apply with --target")
     target = None
@@ -47,19 +45,7 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
                 known_inputs=known_inputs, graph_path=output, **tolerances)))
     passed = all(r.passed for _, r in reports)
     if passed or keep_on_mismatch:
-        note = None
-        if output.lower().endswith(".js"):
-            from converter.emit.dynamic_js import write_variants_js
-
-            module = variants.with_fixed_dims()  # called with every dim the source names
-            written, note = write_variants_js(module, output, convert=module.convert)
-        else:
-            written = converter.save(variants, output)
-        if not as_json:
-            click.echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
-                       f"variants: {variants.accepted_text()})")
-            if note:
-                click.echo(note)
+        _write(variants, output, as_json)
     if not reports:
         return
     if as_json:
@@ -76,3 +62,41 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
             ("; kept the outputs as --keep-on-mismatch asks" if keep_on_mismatch
              else "; nothing written"), err=True)
         raise SystemExit(1)
+
+
+def write_variants(variants, output, target_name, io_layout, dequantize, as_json):
+    """Variants read from a graph file: rewritten for the target (each graph) and written as
+    one file again, or as a module (its expressions then checked on a listed value left out
+    of the fit, as no source is at hand to convert at another)."""
+    _check_output(output)
+    if (io_layout or dequantize) and not target_name:
+        raise click.UsageError("--io-layout and --dequantize apply with --target")
+    if target_name:
+        from converter.targets import load_target
+        from converter.targets.pipeline import convert_for_target
+
+        target = load_target(target_name)
+        for _, graph in variants.entries:
+            convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize)
+    _write(variants, output, as_json)
+
+
+def _check_output(output: str) -> None:
+    if not output.lower().endswith(_FORMS):
+        raise click.UsageError(f"several values of a dim are written as one "
+                               f"{', '.join(_FORMS)} file; {output} holds one graph")
+
+
+def _write(variants, output: str, as_json: bool) -> None:
+    note = None
+    if output.lower().endswith(".js"):
+        from converter.emit.dynamic_js import write_variants_js
+
+        written, note = write_variants_js(variants, output, convert=variants.convert)
+    else:
+        written = converter.save(variants, output)
+    if not as_json:
+        click.echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
+                   f"variants: {variants.accepted_text()})")
+        if note:
+            click.echo(note)

@@ -53,19 +53,6 @@ class Variants:
     convert: Callable[[dict[str, int]], Graph] | None = field(default=None, repr=False,
                                                               compare=False)
 
-    def with_fixed_dims(self) -> "Variants":
-        """The same graphs with the fixed dims in every point too: what an emitted module
-        takes, so that it is called (and verified) with every dim the source names."""
-        if not self.fixed:
-            return self
-        names = self.dims + tuple(n for n in self.fixed if n not in self.dims)
-        entries = [({**point, **self.fixed}, graph) for point, graph in self.entries]
-        convert = self.convert
-        if convert is not None:
-            varying = self.dims
-            convert = lambda at: self.convert({n: at[n] for n in varying})  # noqa: E731
-        return Variants(names, entries, dict(self.ranges), {}, convert)
-
     @property
     def points(self) -> list[dict[str, int]]:
         return [dict(p) for p, _ in self.entries]

@@ -107,19 +107,22 @@ def _share_weights(docs: list[GraphDoc]) -> list:
 
 
 def _share_corners(docs: list[GraphDoc]) -> None:
-    """A constant that is the leading corner of the same-named constant of a larger variant
-    (position rows sliced to the sequence length, a mask cut to size) becomes that constant and
-    a `slice` node: exact, and its bytes are then the larger one's, written once."""
+    """A constant whose value in every variant is the leading corner of its value in the
+    largest (position rows sliced to the sequence length, a mask cut to size) becomes, in every
+    variant, that largest value and a `slice` node: exact, and its bytes are written once."""
     by_name: dict[str, list] = {}
     for doc in docs:
         for decl in doc.consts:
             if decl.kind == "weights" and not decl.source.packed:
                 by_name.setdefault(decl.name, []).append((doc, decl))
     for name, found in by_name.items():
-        big_doc, big = max(found, key=lambda item: item[1].source.nbytes)
+        _, big = max(found, key=lambda item: item[1].source.nbytes)
+        if not all(_is_corner(d.source, big.source) for _, d in found) or all(
+                tuple(d.shape) == tuple(big.shape) for _, d in found):
+            continue
+        # The largest variant takes the same form (its slice keeps every row), so that all
+        # variants stay one structure (converter.dynamic.symbolic reads them as one graph).
         for doc, decl in found:
-            if doc is big_doc or not _is_corner(decl.source, big.source):
-                continue
             taken = {d.name for d in doc.inputs} | {c.name for c in doc.consts}
             taken.update(o for n in doc.nodes for o in n.outputs)
             full = unique_name(f"{name}/all rows", taken)
@@ -132,10 +135,10 @@ def _share_corners(docs: list[GraphDoc]) -> None:
 
 
 def _is_corner(small, big) -> bool:
+    """Whether `small` is `big`'s leading corner (`big` itself included)."""
     if small.data_type != big.data_type or len(small.shape) != len(big.shape):
         return False
-    if tuple(small.shape) == tuple(big.shape) or any(
-            s > b for s, b in zip(small.shape, big.shape)):
+    if any(s > b for s, b in zip(small.shape, big.shape)):
         return False
     corner = big.numpy()[tuple(slice(0, s) for s in small.shape)]
     return np.array_equal(corner, small.numpy(), equal_nan=True)
@@ -226,6 +229,9 @@ def variants_from_record(doc: GraphDoc, record: dict, path: str, open_weights,
     if set(fixed) & set(dims):
         raise FormatError(f"{sorted(set(fixed) & set(dims))} both fixed and varying",
                           where=where)
+    if "graph" in entries[0] or "text" in entries[0]:
+        raise FormatError("the first entry carries a graph; it is the file's own graph",
+                          where=where, fix="give the first entry its dims only")
     docs = [doc]
     for i, entry in enumerate(entries[1:], 1):
         at = f"{path} variant {point_text(entry['at'])}"

@@ -103,7 +103,8 @@ def _entry(i, key, value):
     (lambda v: v["entries"][1]["graph"]["consts"]["wq"]["init"].__setitem__("ref", "../x"),
      "never a path"),
     (lambda v: v.__setitem__("entries", [v["entries"][0]] * 70), "more than the 64"),
-    (lambda v: v.__setitem__("extra", 1), "extra")])
+    (lambda v: v.__setitem__("extra", 1), "extra"),
+    (lambda v: v["entries"][0].__setitem__("graph", {}), "the file's own graph")])
 def test_a_json_variants_record_that_lies_is_refused(saved, tmp_path, change, message):
     path = _rewrite_json(saved, tmp_path, change)
     with pytest.raises((FormatError, converter.WeightsError), match=message):
@@ -122,3 +123,24 @@ def test_a_text_variants_record_that_lies_is_refused(saved, tmp_path, edit, mess
     (tmp_path / "b.webnn").write_text(edit((saved / "b.webnn").read_text()))
     with pytest.raises(converter.ConverterError, match=message):
         converter.load(tmp_path / "b.webnn")
+
+
+def test_a_variants_file_converts_into_a_module_and_a_target(bert, tmp_path):
+    r = run("convert", bert, "-o", tmp_path / "all.json", "--dim", "sequence=8,16,32")
+    assert r.exit_code == 0, r.output
+    # Read back, the variants are still one structure (the position rows are the largest
+    # table and a slice in every variant): one builder, its expressions checked on 16.
+    r = run("convert", tmp_path / "all.json", "-o", tmp_path / "module.js")
+    assert r.exit_code == 0, r.output
+    assert "one builder for sequence in 8..32" in r.output and "checked at sequence=16" in r.output
+    r = run("convert", tmp_path / "all.json", "-o", tmp_path / "coreml.webnn", "-t", "coreml")
+    assert r.exit_code == 0, r.output
+    back = converter.load(tmp_path / "coreml.webnn")
+    assert back.points == [{"sequence": 8}, {"sequence": 16}, {"sequence": 32}]
+    assert all(not converter.check(g, "coreml") for _, g in back.entries)
+    r = run("convert", tmp_path / "all.json", "-o", tmp_path / "again.js", "--verify")
+    assert r.exit_code == 2 and "--verify needs the source model" in r.output
+    r = run("convert", tmp_path / "all.json", "-o", tmp_path / "one.webnn", "--dim",
+            "sequence=16")
+    assert r.exit_code == 0 and "operations" in r.output, r.output
+    assert converter.load(tmp_path / "one.webnn").inputs["input_ids"].shape == (1, 16)
