@@ -14,8 +14,9 @@ model.manifest.json and model.html, as `write_js` does for one graph. The module
   * `loadWeights` and the run helpers of every module (webnn_helpers.js).
 
 When the variants are one graph whose shapes and options vary (converter.dynamic.symbolic,
-checked on a value not used to derive them), `buildGraph` is that graph with its shapes and
-options written as expressions of `dims`: every value in the range works. Otherwise the module
+checked on values not used to derive them), `buildGraph` is that graph with its shapes and
+options written as expressions of `dims`: every value in the range (on its steps) works, not
+only the converted ones. Otherwise the module
 holds one builder per converted value, `buildGraph` dispatches on the dims and accepts only
 those values; constants equal in content are one entry of the weights file either way.
 """
