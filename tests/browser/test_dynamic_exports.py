@@ -73,3 +73,22 @@ def test_a_cnn_takes_any_even_image_size_in_range(browser_limits, tmp_path):
                          runtime="chromium")
     assert 'dimension "height" must be an integer in 16..64 in steps of 2, got 25' in \
         caught.value.line()
+
+
+def test_a_vit_whose_position_table_is_resized_gets_one_builder_per_size(browser_limits,
+                                                                          tmp_path):
+    """The export interpolates its position table to the image size: a constant that differs
+    between sizes in no way a shape expression can follow, so one builder per listed size."""
+    source = FIXTURES / "vit_sized_legacy.onnx"
+    module, said = _convert(tmp_path, source, "batch=1", "height=32,48", "width=40")
+    assert "one builder per value (height in 32, 48)" in said and "not a leading corner" in said
+    assert 'export const DIMS = {"height": {values: [32, 48]}};' in module.read_text()
+    for height, tokens in ((32, 21), (48, 31)):  # (h/8) * (40/8) patches + the class token
+        at = {"batch": 1, "height": height, "width": 40}
+        report = converter.verify(source, module, dims=at, runtime="chromium")
+        assert report.passed, report.to_json()
+        assert list(report.outputs[0].shape) == [1, tokens, 32]
+    with pytest.raises(converter.ConverterError) as caught:
+        converter.verify(source, module, dims={"batch": 1, "height": 40, "width": 40},
+                         runtime="chromium")
+    assert 'dimension "height" must be one of 32, 48, got 40' in caught.value.line()
