@@ -77,6 +77,10 @@ def test_one_file_and_one_module_of_a_text_export_weigh_one_conversion(name, tmp
     want = converter.run(variants, inputs, dims={"sequence": 16})
     got = converter.run(back, inputs, dims={"sequence": 16})
     np.testing.assert_array_equal(got["last_hidden_state"], want["last_hidden_state"])
+    # 24 was never converted: the file's variants build it from their expressions.
+    at = {"batch": 1, "sequence": 24}
+    report = converter.verify(source, back, dims=at, inputs=text_inputs(at))
+    assert report.passed and list(report.outputs[0].shape) == [1, 24, 32]
     _, note = write_variants_js(variants, tmp_path / "all.js", convert=variants.convert)
     assert (tmp_path / "all.weights").stat().st_size <= 1.05 * single, note
 
