@@ -123,3 +123,14 @@ def test_a_tflite_model_names_only_its_batch(tmp_path):
     with pytest.raises(converter.ConverterError, match="no input of this TFLite model has a "
                                                       "dynamic batch"):
         converter.load(static, dims={"batch": 2})
+
+
+def test_the_cnn_at_an_image_height_never_converted_in_the_variants_steps():
+    source = FIXTURES / "cnn_legacy.onnx"
+    variants = convert_variants(source, {"height": [16, 32, 64], "width": 32, "batch": 1})
+    graph = variants.at({"height": 24})  # the stride-2 convolution halves it: even heights
+    report = converter.verify(source, graph, dims={"height": 24, "width": 32, "batch": 1})
+    assert report.passed and list(report.outputs[0].shape) == [1, 10]
+    assert graph.inputs["image"].shape == (1, 3, 24, 32)
+    with pytest.raises(converter.ConverterError, match="height in 16..64 in steps of 2"):
+        variants.at({"height": 25})
