@@ -52,6 +52,8 @@ class Variants:
     fixed: dict[str, int] = field(default_factory=dict)
     convert: Callable[[dict[str, int]], Graph] | None = field(default=None, repr=False,
                                                               compare=False)
+    # The variants as one graph with expressions (symbolic.polymorphic), once asked for.
+    _poly: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def points(self) -> list[dict[str, int]]:
@@ -62,7 +64,9 @@ class Variants:
         return "; ".join(point_text(p) for p in self.points)
 
     def at(self, dims: Mapping[str, int] | None, where: str = "variants") -> Graph:
-        """The graph converted at `dims` (the varying dims; fixed ones may be repeated)."""
+        """The graph converted at `dims` (the varying dims; fixed ones may be repeated). At
+        values not converted but inside the variants' range, the graph their expressions give
+        (converter.dynamic.instantiate), as the emitted module builds it."""
         if not dims:
             raise ConverterError(f"this model was converted at several values of "
                                  f"{', '.join(self.dims)} ({self.accepted_text()})",
@@ -81,10 +85,35 @@ class Variants:
         for point, graph in self.entries:
             if point == wanted:
                 return graph
-        raise ConverterError(f"no variant at {point_text(wanted)}: converted at "
-                             f"{self.accepted_text()}", where=where,
-                             fix="pick one of those values, use the emitted .js module (any "
-                                 "value in its range), or convert at this value")
+        if set(wanted) == set(self.dims):
+            return self._from_expressions(wanted, where)
+        raise ConverterError(f"give every dim that varies: {', '.join(self.dims)}",
+                             where=where)
+
+    def _from_expressions(self, at: dict[str, int], where: str) -> "Graph":
+        """The graph at a value not converted, built from the variants' expressions (as the
+        emitted module's one builder builds it) when `at` is in their range."""
+        from .instantiate import graph_at
+        from .symbolic import HeldOutMismatch, StructureDiffers, polymorphic
+
+        listed = f"no variant at {point_text(at)}: converted at {self.accepted_text()}"
+        if self._poly is None:
+            try:
+                self._poly = polymorphic(self, self.convert)
+            except (StructureDiffers, HeldOutMismatch) as e:
+                raise ConverterError(f"{listed}; other values need one graph whose shapes are "
+                                     f"expressions of the dims, and here {e.line()}",
+                                     where=where, fix="pick one of those values, or convert "
+                                                      "at this value") from None
+        for name, value in at.items():
+            lo, hi = self._poly.ranges[name]
+            step = self._poly.steps.get(name, 1)
+            if not lo <= value <= hi or (value - lo) % step:
+                steps = f" in steps of {step}" if step > 1 else ""
+                raise ConverterError(f"{listed}; the expressions hold for {name} in "
+                                     f"{lo}..{hi}{steps}", where=where,
+                                     fix="pick a value in that range, or convert at this one")
+        return graph_at(self._poly, at)
 
 
 def one_graph(loaded, where: str | Path = "graph") -> Graph:

@@ -77,6 +77,10 @@ def test_one_file_and_one_module_of_a_text_export_weigh_one_conversion(name, tmp
     want = converter.run(variants, inputs, dims={"sequence": 16})
     got = converter.run(back, inputs, dims={"sequence": 16})
     np.testing.assert_array_equal(got["last_hidden_state"], want["last_hidden_state"])
+    # 24 was never converted: the file's variants build it from their expressions.
+    at = {"batch": 1, "sequence": 24}
+    report = converter.verify(source, back, dims=at, inputs=text_inputs(at))
+    assert report.passed and list(report.outputs[0].shape) == [1, 24, 32]
     _, note = write_variants_js(variants, tmp_path / "all.js", convert=variants.convert)
     assert (tmp_path / "all.weights").stat().st_size <= 1.05 * single, note
 
@@ -119,3 +123,14 @@ def test_a_tflite_model_names_only_its_batch(tmp_path):
     with pytest.raises(converter.ConverterError, match="no input of this TFLite model has a "
                                                       "dynamic batch"):
         converter.load(static, dims={"batch": 2})
+
+
+def test_the_cnn_at_an_image_height_never_converted_in_the_variants_steps():
+    source = FIXTURES / "cnn_legacy.onnx"
+    variants = convert_variants(source, {"height": [16, 32, 64], "width": 32, "batch": 1})
+    graph = variants.at({"height": 24})  # the stride-2 convolution halves it: even heights
+    report = converter.verify(source, graph, dims={"height": 24, "width": 32, "batch": 1})
+    assert report.passed and list(report.outputs[0].shape) == [1, 10]
+    assert graph.inputs["image"].shape == (1, 3, 24, 32)
+    with pytest.raises(converter.ConverterError, match="height in 16..64 in steps of 2"):
+        variants.at({"height": 25})

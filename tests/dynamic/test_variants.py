@@ -119,10 +119,32 @@ def test_verify_picks_the_variant_at_dims(bert, variants):
     assert report.outputs[0].shape in ((1, 16, 16), [1, 16, 16])
 
 
-def test_a_value_not_converted_is_refused_naming_the_ones_that_were(variants):
-    with pytest.raises(ConverterError, match=r"no variant at sequence=24: converted at "
-                                             r"sequence=8; sequence=16; sequence=32"):
-        variants.at({"sequence": 24})
+@pytest.mark.parametrize("sequence", [13, 24])
+def test_a_length_never_converted_is_built_from_the_expressions(bert, variants, tmp_path,
+                                                                sequence):
+    at = {"sequence": sequence}
+    graph = variants.at(at)
+    assert graph.inputs["input_ids"].shape == (1, sequence)
+    assert_matches_source(bert, lambda f: converter.run(graph, f), sequence)
+    converter.save(variants, tmp_path / "b.webnn")  # from the file: checked leaving 16 out
+    read = converter.load(tmp_path / "b.webnn", dims=at)
+    assert_matches_source(bert, lambda f: converter.run(read, f), sequence)
+    assert converter.verify(bert, variants, dims=at).passed
+
+
+def test_a_value_outside_the_range_or_the_structure_is_refused_naming_the_listed(variants):
+    with pytest.raises(ConverterError, match=r"no variant at sequence=40: converted at "
+                                             r"sequence=8; sequence=16; sequence=32; the "
+                                             r"expressions hold for sequence in 8..32"):
+        variants.at({"sequence": 40})
+    b = converter.GraphBuilder("forms")
+    small = b.build({"y": b.relu(b.input("x", "float32", [2, 4]))})
+    b = converter.GraphBuilder("forms")
+    large = b.build({"y": b.sigmoid(b.input("x", "float32", [8, 4]))})
+    two = Variants(("rows",), [({"rows": 2}, small), ({"rows": 8}, large)])
+    with pytest.raises(ConverterError, match="no variant at rows=5: converted at rows=2; "
+                                             "rows=8; other values need one graph"):
+        two.at({"rows": 5})
     with pytest.raises(ConverterError, match="several values of sequence"):
         converter.run(variants, feeds_at(8))
     with pytest.raises(ConverterError, match="no dim named batch"):
@@ -148,3 +170,22 @@ def test_one_value_lists_are_fixed_and_too_many_combinations_are_refused(bert):
     many = {"sequence": list(range(1, MAX_VARIANTS + 2))}
     with pytest.raises(ConverterError, match=f"more than the {MAX_VARIANTS} conversions"):
         convert_variants(bert, many)
+
+
+def test_the_built_graph_is_checked_against_the_expressions(variants):
+    from fractions import Fraction
+
+    from converter.dynamic.instantiate import graph_at
+    from converter.dynamic.symbolic import Expr, polymorphic
+
+    poly = polymorphic(variants)
+    assert graph_at(poly, {"sequence": 20}).outputs["last_hidden_state"].shape == (1, 20, 16)
+    poly.output_shapes["last_hidden_state"] = [Expr.constant(1), Expr.constant(99),
+                                               Expr.constant(16)]
+    with pytest.raises(ConverterError, match=r"disagrees with its op rules: output "
+                                             r"'last_hidden_state' is \[1, 20, 16\], the "
+                                             r"expressions give \[1, 99, 16\]"):
+        graph_at(poly, {"sequence": 20})
+    poly.input_shapes["input_ids"] = [Expr.constant(1), Expr(((("sequence",), Fraction(1, 2)),))]
+    with pytest.raises(ConverterError, match="would be 21/2 here, not a whole number"):
+        graph_at(poly, {"sequence": 21})

@@ -38,6 +38,9 @@ def test_convert_with_a_list_verifies_every_value_then_writes_one_file(bert, tmp
     r = run("verify", bert, "--graph", out, "--dim", "sequence=16", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["outputs"][0]["shape"] == [1, 16, 16]
+    r = run("verify", bert, "--graph", out, "--dim", "sequence=24", "--json")  # never converted
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["outputs"][0]["shape"] == [1, 24, 16]
     r = run("verify", bert, "--graph", out)
     assert r.exit_code == 2 and "several values of sequence" in r.output  # bad input
     r = run("inspect", out, "--dim", "sequence=32", "--json")
