@@ -215,3 +215,32 @@ def test_a_hostile_dim_name_stays_a_name(browser_limits, tmp_path):
     with pytest.raises(ConverterError) as caught:
         run_module(tmp_path / "hostile.js", {"x": x}, at(12), {name: 40})
     assert "must be an integer in 8..32, got 40" in caught.value.line()
+
+
+def test_one_weights_load_builds_at_several_lengths_as_the_readme_shows(browser_limits, bert):
+    source, module, _ = bert
+    page, url = browser_page(module.parent)
+    try:
+        page.goto(url + "bert.html")
+        got = page.evaluate("""async () => {
+          const { buildGraph, loadWeights, run } = await import("./bert.js");
+          const context = await navigator.ml.createContext();
+          const weights = await loadWeights();
+          const out = {};
+          for (const sequence of [24, 9]) {
+            const model = await buildGraph(context, weights, {sequence: sequence});
+            const ids = BigInt64Array.from({length: sequence}, (_, i) => BigInt(i % 50));
+            const mask = new BigInt64Array(sequence).fill(1n);
+            const result = await run(context, model, {input_ids: ids, attention_mask: mask});
+            out[sequence] = Array.from(result.last_hidden_state);
+          }
+          return out;
+        }""")
+    finally:
+        page.close()
+    for sequence in (24, 9):
+        ids = (np.arange(sequence) % 50).astype(np.int64)[None]
+        want = converter.run(converter.load(source, dims={"sequence": sequence}),
+                             {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        np.testing.assert_allclose(got[str(sequence)], want["last_hidden_state"].reshape(-1),
+                                   rtol=1e-4, atol=1e-5)
