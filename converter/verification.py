@@ -161,7 +161,7 @@ def as_graph_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarr
     return out
 
 
-def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
+def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed: int = 0,
            dims: Mapping[str, int] | None = None,
            input_shapes: Mapping[str, Sequence[int]] | None = None,
            feeds: Mapping[str, np.ndarray] | None = None,
@@ -180,8 +180,24 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
 
     `also` maps a label to a model file written from the graph (an exported `.tflite`), which
     its own runtime runs on the same inputs as a further opinion, compared with the source.
+
+    `graph` may also be the path of an emitted JavaScript module (`.js`, its weights beside it),
+    run with runtime="chromium": built at `dims` when it was written for several values of
+    them, and judged against the source at the same dims (the float64 oracle is then the
+    source converted now at those dims).
     """
     from .execute import run
+
+    module = None
+    if isinstance(graph, (str, Path)):
+        module = Path(graph)
+        if module.suffix != ".js":
+            raise ConverterError("verify takes a Graph, or the path of an emitted .js module",
+                                 where=str(module), fix="load a .webnn/.json graph first")
+        if runtime != "chromium":
+            raise ConverterError("a JavaScript module runs in the browser", where=str(module),
+                                 fix="give runtime='chromium' (CLI: --runtime chromium)")
+        graph, graph_path = None, graph_path or str(module)
 
     if oracle not in ("auto", "always", "never"):
         raise ConverterError(f"unknown oracle mode '{oracle}'", fix="use auto, always or never")
@@ -222,7 +238,12 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
     want = run_source(source, source_feeds)
     release_freed_memory()  # the source's session is gone: the executor's peak starts low
-    got = run(graph, drawn, runtime=runtime)
+    if module is None:
+        got = run(graph, drawn, runtime=runtime)
+    else:
+        from .runtimes.chromium import run_module
+
+        got = run_module(module, drawn, graph, dims)
     release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
                           "webnn-onnx" if runtime == "ort" else runtime, described,

@@ -16,9 +16,10 @@ from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
 from .doc_from_graph import doc_from_graph
 from .graph_from_doc import graph_from_doc
+from .variants_file import save_variants, variants_from_record, variants_record
 from .weights import WeightsFile, manifest_text, write_weights
 
-__all__ = ["load_graph", "save_graph", "sibling_paths", "FORMATS"]
+__all__ = ["load_graph", "load_graph_file", "save_graph", "sibling_paths", "FORMATS"]
 
 # suffix -> the module that parses and renders that form
 FORMATS = {".webnn": webnn_text, ".json": webnn_json}
@@ -45,8 +46,9 @@ def sibling_paths(path: str | Path) -> tuple[Path, Path]:
     return path.with_name(stem + _MANIFEST_SUFFIX), path.with_name(stem + ".weights")
 
 
-def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
-    """Read a graph file, and its weights when it references any.
+def load_graph(path: str | Path, *, verify: bool = True, dims=None) -> Graph:
+    """Read a graph file, and its weights when it references any; for a file holding variants
+    at several dims, the variant at `dims` (a ConverterError lists them when none is given).
 
     Args:
         path: a `.webnn` or `.json` file.
@@ -59,9 +61,26 @@ def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
         OpValidationError: a node breaks one of its op's rules (located at its line).
         GraphInvalidError: several problems, or a graph invariant is broken.
     """
+    graph = load_graph_file(path, verify=verify)
+    if not isinstance(graph, Graph):  # variants: which one is for the caller to say
+        return graph.at(dims, where=str(path))
+    if dims:
+        raise FormatError("--dim applies to source models and to files holding variants at "
+                          "several dims; this graph's shapes are static", where=str(path))
+    return graph
+
+
+def load_graph_file(path: str | Path, *, verify: bool = True):
+    """A graph file's content: its Graph, or the Variants (converter.dynamic.variants) when it
+    records the model at several values of its dims (variants_file.py)."""
     path = Path(path)
     module = _form(path)
-    doc = module.parse(read_text(path, "graph file"), str(path))
+    text = read_text(path, "graph file")
+    doc = module.parse(text, str(path))
+    record = variants_record(doc, text, module, str(path))
+    if record is not None:
+        return variants_from_record(doc, record, str(path),
+                                    lambda: WeightsFile(*sibling_paths(path)), verify=verify)
     weights = None
     if doc.needs_weights():
         weights = WeightsFile(*sibling_paths(path))
@@ -69,7 +88,8 @@ def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
 
 
 def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Path]:
-    """Write a graph by the path's suffix; return the paths written.
+    """Write a graph (or Variants: variants_file.py) by the path's suffix; return the paths
+    written.
 
     Writes `path`, plus `NAME.manifest.json` and `NAME.weights` when the graph has weight
     constants. The save is atomic: each file is written under a temporary name in the target
@@ -79,6 +99,8 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
     """
     path = Path(path)
     module = _form(path)
+    if not isinstance(graph, Graph):
+        return save_variants(graph, path, module, sibling_paths, verify=verify)
     if verify:
         graph.verify()
     doc = doc_from_graph(graph)
