@@ -5,7 +5,8 @@ from __future__ import annotations
 
 # module name -> (source files or folders, relative to converter/; test files or folders).
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py"]),
+    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py",
+                               "tests/verification/test_verdict.py"]),
     "verification": (["verification.py", "source_runs.py"],
                      ["tests/verification", "tests/test_parity.py", "tests/targets"]),
     "passes.layout": (["passes/layout.py", "passes/layout_edit.py", "passes/layout_ops.py",
