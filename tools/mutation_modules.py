@@ -70,6 +70,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.model_files": (["importers/onnx/model_file.py",
                                "importers/tflite/model_file.py"],
                               ["tests/importers/onnx/test_bad_input.py",
+                               "tests/importers/onnx/test_model_file.py",
                                "tests/importers/tflite/test_bad_input.py",
                                "tests/importers/tflite/test_model_file.py", "tests/security"]),
 }
