@@ -122,7 +122,8 @@ def _named_rule(name: str, kind: str, length: tuple[int, str] | None):
     if key == "position_ids" or key.endswith(".position_ids") or key.endswith("/position_ids"):
         def positions(a):
             n = a.shape[-1] if a.ndim else 1
-            return (np.broadcast_to(np.arange(n), a.shape).astype(a.dtype).copy(), [0, n - 1],
+            counted = np.arange(n) if a.ndim else np.array(0)  # a scalar id is position 0
+            return (np.broadcast_to(counted, a.shape).astype(a.dtype).copy(), [0, n - 1],
                     f"0 .. {n - 1} along the last axis (position ids)")
         return positions
     if length is not None and (key == "seqlens_k" or "_length" in key):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 # module name -> (source files or folders, relative to converter/; test files or folders).
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py"]),
+    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py",
+                               "tests/verification/test_verdict.py"]),
     "verification": (["verification.py", "source_runs.py"],
                      ["tests/verification", "tests/test_parity.py", "tests/targets"]),
     "passes.layout": (["passes/layout.py", "passes/layout_edit.py", "passes/layout_ops.py",
@@ -69,5 +70,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.model_files": (["importers/onnx/model_file.py",
                                "importers/tflite/model_file.py"],
                               ["tests/importers/onnx/test_bad_input.py",
-                               "tests/importers/tflite/test_bad_input.py", "tests/security"]),
+                               "tests/importers/onnx/test_model_file.py",
+                               "tests/importers/tflite/test_bad_input.py",
+                               "tests/importers/tflite/test_model_file.py", "tests/security"]),
 }
