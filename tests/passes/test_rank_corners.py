@@ -474,3 +474,17 @@ def test_type_allowed_says_yes_unless_the_target_lists_other_types():
     assert type_allowed(t, "add", "b", "int32") is True       # no dataTypes for b
     assert type_allowed(t, "add", "output", "int32") is True  # output not listed
     assert type_allowed(t, "mul", "a", "int32") is True       # mul not listed at all
+
+
+def test_layer_normalization_scale_below_the_lowest_rank_is_noted_not_rewritten():
+    # input's rank fits (3); scale's (2: one dimension per axis) does not, and no plan changes
+    # it: the planned op is refused and the note says so.
+    b = GraphBuilder("ln_scale")
+    x = b.input("x", "float32", [2, 3, 4])
+    scale = b.constant(seeded((4, 3), 1))
+    g = b.build({"y": b.layerNormalization(x, axes=[2, 1], scale=scale)})
+    text = str(g)
+    result = rank_pass(g, target("min3", {"layerNormalization": (3, 8)}))
+    assert not result.changed and str(g) == text
+    [note] = result.notes
+    assert "scale" in note and "the planned op still has ranks [3, 2, 3]" in note
