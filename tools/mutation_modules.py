@@ -19,7 +19,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "passes.rank": (["passes/rank.py", "passes/rank_limits.py", "passes/rank_rules.py",
                      "passes/rank_rules_indexing.py"],
                     ["tests/passes/test_rank.py", "tests/passes/test_rank_rules.py",
-                     "tests/targets/test_advice.py"]),
+                     "tests/passes/test_rank_corners.py", "tests/targets/test_advice.py"]),
     "passes.data_types": (["passes/data_types.py"],
                           ["tests/passes/test_data_types.py",
                            "tests/property/test_data_types_property.py"]),
