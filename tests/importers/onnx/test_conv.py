@@ -56,6 +56,9 @@ def test_conv_1d_with_a_computed_filter_reshapes_it_in_the_graph():
     graph, (y,) = check(model, {"x": x, "w": w})
     assert ops_of(graph).count("reshape") == 3
     assert y.shape == (1, 3, 3)
+    # the added unit width axis steps by 1, whatever the real axis does
+    conv = op_named(graph, "conv2d")
+    assert conv.attrs["strides"] == [2, 1] and conv.attrs["dilations"] == [1, 1]
 
 
 # -- 3-D: depth taps stacked as channels of one 2-D convolution ----------------------------
@@ -70,10 +73,45 @@ def test_conv_3d_sums_the_depth_taps():
     # output depth o reads input depths o - 1 and o; 3 (past the end) is the zero slice
     gather = op_named(graph, "gather")
     assert gather.input("indices").constant.numpy().tolist() == [3, 0, 0, 1, 1, 2, 2, 3]
+    # one zero slice appended after the 3 depths, the one index 3 reads
+    assert op_named(graph, "pad").attrs["endingPadding"] == [1, 0, 0, 0]
     conv = op_named(graph, "conv2d")
     assert conv.input("input").shape == (4, 2, 1, 1)  # [N * depth, taps * C, H, W]
     assert conv.input("filter").kind == "constant"
     assert max(op.outputs[0].rank for op in graph.operations) <= 5
+
+
+def test_conv_3d_whose_every_depth_tap_reads_padding_gives_the_bias():
+    # depth 1 padded [1, 1], kernel depth 1, stride 2: output depth 0 reads padding depth -1,
+    # output depth 1 reads depth 1, past the end: only the zero slice is ever read
+    x, w, b = rand(1, 2, 1, 3, 3), rand(2, 2, 1, 2, 2), np.array([0.5, -2], np.float32)
+    model = single_node("Conv", ["x", "w", "b"], {"x": x}, {"w": w, "b": b},
+                        strides=[2, 1, 1], pads=[1, 0, 0, 1, 0, 0])
+    graph, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 2, 2, 2, 2)
+    np.testing.assert_array_equal(y[:, 0], np.full((1, 2, 2, 2), 0.5, np.float32))
+    np.testing.assert_array_equal(y[:, 1], np.full((1, 2, 2, 2), -2, np.float32))
+    assert op_named(graph, "gather").input("indices").constant.numpy().tolist() == [1, 1]
+
+
+def test_conv_3d_depth_dilation_of_its_own_giving_one_output_depth():
+    # depth 4, kernel depth 2 dilated by 3: one window, reading depths 0 and 3; the other axes
+    # are not dilated
+    x, w = rand(1, 2, 4, 3, 3), rand(2, 2, 2, 2, 2)
+    model = single_node("Conv", ["x", "w"], {"x": x}, {"w": w}, dilations=[3, 1, 1])
+    graph, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 2, 1, 2, 2)
+    want = sum(np.einsum("nchw,mchw->nm", x[:, :, 3 * k, i:i + 2, j:j + 2], w[:, :, k])
+               for k in range(2) for i in range(1) for j in range(1))
+    np.testing.assert_allclose(y[:, :, 0, 0, 0], want, rtol=1e-5, atol=1e-5)
+    assert op_named(graph, "gather").input("indices").constant.numpy().tolist() == [0, 3]
+
+
+def test_conv_3d_with_no_output_depth_is_refused():
+    # depth 2, kernel depth 3, stride 2: (2 - 3) // 2 + 1 = 0 output depths
+    x, w = rand(1, 1, 2, 3, 3), rand(1, 1, 3, 1, 1)
+    model = single_node("Conv", ["x", "w"], {"x": x}, {"w": w}, strides=[2, 1, 1])
+    assert "the output depth 0 is not positive" in refused(model, {"x": x})
 
 
 def test_conv_3d_groups_strides_dilations_pads_and_bias_match_onnx_runtime():
@@ -105,6 +143,8 @@ def test_conv_4d_is_refused_with_the_reason():
     x, w = rand(1, 1, 2, 2, 2, 2), rand(1, 1, 1, 1, 1, 1)
     reason = refused(single_node("Conv", ["x", "w"], {"x": x}, {"w": w}), {"x": x})
     assert "4 spatial dimensions" in reason
+    # Conv takes 3-D as a sum over depth, and the reason says so
+    assert "1 is handled by adding a unit axis, 3 as a sum over depth" in reason
 
 
 def test_conv_transpose_3d_spreads_depth_by_the_stride():
@@ -173,6 +213,19 @@ def test_conv_transpose_output_shape_beyond_the_result_becomes_output_padding():
     assert y.shape == (1, 1, 8, 8)
 
 
+@pytest.mark.parametrize("attrs", [{"auto_pad": "VALID"}, {}])
+def test_conv_transpose_valid_or_without_pads_pads_nothing(attrs):
+    x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    w = np.array([[[[1, 10], [100, 1000]]]], np.float32)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, strides=[2, 2],
+                        **attrs)
+    graph, (y,) = check(model, {"x": x})
+    # stride 2 = kernel 2: each input value stamps its own 2x2 copy of the filter
+    np.testing.assert_array_equal(y[0, 0], [[1, 10, 2, 20], [100, 1000, 200, 2000],
+                                            [3, 30, 4, 40], [300, 3000, 400, 4000]])
+    assert op_named(graph, "convTranspose2d").attrs["padding"] == [0, 0, 0, 0]
+
+
 def test_conv_transpose_groups_dilations_bias_match_onnx_runtime():
     x, w, b = rand(1, 4, 3, 4), rand(4, 3, 2, 3), rand(6)
     model = single_node("ConvTranspose", ["x", "w", "b"], {"x": x}, {"w": w, "b": b}, group=2,
@@ -218,6 +271,29 @@ def test_conv_integer_refuses_sums_float32_cannot_hold_exactly():
                         out_types=[onnx.TensorProto.INT32], opset=10)
     # 255 * (300 * 255) = 19,507,500 >= 2^24
     assert "19507500" in refused(model, {"x": x})
+
+
+def test_conv_integer_1d_with_asymmetric_pads_matches_onnx_runtime():
+    x = np.array([[[3, 7, 1, 9, 4, 2]]], np.uint8)
+    w = np.array([[[2, 0, 1]]], np.uint8)
+    model = single_node("ConvInteger", ["x", "w", "xz"], {"x": x},
+                        {"w": w, "xz": np.array(1, np.uint8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10, pads=[2, 0])
+    graph, (y,) = check(model, {"x": x})
+    # x - 1 = [2 6 0 8 3 1] padded with two zeros in front (the padding is x's zero point,
+    # so 0 after the subtraction): y[i] = 2 * p[i] + p[i + 2]
+    np.testing.assert_array_equal(y, [[[2, 6, 4, 20, 3, 17]]])
+    assert op_named(graph, "conv2d").attrs["padding"] == [2, 0, 0, 0]
+
+
+def test_conv_integer_3d_is_refused_with_the_reason():
+    x, w = np.zeros((1, 1, 2, 2, 2), np.uint8), np.ones((1, 1, 1, 1, 1), np.uint8)
+    model = single_node("ConvInteger", ["x", "w"], {"x": x}, {"w": w},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    reason = refused(model, {"x": x})
+    # ConvInteger has no depth sum: only 1-D (a unit axis added) and 2-D
+    assert "3 spatial dimensions" in reason and "unit axis" in reason
+    assert "sum over depth" not in reason
 
 
 def test_conv_transpose_output_padding_not_below_the_stride_is_refused():

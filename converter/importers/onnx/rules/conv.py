@@ -43,7 +43,7 @@ def reshaped_input(ctx: ImportContext, name: str, shape: Sequence[int], suffix: 
     return reshape(ctx, ctx.operand(name), shape, suffix)
 
 
-def spatial_rank(rank: int, allowed: tuple[int, ...] = (1, 2)) -> int:
+def spatial_rank(rank: int, allowed: tuple[int, ...]) -> int:
     spatial = rank - 2
     if spatial not in allowed:
         handled = "1 is handled by adding a unit axis" + (
