@@ -169,6 +169,44 @@ def test_conv_transpose_3d_groups_pads_output_padding_bias_match_onnx_runtime():
     assert conv.attrs["outputPadding"] == [1, 0] and conv.attrs["groups"] == 2
 
 
+def test_conv_transpose_3d_depth_output_padding_may_reach_the_depth_stride():
+    # ONNX allows output_padding below max(stride, dilation); the depth axis is summed by
+    # hand, not by convTranspose2d, so only the two planar axes need it below the stride
+    x, w = rand(1, 2, 3, 2, 2), rand(2, 1, 2, 2, 2)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, dilations=[2, 1, 1],
+                        output_padding=[1, 0, 0])
+    _, (y,) = check(model, {"x": x}, ort=False)  # ONNX Runtime wants it below the stride
+    # depth (3 - 1) + 1 + (2 - 1) * 2 + 1 = 6: ONNX Runtime's result without the output
+    # padding (5 depths), then the one depth of output padding, which no input reaches
+    plain = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, dilations=[2, 1, 1])
+    (want,) = ort_outputs(plain, {"x": x})
+    assert y.shape == (1, 1, 6, 3, 3) and want.shape == (1, 1, 5, 3, 3)
+    np.testing.assert_allclose(y[:, :, :5], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(y[:, :, 5], np.zeros((1, 1, 3, 3), np.float32))
+
+
+def test_conv_transpose_3d_height_output_padding_not_below_the_stride_is_refused():
+    x, w = rand(1, 1, 2, 2, 2), rand(1, 1, 2, 2, 2)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, strides=[1, 2, 2],
+                        dilations=[1, 3, 1], output_padding=[0, 2, 0])
+    assert "output padding 2 is not smaller than the stride 2" in refused(model, {"x": x})
+
+
+def test_conv_transpose_3d_of_one_output_depth_matches_onnx_runtime():
+    x, w = rand(1, 2, 1, 2, 2), rand(2, 3, 1, 2, 2)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w})
+    _, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 3, 1, 3, 3)
+
+
+def test_conv_transpose_3d_with_no_output_depth_is_refused():
+    # one depth, kernel depth 1, cropped by a depth pad of 1: 1 - 1 = 0 depths left
+    x, w = rand(1, 1, 1, 2, 2), rand(1, 1, 1, 2, 2)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w},
+                        pads=[1, 0, 0, 0, 0, 0])
+    assert "the output depth 0 is not positive" in refused(model, {"x": x})
+
+
 def test_conv_transpose_3d_output_shape():
     x, w = rand(1, 2, 3, 3, 3), rand(2, 1, 2, 2, 2)
     model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, strides=[2, 2, 2],
@@ -211,6 +249,19 @@ def test_conv_transpose_output_shape_beyond_the_result_becomes_output_padding():
     conv = op_named(graph, "convTranspose2d")
     assert conv.attrs["padding"] == [0, 0, 0, 0] and conv.attrs["outputPadding"] == [1, 1]
     assert y.shape == (1, 1, 8, 8)
+
+
+def test_conv_transpose_output_shape_with_dilation_and_output_padding():
+    # height: 2 * (3 - 1) + output_padding 1 + (3 - 1) * dilation 2 + 1 = 10 unpadded, output
+    # 5: total padding 5, the larger half (3) at the beginning; width: 3 * (4 - 1) + 2 = 11
+    # asked for exactly, no padding
+    x, w = rand(1, 2, 3, 4), rand(2, 1, 3, 2)
+    model = single_node("ConvTranspose", ["x", "w"], {"x": x}, {"w": w}, strides=[2, 3],
+                        dilations=[2, 1], output_padding=[1, 0], output_shape=[5, 11])
+    graph, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 1, 5, 11)
+    conv = op_named(graph, "convTranspose2d")
+    assert conv.attrs["padding"] == [3, 2, 0, 0] and conv.attrs["outputPadding"] == [1, 0]
 
 
 @pytest.mark.parametrize("attrs", [{"auto_pad": "VALID"}, {}])
