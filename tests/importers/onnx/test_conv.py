@@ -347,6 +347,94 @@ def test_conv_integer_3d_is_refused_with_the_reason():
     assert "sum over depth" not in reason
 
 
+def test_conv_integer_int8_bound_spans_the_whole_int8_range():
+    x = np.zeros((1, 600, 1, 1), np.int8)
+    w = np.full((1, 600, 1, 1), 127, np.int8)
+    model = single_node("ConvInteger", ["x", "w"], {"x": x}, {"w": w},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    # |x| spans 127 - (-128) = 255, the weights sum to 600 * 127: 255 * 76200 >= 2^24
+    assert "19431000" in refused(model, {"x": x})
+
+
+def test_conv_integer_one_element_zero_point_is_a_scalar():
+    x = np.array([[[[1, 2], [3, 4]]]], np.uint8)
+    model = single_node("ConvInteger", ["x", "w", "xz"], {"x": x},
+                        {"w": np.array([[[[3]]]], np.uint8), "xz": np.array([1], np.uint8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, [[[[0, 3], [6, 9]]]])  # (x - 1) * 3
+
+
+def test_conv_integer_computed_weights_are_bounded_by_their_type_range():
+    # weights only known at run time (or a run-time zero point): each of the 300 terms may be
+    # as far as 255 from its zero point, and so may x: 255 * 300 * 255 >= 2^24
+    x = np.zeros((1, 300, 1, 1), np.uint8)
+    w = np.zeros((1, 300, 1, 1), np.uint8)
+    computed = single_node("ConvInteger", ["x", "w"], {"x": x, "w": w},
+                           out_types=[onnx.TensorProto.INT32], opset=10)
+    assert "19507500" in refused(computed, {"x": x, "w": w})
+    wz = np.array(0, np.uint8)
+    computed_zp = single_node("ConvInteger", ["x", "w", "", "wz"], {"x": x, "wz": wz}, {"w": w},
+                              out_types=[onnx.TensorProto.INT32], opset=10)
+    assert "19507500" in refused(computed_zp, {"x": x, "wz": wz})
+    # the same known weights with a known zero point are all 0 away from it: accepted
+    known = single_node("ConvInteger", ["x", "w", "", "wz"], {"x": x}, {"w": w, "wz": wz},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    _, (y,) = check(known, {"x": x})
+    np.testing.assert_array_equal(y, np.zeros((1, 1, 1, 1), np.int32))
+
+
+def test_conv_integer_known_weights_bound_by_their_distance_to_each_zero_point():
+    # channel 0's weights are 10 with zero point 250, channel 1's 250 with zero point 10: 240
+    # away each, 300 terms, x spanning 255: 255 * 300 * 240 = 18,360,000 >= 2^24
+    x = np.zeros((1, 300, 1, 1), np.uint8)
+    w = np.concatenate([np.full((1, 300, 1, 1), 10), np.full((1, 300, 1, 1), 250)]).astype(
+        np.uint8)
+    model = single_node("ConvInteger", ["x", "w", "", "wz"], {"x": x},
+                        {"w": w, "wz": np.array([250, 10], np.uint8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    assert "18360000" in refused(model, {"x": x})
+
+
+def test_conv_integer_known_x_zero_point_bounds_its_span_from_both_ends():
+    # int8 x with zero point -100 is at most 127 - (-100) = 227 above it (and 28 below);
+    # 600 weights of 127: 227 * 76200 = 17,297,400 >= 2^24
+    x = np.zeros((1, 600, 1, 1), np.int8)
+    model = single_node("ConvInteger", ["x", "w", "xz"], {"x": x},
+                        {"w": np.full((1, 600, 1, 1), 127, np.int8),
+                         "xz": np.array(-100, np.int8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    assert "17297400" in refused(model, {"x": x})
+
+
+def test_conv_integer_sums_reaching_exactly_2_to_the_24_are_exact_in_float32():
+    # x - (-1) = 128 times weights of -128 over 1024 terms: the sum is -2^24, which float32
+    # still holds (every integer up to 2^24 is exact), so the bound admits it
+    x = np.full((1, 1024, 1, 1), 127, np.int8)
+    model = single_node("ConvInteger", ["x", "w", "xz"], {"x": x},
+                        {"w": np.full((1, 1024, 1, 1), -128, np.int8),
+                         "xz": np.array(-1, np.int8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    _, (y,) = check(model, {"x": x})
+    assert y.reshape(-1).tolist() == [-2 ** 24]
+    # one more term and the bound is past 2^24
+    x = np.full((1, 1025, 1, 1), 127, np.int8)
+    model = single_node("ConvInteger", ["x", "w", "xz"], {"x": x},
+                        {"w": np.full((1, 1025, 1, 1), -128, np.int8),
+                         "xz": np.array(-1, np.int8)},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    assert "16793600" in refused(model, {"x": x})
+
+
+def test_conv_integer_three_output_channels_without_zero_points():
+    x = np.array([[[[1, 2], [3, 4]]]], np.uint8)
+    w = np.array([1, 2, 3], np.uint8).reshape(3, 1, 1, 1)
+    model = single_node("ConvInteger", ["x", "w"], {"x": x}, {"w": w},
+                        out_types=[onnx.TensorProto.INT32], opset=10)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y[0], [[[1, 2], [3, 4]], [[2, 4], [6, 8]], [[3, 6], [9, 12]]])
+
+
 def test_conv_transpose_output_padding_not_below_the_stride_is_refused():
     # ONNX allows output_padding < max(stride, dilation); WebNN wants it below the stride
     x, w = rand(1, 1, 2, 2), rand(1, 1, 2, 2)
