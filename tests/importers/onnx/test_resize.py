@@ -166,6 +166,21 @@ def test_tf_crop_and_resize_extrapolates_outside_the_region():
     assert ops_of(graph) == ["gather", "where"]
 
 
+def test_tf_crop_and_resize_leaves_uncropped_unscaled_axes_alone():
+    # roi [0, 1] on every axis: no cropping; only the width is scaled (by 2), so only the
+    # width gets taps: one gather and one weighted sum
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 2, 4)
+    roi = np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)
+    model = single_node("Resize", ["x", "roi", "scales"], {"x": x},
+                        {"roi": roi, "scales": np.array([1, 1, 1, 2], np.float32)}, opset=19,
+                        mode="linear", coordinate_transformation_mode="tf_crop_and_resize")
+    graph, (y,) = check(model, {"x": x})
+    # positions o * 3 / 7 along the width, the rows as they are
+    np.testing.assert_allclose(y[0, 0, 1], 4 + np.arange(8) * 3 / 7, rtol=1e-6)
+    assert ops_of(graph) == ["gather", "mul", "reduceSum"]
+    assert op_named(graph, "gather").attrs["axis"] == 3
+
+
 def test_half_pixel_symmetric_centres_the_rounded_output():
     x = np.arange(7, dtype=np.float32).reshape(1, 7)
     _, run = _resize(x, scales=[1, 0.5], mode="linear",
