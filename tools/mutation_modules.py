@@ -37,7 +37,9 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.onnx.conv_pool": (["importers/onnx/rules/conv.py", "importers/onnx/rules/pool.py"],
                                  ["tests/importers/onnx/test_conv.py",
                                   "tests/importers/onnx/test_pool.py",
-                                  "tests/property/test_conv_pool_property.py"]),
+                                  "tests/importers/onnx/test_pool_indices.py",
+                                  "tests/property/test_conv_pool_property.py",
+                                  "tests/security/test_onnx_hostile.py"]),
     "importers.onnx.resize_gather_quant": (
         ["importers/onnx/rules/resize.py", "importers/onnx/rules/indexing.py",
          "importers/onnx/rules/quantization.py"],

@@ -18,6 +18,9 @@ def test_max_pool_1d_ceil_mode_keeps_the_partial_window():
     # floor rounding with the end padding widened by 1 gives the third window
     pool = op_named(graph, "maxPool2d")
     assert pool.attrs["padding"] == [0, 1, 0, 0] and pool.attrs["outputShapeRounding"] == "floor"
+    # the added unit width axis: a window of one element, stepping by 1
+    assert pool.attrs["windowDimensions"] == [2, 1] and pool.attrs["strides"] == [2, 1]
+    assert pool.attrs["dilations"] == [1, 1]
 
 
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
