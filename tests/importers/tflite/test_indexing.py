@@ -373,3 +373,25 @@ def test_dynamic_update_slice_clamps_a_negative_start_to_0():
                                             _i32([-1, 1])], [Output("y", [3, 4])])
     _, got = check(model, {"x": x, "u": update}, EXACT)
     np.testing.assert_array_equal(got["y"], [[0, 1, 2, 0], [0, 3, 4, 0], [0, 0, 0, 0]])
+
+
+def test_matrix_set_diag_over_two_batch_axes_of_square_matrices():
+    x, d = rand(2, 2, 3, 3), rand(2, 2, 3)
+    model = one_op("MATRIX_SET_DIAG", [Input("x", x.shape), Input("d", d.shape)],
+                   [Output("y", x.shape)])
+    graph, got = check(model, {"x": x, "d": d}, EXACT)
+    want = x.copy()
+    for i in range(3):
+        want[..., i, i] = d[..., i]
+    np.testing.assert_array_equal(got["y"], want)
+    assert "pad" not in ops_of(graph)  # square: the diagonal already spans every column
+
+
+def test_strided_slice_of_an_int8_constant_is_folded_as_stored():
+    q = Quant([0.5], [-7])
+    stored = np.arange(-12, 12, dtype=np.int8).reshape(2, 3, 4)
+    model = one_op("STRIDED_SLICE", [Const(stored, quant=q), _i32([0, 1, 0]), _i32([2, 3, 4]),
+                                     _i32([1, 1, 3])], [Output("y", [2, 2, 2], "int8", q)])
+    graph, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], stored[:, 1:3, ::3])
+    assert "slice" not in ops_of(graph)
