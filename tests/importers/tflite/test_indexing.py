@@ -395,3 +395,27 @@ def test_strided_slice_of_an_int8_constant_is_folded_as_stored():
     graph, got = check(model, {}, EXACT)
     np.testing.assert_array_equal(got["y"], stored[:, 1:3, ::3])
     assert "slice" not in ops_of(graph)
+
+
+def test_one_hot_along_the_new_last_axis_by_number():
+    # axis = rank of the indices (1) is the last axis, the same as -1
+    model = one_op("ONE_HOT", [Input("i", [2], "int32"), _i32(3), Const(np.array(5, np.float32)),
+                               Const(np.array(-1, np.float32))], [Output("y", [2, 3])], axis=1)
+    _, got = check(model, {"i": np.array([2, 0], np.int32)}, EXACT)
+    np.testing.assert_array_equal(got["y"], [[-1, -1, 5], [5, -1, -1]])
+
+
+def test_slice_of_size_0_is_refused_as_an_empty_output():
+    model = one_op("SLICE", [Input("x", [2, 3, 4]), _i32([0, 0, 0]), _i32([1, 0, 4])],
+                   [Output("y", [1, 0, 4])])
+    assert "is empty" in refused(model).line()
+
+
+@pytest.mark.parametrize("indices, reason", [
+    (np.array([[[0, 1], [2, 0], [0, 1]]], np.int32), "its indices repeat"),  # TFLite sums
+    (np.array(1, np.int32), "WebNN rejects it"),  # a scalar holds no coordinates
+])
+def test_scatter_nd_with_repeated_or_scalar_indices_is_refused(indices, reason):
+    model = one_op("SCATTER_ND", [Const(indices), Input("u", [1, 3] if indices.ndim else []),
+                                  _i32([3, 2])], [Output("y", [3, 2])])
+    assert reason in refused(model).line()

@@ -377,6 +377,7 @@ def test_densify_of_a_sparse_format_with_only_dense_levels():
 
 @pytest.mark.parametrize("damage, reason", [
     ("levels", "levels for rank 2"),
+    ("blocks", "levels for rank 2 and 1 blocks"),
     ("format", "unknown sparse dimension format 7"),
     ("segments", "its sparse segments do not cover level 1"),
     ("last_segment", "its sparse segments do not cover level 1"),
@@ -388,6 +389,8 @@ def test_densify_of_inconsistent_sparsity_is_refused(damage, reason):
     csr = sparsity.dimMetadata[-1]
     if damage == "levels":
         sparsity.traversalOrder = [0, 1, 2]
+    elif damage == "blocks":  # as many levels as the order, but a block the order lacks
+        sparsity.blockMap = [1]
     elif damage == "format":
         csr.format = 7
     elif damage == "segments":
@@ -397,3 +400,10 @@ def test_densify_of_inconsistent_sparsity_is_refused(damage, reason):
     else:
         stored = stored[:2]
     assert reason in refused(_densify_model(dense, sparsity, stored)).line()
+
+
+def test_cast_of_an_int8_constant_casts_the_stored_values_as_litert_does():
+    model = one_op("CAST", [Const(np.array([3, -4, 5], np.int8), quant=Quant([0.5], [2]))],
+                   [Output("y", [3], "int32")])
+    _, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], [3, -4, 5])  # not the real values 0.5, -3, 1.5

@@ -15,7 +15,7 @@ def _bit(mask: int, i: int) -> bool:
     return bool((mask >> i) & 1)
 
 
-def strided_index(shape, begin, end, strides, o) -> tuple:
+def strided_index(begin, end, strides, o) -> tuple:
     """TF's strided-slice spec as a numpy index: numpy's basic indexing was its model, so an
     ellipsis, a new axis, a shrunk axis (an integer) and a clamped slice mean the same."""
     index = []
@@ -103,7 +103,7 @@ def strided_slice(ctx: ImportContext, op: Operator):
         else np.ones_like(begin)
     if not len(begin) == len(end) == len(strides):
         raise Unsupported("its begin, end and strides differ in length")
-    index = strided_index(ctx.shape(0), begin, end, strides, op.options)
+    index = strided_index(begin, end, strides, op.options)
     empty = _empty_result(ctx, index)
     if empty is not None:
         return [empty]
