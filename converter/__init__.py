@@ -110,7 +110,7 @@ def convert(source: str | Path, output: str | Path | None = None, *,
     if output is not None:
         refuse_overwriting([source], output)
     if dims and any(not isinstance(v, int) for v in dims.values()):
-        from .dynamic.variants import convert_variants
+        from .variants_conversion import convert_variants
 
         variants = convert_variants(source, dims, target=target, io_layout=io_layout,
                                     input_shapes=input_shapes, known_inputs=known_inputs)

@@ -42,11 +42,11 @@ def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
         if input_shapes or known_inputs:
             raise ConverterError("--input-shape and --const apply to source models, not "
                                  "to WebNN graphs, whose shapes are static", where=str(path))
-        from .formats import load_graph, load_graph_file
+        from .dynamic.variants_file import load_graph_at, load_graph_file
 
         if variants and not dims:
             return load_graph_file(path, verify=verify)
-        return load_graph(path, verify=verify, dims=dims)
+        return load_graph_at(path, verify=verify, dims=dims)
     raise ConverterError(f"cannot read {suffix or 'a file without a suffix'}", where=str(path),
                          fix="give an .onnx or .tflite model, or a .webnn/.json WebNN graph")
 
@@ -57,12 +57,12 @@ def write_any(graph: Graph, path: str | Path) -> list[Path]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".webnn", ".json"):
-        from .formats import save_graph
+        from .dynamic.variants_file import save_graph_file
 
-        return save_graph(graph, path)
+        return save_graph_file(graph, path)
     if not isinstance(graph, Graph):  # Variants: one file for all of them only in these forms
         if suffix == ".js":
-            from .emit.dynamic_js import write_variants_js
+            from .dynamic.module_js import write_variants_js
 
             return write_variants_js(graph, path, convert=graph.convert)[0]
         raise ConverterError(f"a {suffix} file holds one graph; this conversion made one per "

@@ -23,11 +23,11 @@ LAYERS: list[set[str]] = [
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3
      "builder", "reference", "summary"},
-    {"catalogue", "by_suffix"},                                              # 4
+    {"catalogue", "by_suffix", "dynamic"},                                   # 4
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
-     "verification_decode"},
+     "verification_decode", "variants_conversion"},
     {"__init__"},                                                            # 7 the API
     {"zoo", "testing"},                                                      # 8
     {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)

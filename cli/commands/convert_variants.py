@@ -9,7 +9,8 @@ import json
 import click
 
 import converter
-from converter.dynamic.variants import convert_variants, point_text
+from converter.dynamic.variants import point_text
+from converter.variants_conversion import convert_variants
 
 from ..logs import debugging, quiet_runtimes
 from .verify_model import _number, print_report
@@ -90,7 +91,7 @@ def _check_output(output: str) -> None:
 def _write(variants, output: str, as_json: bool) -> None:
     note = None
     if output.lower().endswith(".js"):
-        from converter.emit.dynamic_js import write_variants_js
+        from converter.dynamic.module_js import write_variants_js
 
         written, note = write_variants_js(variants, output, convert=variants.convert)
     else:

@@ -1,6 +1,6 @@
 """One model converted at several values of its symbolic dims: `Variants`.
 
-    variants = convert_variants("bert.onnx", dims={"sequence": [8, 16, 32]})
+    variants = convert_variants("bert.onnx", dims={"sequence": [8, 16, 32]})  # variants_conversion.py
     variants = convert_variants("bert.onnx", dims={"sequence": (8, 128), "batch": 1})
     graph = variants.at({"sequence": 16})
 
@@ -9,23 +9,22 @@ range `(lo, hi)`: a range is converted at a few representative values (`range_va
 range itself is recorded, for the emitted module's one builder to accept any value in it
 (converter.dynamic.symbolic checks its expressions on a value none of the variants used).
 Several varying dims give one variant per combination. The variants are written as one `.js`
-module (converter.emit.dynamic_js) or one `.webnn`/`.json` file whose weights file holds each
-distinct constant once (converter.formats.variants_file).
+module (converter.dynamic.module_js) or one `.webnn`/`.json` file whose weights file holds each
+distinct constant once (converter.dynamic.variants_file).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConverterError
 
 if TYPE_CHECKING:
     from ..ir import Graph
 
-__all__ = ["Variants", "convert_variants", "DimValues", "split_dims", "range_values",
-           "point_text", "one_graph", "MAX_VARIANTS"]
+__all__ = ["Variants", "DimValues", "split_dims", "range_values", "point_text", "one_graph",
+           "MAX_VARIANTS"]
 
 # Each variant is a whole conversion held in memory (its weights shared when the source's are
 # mapped, its computed constants not): bound how many one call makes.
@@ -174,55 +173,3 @@ def split_dims(dims: Mapping[str, Any] | None, where: str = "dims"
 
 def _positive(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def convert_variants(source: str | Path, dims: Mapping[str, Any], *,
-                     target=None, io_layout: str | None = None,
-                     input_shapes: Mapping[str, Sequence[int]] | None = None,
-                     known_inputs: Mapping[str, Any] | None = None,
-                     dequantize: bool = False,
-                     on_variant: Callable[[dict[str, int], Graph], None] | None = None
-                     ) -> Variants:
-    """`source` converted once per combination of the varying dims' values (as
-    `converter.convert` converts it at one: the fixed dims, `input_shapes`, `known_inputs`,
-    and `target`'s rewrites when given). `on_variant(point, graph)` is told of each.
-
-    Raises ConverterError when no dim varies, or when the combinations exceed MAX_VARIANTS."""
-    fixed, varying, ranges = split_dims(dims)
-    if not varying:
-        raise ConverterError("no dim is given several values", where="dims",
-                             fix="give a list or a range, e.g. {'sequence': [8, 16, 32]}; "
-                                 "one value converts one graph (converter.convert)")
-    names = tuple(varying)
-    count = 1
-    for values in varying.values():
-        count *= len(values)
-    if count > MAX_VARIANTS:
-        raise ConverterError(f"{count} combinations of {', '.join(names)} is more than the "
-                             f"{MAX_VARIANTS} conversions one call makes", where="dims",
-                             fix="list fewer values, or give a range (three conversions)")
-
-    def convert_at(point: dict[str, int]) -> Graph:
-        return _convert_one(source, {**fixed, **point}, target, io_layout, input_shapes,
-                            known_inputs, dequantize)
-
-    entries = []
-    for values in itertools.product(*(varying[n] for n in names)):
-        point = dict(zip(names, values))
-        graph = convert_at(point)
-        if on_variant is not None:
-            on_variant(point, graph)
-        entries.append((point, graph))
-    return Variants(names, entries, ranges, fixed, convert_at)
-
-
-def _convert_one(source, dims, target, io_layout, input_shapes, known_inputs,
-                 dequantize) -> Graph:
-    from ..by_suffix import load_any
-
-    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
-    if target is not None:
-        from ..targets.pipeline import convert_for_target
-
-        convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize)
-    return graph

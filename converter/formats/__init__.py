@@ -16,17 +16,17 @@ from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
 from .doc_from_graph import doc_from_graph
 from .graph_from_doc import graph_from_doc
-from .variants_file import save_variants, variants_from_record, variants_record
 from .weights import WeightsFile, manifest_text, write_weights
 
-__all__ = ["load_graph", "load_graph_file", "save_graph", "sibling_paths", "FORMATS"]
+__all__ = ["load_graph", "read_graph_doc", "save_graph", "sibling_paths", "graph_form", "FORMATS"]
 
 # suffix -> the module that parses and renders that form
 FORMATS = {".webnn": webnn_text, ".json": webnn_json}
 _MANIFEST_SUFFIX = ".manifest.json"
 
 
-def _form(path: Path):
+def graph_form(path: Path):
+    """The module that reads and writes `path`'s form (by its suffix)."""
     if path.name.endswith(_MANIFEST_SUFFIX):
         raise FormatError("a graph file cannot end in .manifest.json (that name belongs to its "
                           "weights manifest)", where=str(path),
@@ -46,9 +46,12 @@ def sibling_paths(path: str | Path) -> tuple[Path, Path]:
     return path.with_name(stem + _MANIFEST_SUFFIX), path.with_name(stem + ".weights")
 
 
-def load_graph(path: str | Path, *, verify: bool = True, dims=None) -> Graph:
-    """Read a graph file, and its weights when it references any; for a file holding variants
-    at several dims, the variant at `dims` (a ConverterError lists them when none is given).
+def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
+    """Read a graph file, and its weights when it references any.
+
+    A file that also records the model at other values of its dims (converter/dynamic/
+    variants_file.py) is read here as the plain graph it is: its own graph, the first variant.
+    `converter.load` (converter/by_suffix.py) reads the variants too.
 
     Args:
         path: a `.webnn` or `.json` file.
@@ -56,40 +59,26 @@ def load_graph(path: str | Path, *, verify: bool = True, dims=None) -> Graph:
             `graph.problems()` can list every problem at once.
 
     Raises:
-        ParseError: a syntax error (with line and column).
         FormatError / WeightsError: the file, its manifest or its weights are inconsistent.
         OpValidationError: a node breaks one of its op's rules (located at its line).
         GraphInvalidError: several problems, or a graph invariant is broken.
     """
-    graph = load_graph_file(path, verify=verify)
-    if not isinstance(graph, Graph):  # variants: which one is for the caller to say
-        return graph.at(dims, where=str(path))
-    if dims:
-        raise FormatError("--dim applies to source models and to files holding variants at "
-                          "several dims; this graph's shapes are static", where=str(path))
-    return graph
-
-
-def load_graph_file(path: str | Path, *, verify: bool = True):
-    """A graph file's content: its Graph, or the Variants (converter.dynamic.variants) when it
-    records the model at several values of its dims (variants_file.py)."""
-    path = Path(path)
-    module = _form(path)
-    text = read_text(path, "graph file")
-    doc = module.parse(text, str(path))
-    record = variants_record(doc, text, module, str(path))
-    if record is not None:
-        return variants_from_record(doc, record, str(path),
-                                    lambda: WeightsFile(*sibling_paths(path)), verify=verify)
-    weights = None
-    if doc.needs_weights():
-        weights = WeightsFile(*sibling_paths(path))
+    path, module, text, doc = read_graph_doc(path)
+    weights = WeightsFile(*sibling_paths(path)) if doc.needs_weights() else None
     return graph_from_doc(doc, weights, verify=verify)
 
 
+def read_graph_doc(path: str | Path):
+    """(path, the form's module, the file's text, its parsed GraphDoc), for readers that look
+    at more of the file than its graph."""
+    path = Path(path)
+    module = graph_form(path)
+    text = read_text(path, "graph file")
+    return path, module, text, module.parse(text, str(path))
+
+
 def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Path]:
-    """Write a graph (or Variants: variants_file.py) by the path's suffix; return the paths
-    written.
+    """Write a graph by the path's suffix; return the paths written.
 
     Writes `path`, plus `NAME.manifest.json` and `NAME.weights` when the graph has weight
     constants. The save is atomic: each file is written under a temporary name in the target
@@ -98,9 +87,7 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
     before anything is written, as a file our own reader rejects helps nobody.
     """
     path = Path(path)
-    module = _form(path)
-    if not isinstance(graph, Graph):
-        return save_variants(graph, path, module, sibling_paths, verify=verify)
+    module = graph_form(path)
     if verify:
         graph.verify()
     doc = doc_from_graph(graph)

@@ -38,7 +38,7 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
 
 def from_object(obj: Any, path: str = "<string>") -> GraphDoc:
     """The GraphDoc of a parsed webnn-graph-json value (`parse` without the text); a
-    `variants` member is kept raw in `doc.variants` (see variants_file.py)."""
+    `variants` member is kept raw in `doc.variants` (see converter/dynamic/variants_file.py)."""
     # Byte lists are checked here, with numpy, and the schema sees each as an empty list: the
     # schema checks a list element by element, seconds per megabyte of constants.
     byte_lists = _take_byte_lists(obj, path)

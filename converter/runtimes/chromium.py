@@ -90,7 +90,7 @@ def run_module(module: str | Path, feeds: Mapping[str, np.ndarray], like: Graph,
     in Chromium, built at `dims` when given, on `feeds`; `like` is a graph with the module's
     inputs and outputs at those dims (names, data types, shapes), which the results are read
     as. A module that fails to load or build raises ConverterError with the browser's words."""
-    from ..execute import check_feeds
+    from ..ir.feeds import check_feeds
 
     module = Path(module)
     stem = module.name[:-3] if module.name.endswith(".js") else module.name

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import converter
 from cli.main import main
 from converter.dynamic.variants import Variants
-from converter.emit.dynamic_js import write_variants_js
+from converter.dynamic.module_js import write_variants_js
 from converter.errors import ConverterError
 from converter.runtimes.chromium import browser_page, run_module
 from tests.dynamic.tiny_bert import build

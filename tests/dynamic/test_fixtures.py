@@ -12,8 +12,8 @@ import onnx
 import pytest
 
 import converter
-from converter.dynamic.variants import convert_variants
-from converter.emit.dynamic_js import write_variants_js
+from converter.variants_conversion import convert_variants
+from converter.dynamic.module_js import write_variants_js
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "dynamic"
 TEXT = {"sequence": [8, 16, 32], "batch": [1, 2]}

@@ -10,8 +10,8 @@ import onnxruntime as ort
 import pytest
 
 import converter
-from converter.dynamic.variants import MAX_VARIANTS, Variants, convert_variants, range_values, \
-    split_dims
+from converter.dynamic.variants import MAX_VARIANTS, Variants, range_values, split_dims
+from converter.variants_conversion import convert_variants
 from converter.errors import ConverterError
 from converter.formats import load_graph, webnn_text
 

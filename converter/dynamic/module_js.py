@@ -33,9 +33,9 @@ from ..formats._files import AtomicSave
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, write_weights
 from ..ir import ConstantData, Graph, Operand, Operation
-from .escape import js_comment, js_string
-from .html_page import page_html
-from .javascript import _HELPERS, JsCode, ModuleWriter, _desc, _descs, _shape
+from ..emit.escape import js_comment, js_string
+from ..emit.html_page import page_html
+from ..emit.javascript import _HELPERS, JsCode, ModuleWriter, _desc, _descs, _shape
 
 __all__ = ["write_variants_js", "variants_source"]
 
@@ -71,7 +71,7 @@ def variants_source(variants, weights_file: str,
                     convert: Callable[[dict[str, int]], Graph] | None = None
                     ) -> tuple[str, list[tuple[str, ConstantData]], str]:
     """The module's text, the (key, ConstantData) list of its weights file, and the note."""
-    from ..dynamic.symbolic import HeldOutMismatch, StructureDiffers, polymorphic
+    from .symbolic import HeldOutMismatch, StructureDiffers, polymorphic
 
     variants, convert = _varying_only(variants, convert)
     shared = _SharedWeights()
@@ -287,7 +287,7 @@ def _descs_js(descs: dict) -> str:
 
 def _as_js(tree):
     """An option's value tree with its expressions as JsCode."""
-    from ..dynamic.symbolic import Expr
+    from .symbolic import Expr
 
     if isinstance(tree, Expr):
         return JsCode(tree.js())

@@ -34,12 +34,14 @@ import numpy as np
 
 from ..errors import FormatError
 from ..schemas import validate
-from . import webnn_json, webnn_text
-from ._files import AtomicSave, parse_json
-from .doc_from_graph import doc_from_graph
-from .document import ConstDecl, GraphDoc, NodeDecl, unique_name
-from .graph_from_doc import graph_from_doc
-from .weights import manifest_text, write_weights
+from ..formats import graph_form, read_graph_doc, save_graph, sibling_paths, webnn_json, \
+    webnn_text
+from ..formats._files import AtomicSave, parse_json
+from ..formats.doc_from_graph import doc_from_graph
+from ..formats.document import ConstDecl, GraphDoc, NodeDecl, unique_name
+from ..formats.graph_from_doc import graph_from_doc
+from ..formats.weights import WeightsFile, manifest_text, write_weights
+from ..ir import Graph
 
 __all__ = ["save_variants", "variants_record", "variants_from_record", "MAX_ENTRIES"]
 
@@ -50,6 +52,38 @@ _LINE = "#|"
 
 
 # -- writing ------------------------------------------------------------------------------------
+def load_graph_file(path: str | Path, *, verify: bool = True):
+    """A graph file's content: its Graph, or the Variants when it records the model at several
+    values of its dims."""
+    path, module, text, doc = read_graph_doc(path)
+    record = variants_record(doc, text, module, str(path))
+    if record is not None:
+        return variants_from_record(doc, record, str(path),
+                                    lambda: WeightsFile(*sibling_paths(path)), verify=verify)
+    weights = WeightsFile(*sibling_paths(path)) if doc.needs_weights() else None
+    return graph_from_doc(doc, weights, verify=verify)
+
+
+def load_graph_at(path: str | Path, *, verify: bool = True, dims=None) -> Graph:
+    """One graph from a graph file: for a file holding variants, the one at `dims` (a
+    ConverterError lists them when none is given); a plain graph takes no `dims`."""
+    graph = load_graph_file(path, verify=verify)
+    if not isinstance(graph, Graph):  # variants: which one is for the caller to say
+        return graph.at(dims, where=str(path))
+    if dims:
+        raise FormatError("--dim applies to source models and to files holding variants at "
+                          "several dims; this graph's shapes are static", where=str(path))
+    return graph
+
+
+def save_graph_file(graph, path: str | Path, *, verify: bool = True) -> list[Path]:
+    """`formats.save_graph` for a Graph; for Variants, every variant in one file (below)."""
+    if isinstance(graph, Graph):
+        return save_graph(graph, path, verify=verify)
+    path = Path(path)
+    return save_variants(graph, path, graph_form(path), sibling_paths, verify=verify)
+
+
 def save_variants(variants, path: Path, module, sibling_paths, *, verify: bool = True
                   ) -> list[Path]:
     """Write `variants` to `path` in `module`'s form (webnn_json or webnn_text), with one
@@ -201,7 +235,7 @@ def variants_from_record(doc: GraphDoc, record: dict, path: str, open_weights,
                          verify: bool = True):
     """The Variants a file holds: its own graph first, then each entry's. `open_weights()`
     gives the WeightsFile, opened once when any of the graphs references weights."""
-    from ..dynamic.variants import Variants, point_text
+    from .variants import Variants, point_text
 
     where = f"{path} variants"
     entries = record["entries"]
