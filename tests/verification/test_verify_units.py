@@ -165,10 +165,10 @@ def test_verify_on_given_feeds_reports_them_as_given(tmp_path):
                                   "made": "given"}
     assert report.outputs[0].max_abs == 0.0 and report.source_runtime == "onnxruntime"
     assert report.graph_runtime == "webnn-onnx"
-    assert report.session_options == "ONNX Runtime at ORT_ENABLE_BASIC on both sides"
+    assert report.session_options == "ONNX Runtime at ORT_DISABLE_ALL on both sides"
     always = verify(path, feeds={"x": x}, oracle="always")
     assert always.oracle == "the graph in float64 (reference interpreter)"
     assert always.source_f64 == "ONNX Runtime on a float64 copy of the model"
-    assert sorted(always.noise_runs) == ["ORT_ENABLE_ALL vs ORT_ENABLE_BASIC",
+    assert sorted(always.noise_runs) == ["ORT_ENABLE_ALL vs ORT_DISABLE_ALL",
                                          "input moved 1 ULP"]
     assert always.outputs[0].extra["decidedBy"] == "webnn vs source within the budget"
