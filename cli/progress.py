@@ -34,6 +34,7 @@ def phases(enabled: bool | None = None, *, delay: float = DELAY, console=None
         yield lambda text: None
         return
     from rich.console import Console
+    from rich.markup import escape
 
     console = console or Console(stderr=True)
     lock = threading.Lock()
@@ -48,9 +49,9 @@ def phases(enabled: bool | None = None, *, delay: float = DELAY, console=None
 
     def say(text: str) -> None:
         with lock:
-            state["text"] = text
+            state["text"] = escape(text)  # a path is text, not rich markup ("[x]" stays)
             if state["status"] is not None:
-                state["status"].update(text)
+                state["status"].update(state["text"])
 
     timer = threading.Timer(delay, show)
     timer.daemon = True

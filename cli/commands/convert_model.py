@@ -10,6 +10,7 @@ from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, w
 from converter.formats._files import StagedSave
 
 from ..logs import debugging, quiet_runtimes
+from ..progress import phases
 from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
     tolerance_options, verbose_option
 from .stepping import load_with_state
@@ -58,6 +59,8 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     if keep_on_mismatch and not then_verify:
         raise click.UsageError("--keep-on-mismatch applies with --verify")
     stateful = bool(state_patterns) or cache_capacity is not None
+    say = click.get_current_context().with_resource(phases(False if as_json else None))
+    say(f"converting {source}")
     if any(not isinstance(v, int) for v in dims.values()):
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
@@ -88,7 +91,9 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     if dequantize and not target_name:
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
+        say(f"rewriting for {target_name}")
         _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
+    say(f"writing {output}")
     if not then_verify:
         _wrote(write_any(graph, output), graph, as_json)
         return
@@ -99,6 +104,7 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         staged = write_any(graph, stage.path(output))
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
+        say(f"verifying against {source} on its own runtime")
         report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
                                   known_inputs=known_inputs, graph_path=output, also=also)
         if report.passed or keep_on_mismatch:

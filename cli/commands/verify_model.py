@@ -12,6 +12,7 @@ from converter.verification import BISECT_HINT
 
 from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
+from ..progress import phases
 from ..options import decoder_options, given_inputs, source_options, target_option, \
     tolerance_options
 
@@ -156,6 +157,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                                "graph already: drop one")
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
+    say = click.get_current_context().with_resource(phases(False if as_json else None))
+    say(f"verifying {source}: the source on its own runtime, the graph on {runtime}")
     module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
     if module and (runtime != "chromium" or do_bisect or steps is not None):
         raise click.UsageError("a .js module runs in the browser: give --runtime chromium, "

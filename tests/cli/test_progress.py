@@ -18,12 +18,12 @@ def _terminal():
 def test_a_long_command_names_its_phase_on_the_terminal():
     out, console = _terminal()
     with phases(True, delay=0.05, console=console) as say:
-        say("reading big.onnx")
+        say("reading [red]big[/red].onnx")
         time.sleep(0.3)
         say("verifying")
         time.sleep(0.3)
     text = out.getvalue()
-    assert "reading big.onnx" in text and "verifying" in text
+    assert "reading [red]big[/red].onnx" in text and "verifying" in text
 
 
 def test_a_quick_command_prints_nothing():
