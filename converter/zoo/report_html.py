@@ -14,10 +14,11 @@ from pathlib import Path
 from .manifest import STATUSES
 from .report_json import describe_worst, format_number, model_seconds
 
-__all__ = ["render_html", "write_html", "STATUS_COLOURS"]
+__all__ = ["render_html", "write_html", "STATUS_COLOURS", "kind_colours"]
 
 STATUS_COLOURS = {"verified": "#2e7d32", "mismatch": "#f9a825", "unsupported": "#757575",
                   "error": "#c62828", "timeout": "#6a1b9a", "crash": "#000000"}
+_NEUTRAL = "#546e7a"  # bars that stand for no one status
 _BAR_H, _GAP, _LABEL_W, _PLOT_W = 22, 8, 190, 460
 
 _STYLE = """
@@ -115,8 +116,9 @@ def status_chart(by_target: dict[str, dict[str, int]]) -> str:
 
 
 def bar_chart(items: list[tuple[str, float]], unit: str, label: str,
-              colour: str = "#1565c0") -> str:
-    """Horizontal bars, one per (name, value), scaled to the largest value."""
+              colour: str | dict[str, str] = "#1565c0") -> str:
+    """Horizontal bars, one per (name, value), scaled to the largest value; `colour` one for
+    all bars or one per name."""
     if not items:
         return f"<p>No {escape(label)}.</p>"
     top = max(v for _, v in items) or 1.0
@@ -125,11 +127,26 @@ def bar_chart(items: list[tuple[str, float]], unit: str, label: str,
         w = max(_PLOT_W * value / top, 1.0)
         body.append(f'<text x="{_LABEL_W - 6}" y="{y + 15}" text-anchor="end">'
                     f'{escape(name if len(name) <= 26 else name[:25] + "…")}</text>')
+        fill = colour if isinstance(colour, str) else colour[name]
         body.append(f'<rect x="{_LABEL_W}" y="{y}" width="{w:.1f}" height="{_BAR_H}" '
-                    f'fill="{colour}"><title>{escape(name)}: {value:g} {unit}</title></rect>')
+                    f'fill="{fill}"><title>{escape(name)}: {value:g} {unit}</title></rect>')
         body.append(f'<text x="{_LABEL_W + w + 4:.1f}" y="{y + 15}">{value:g}{unit}</text>')
         y += _BAR_H + _GAP
     return _svg(y, body, label)
+
+
+def kind_colours(models: list[dict]) -> dict[str, str]:
+    """Each error kind in the colour of the status its models ended in (one colour per status
+    everywhere on the page: an `unsupported` kind is the unsupported grey, never the error red);
+    a kind shared by models of several statuses gets a neutral colour."""
+    statuses: dict[str, set[str]] = {}
+    for r in models:
+        kinds = [r["error"]["kind"]] if r.get("error") else \
+            [v["error"]["kind"] for v in r.get("targets", []) if v.get("error")]
+        for kind in kinds:
+            statuses.setdefault(kind, set()).add(r["status"])
+    return {kind: STATUS_COLOURS[next(iter(s))] if len(s) == 1 else _NEUTRAL
+            for kind, s in statuses.items()}
 
 
 def _targets_cell(result: dict) -> str:
@@ -242,7 +259,7 @@ def render_html(doc: dict) -> str:
 <div class="charts">
 <figure><figcaption>Status per target</figcaption>{status_chart(s['byTarget'])}{_legend()}</figure>
 <figure><figcaption>Error kinds</figcaption>{bar_chart(sorted(s['errorKinds'].items(),
-    key=lambda kv: -kv[1]), "", "error kinds", "#c62828")}</figure>
+    key=lambda kv: -kv[1]), "", "error kinds", kind_colours(doc["models"]))}</figure>
 <figure><figcaption>Wall time per model (s)</figcaption>{bar_chart(times, " s",
     "time per model")}</figure>
 </div>

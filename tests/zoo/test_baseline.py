@@ -94,3 +94,26 @@ def test_cli_baseline_names_what_changed(synthetic, tmp_path):
     # the same run against its own results: nothing changed
     third = run_cli(manifest, "--results", results, "--resume", "--baseline", results)
     assert third.returncode == 0, third.stderr
+
+
+def test_each_status_has_one_colour_on_the_page(synthetic, tmp_path):
+    """An `unsupported` error kind is drawn in the unsupported grey of the status legend, not
+    in the error red (issue 15 point 12)."""
+    import re
+
+    from converter.zoo import ZooOptions, build_report, run_zoo
+    from converter.zoo.report_html import STATUS_COLOURS, render_html
+
+    run = run_zoo(synthetic(["add", "unsupported", "corrupt"]), ZooOptions(jobs=1),
+                  results_path=tmp_path / "r.jsonl")
+    doc = build_report(run)
+    statuses = {m["id"]: m["status"] for m in doc["models"]}
+    assert statuses == {"add": "verified", "unsupported": "unsupported", "corrupt": "error"}
+    page = render_html(doc)
+    chart = page[page.index('aria-label="error kinds"'):]
+    chart = chart[:chart.index("</svg>")]
+    fills = dict(re.findall(r'fill="(#[0-9a-f]{6})"><title>([^:]+):', chart)[i][::-1]
+                 for i in range(len(re.findall(r'fill="(#[0-9a-f]{6})"><title>', chart))))
+    kinds = {m["error"]["kind"]: m["status"] for m in doc["models"] if m.get("error")}
+    assert fills and {k: fills[k] for k in kinds} == {k: STATUS_COLOURS[s]
+                                                       for k, s in kinds.items()}
