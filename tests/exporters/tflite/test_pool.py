@@ -128,3 +128,11 @@ def test_average_pool_where_every_window_reaches_the_padding():
                                           padding=[1, 1, 1, 1])})
     got = check(graph, {"x": X[:, :, :2, :2]}, ulp=4)["y"]
     assert got[0, 0].tolist() == [[1, 2], [4, 5]]
+
+
+@pytest.mark.parametrize("kind", ["maxPool2d", "averagePool2d", "l2Pool2d"])
+def test_end_padding_on_one_axis_only_stays_on_that_axis(kind):
+    # width padded 2 at the end, height not at all: 3 x 4 windows
+    graph = _exported(kind, (1, 2, 8, 8), windowDimensions=[3, 3], strides=[2, 2],
+                      padding=[0, 0, 0, 2])
+    assert graph.outputs["y"].shape == (1, 2, 3, 4)
