@@ -244,6 +244,7 @@ def test_conv_transpose2d_with_a_computed_filter_per_group(groups, w_shape):
 @pytest.mark.parametrize("opts, slices, pads", [
     (dict(strides=[2, 2]), False, False),                     # the whole VALID result
     (dict(strides=[2, 2], padding=[1, 0, 0, 1]), True, False),  # cropped
+    (dict(strides=[2, 2], padding=[0, 1, 0, 0]), True, False),  # cropped at the end only
     (dict(strides=[2, 2], outputPadding=[1, 1]), False, True),  # zeros appended at the end
     (dict(strides=[2, 2], padding=[1, 0, 0, 0], outputPadding=[1, 0]), True, True),
 ])
@@ -255,6 +256,6 @@ def test_conv_transpose2d_crops_and_appends_only_what_it_must(opts, slices, pads
 
 
 def test_conv2d_explicit_padding_declares_the_padded_shape():
-    graph, _ = _conv((1, 2, 6, 5), (3, 2, 3, 3), padding=[2, 0, 0, 1])
+    graph, _ = _conv((1, 2, 6, 5), (3, 2, 3, 3), padding=[2, 0, 1, 0])
     _, codes = _tflite(graph)
     assert codes.count("PAD") == 1
