@@ -33,15 +33,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
-from ..schemas import validate
 from ..formats import graph_form, read_graph_doc, save_graph, sibling_paths, webnn_json, \
-    webnn_text
-from ..formats._files import AtomicSave, parse_json
+    webnn_text, write_graph_files
+from ..formats._files import parse_json
 from ..formats.doc_from_graph import doc_from_graph
 from ..formats.document import ConstDecl, GraphDoc, NodeDecl, unique_name
 from ..formats.graph_from_doc import graph_from_doc
-from ..formats.weights import WeightsFile, manifest_text, write_weights
+from ..formats.weights import WeightsFile
 from ..ir import Graph
+from ..schemas import validate
 
 __all__ = ["save_variants", "variants_record", "variants_from_record", "MAX_ENTRIES"]
 
@@ -110,15 +110,7 @@ def save_variants(variants, path: Path, module, sibling_paths, *, verify: bool =
     else:
         text = webnn_text.render(docs[0]) + _text_record({**record, "at": points[0]},
                                                          points[1:], docs[1:])
-    manifest_path, weights_path = sibling_paths(path)
-    with AtomicSave() as files:
-        if tensors:
-            with files.open(weights_path) as stream:
-                manifest = write_weights(stream, tensors, where=str(weights_path))
-            files.write_text(manifest_path, manifest_text(manifest))
-        files.write_text(path, text)
-        files.commit()
-    return [path, manifest_path, weights_path] if tensors else [path]
+    return write_graph_files(path, text, tensors)
 
 
 def _share_weights(docs: list[GraphDoc]) -> list:

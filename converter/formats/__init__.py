@@ -18,7 +18,8 @@ from .doc_from_graph import doc_from_graph
 from .graph_from_doc import graph_from_doc
 from .weights import WeightsFile, manifest_text, write_weights
 
-__all__ = ["load_graph", "read_graph_doc", "save_graph", "sibling_paths", "graph_form", "FORMATS"]
+__all__ = ["load_graph", "read_graph_doc", "save_graph", "sibling_paths", "graph_form",
+           "write_graph_files", "FORMATS"]
 
 # suffix -> the module that parses and renders that form
 FORMATS = {".webnn": webnn_text, ".json": webnn_json}
@@ -93,6 +94,12 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
     doc = doc_from_graph(graph)
     text = module.render(doc)
     tensors = [(c.key, c.source) for c in doc.weight_decls()]
+    return write_graph_files(path, text, tensors)
+
+
+def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
+    """Write a graph file's text and, when it has weights, its manifest and weights file
+    ((key, ConstantData) pairs, streamed) beside it, atomically; return the paths written."""
     manifest_path, weights_path = sibling_paths(path)
     with AtomicSave() as files:
         if tensors:
