@@ -12,13 +12,31 @@ import click
 INPUT_FILES = "webnn_converter.input_files"  # ctx.meta key: files the command reads
 
 
-def _dim(ctx, param, values) -> dict[str, int]:
+# Commands that take several values of a dim (--dim NAME=V1,V2 or NAME=LO..HI): one conversion
+# each (converter.dynamic.variants); the others take one value.
+SEVERAL_DIMS = ("convert",)
+
+
+def _dim(ctx, param, values) -> dict:
+    """NAME=V -> int; NAME=V1,V2,... -> a list; NAME=LO..HI -> a (lo, hi) tuple."""
     dims = {}
     for item in values:
         name, sep, value = item.partition("=")
-        if not sep or not name or not value.isdigit() or int(value) <= 0:
-            raise click.BadParameter(f"{item!r}: expected NAME=POSITIVE_INTEGER, e.g. batch=1")
-        dims[name] = int(value)
+        lo, dots, hi = value.partition("..")
+        parts = value.split(",")
+        if not sep or not name:
+            parts = []
+        if dots and lo.isdigit() and hi.isdigit() and 0 < int(lo) < int(hi):
+            dims[name] = (int(lo), int(hi))
+        elif parts and all(p.strip().isdigit() and int(p) > 0 for p in parts):
+            numbers = sorted({int(p) for p in parts})
+            dims[name] = numbers[0] if len(numbers) == 1 else numbers
+        else:
+            raise click.BadParameter(f"{item!r}: expected NAME=POSITIVE_INTEGER (e.g. batch=1), "
+                                     f"NAME=V1,V2,... or NAME=LO..HI with 0 < LO < HI")
+        if not isinstance(dims[name], int) and ctx.command.name not in SEVERAL_DIMS:
+            raise click.BadParameter(f"{item!r}: {ctx.command.name} takes one value of a dim; "
+                                     f"several values or a range apply to convert")
     return dims
 
 
@@ -93,7 +111,10 @@ def source_options(f):
                      metavar="NAME=D0,D1,...",
                      help="Set a source input's whole shape (repeatable).")(f)
     f = click.option("--dim", "dims", multiple=True, callback=_dim, metavar="NAME=VALUE",
-                     help="Give a symbolic dimension a value (repeatable).")(f)
+                     help="Give a symbolic dimension a value (repeatable). convert also "
+                          "takes NAME=V1,V2,... or NAME=LO..HI: one conversion per value "
+                          "(for a range: its ends and middle), written as one .webnn/.json "
+                          "or .js with shared weights.")(f)
     return f
 
 

@@ -13,6 +13,8 @@ The Python API:
     graph = converter.load_decoder("model.onnx", capacity=64)  # a KV cache as state
     result = converter.generate(graph, prompt_ids, max_new_tokens=32)   # greedy tokens
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
+    variants = converter.convert("bert.onnx", "bert.webnn", dims={"sequence": [8, 16, 32]})
+    outputs = converter.run(converter.load("bert.webnn"), feeds, dims={"sequence": 16})
 """
 from __future__ import annotations
 
@@ -39,13 +41,16 @@ if TYPE_CHECKING:
 # pay for numpy and the op catalogue.
 _LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
          "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
-         "generate": ".generation", "load_decoder": ".generation"}
+         "generate": ".generation", "load_decoder": ".generation",
+         "Variants": ".dynamic.variants"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
+        if _LAZY[name] == ".ir":
+            importlib.import_module(".ops", __name__)  # the IR's op lookups (ir/semantics.py)
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
@@ -54,7 +59,7 @@ def __getattr__(name: str):
 __all__ = [
     "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
     "generate", "load_decoder",
-    "Graph", "Operand", "Operation",
+    "Graph", "Operand", "Operation", "Variants",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
 ]
@@ -67,7 +72,8 @@ def load(path: str | Path, dims: Mapping[str, int] | None = None,
          max_total_bytes: int | str | None = None) -> Graph:
     """A WebNN graph from an `.onnx` model (imported; `dims` sets symbolic dimensions,
     `input_shapes` whole input shapes, `known_inputs` fixes inputs' values) or a
-    `.webnn`/`.json` graph file with its weights.
+    `.webnn`/`.json` graph file with its weights: for a file holding the model at several dims,
+    a `converter.dynamic.Variants` (or with `dims` the graph at those).
 
     `max_tensor_bytes` and `max_total_bytes` (bytes, or sizes such as "2GiB") bound what the
     import computes and holds: one value (default 1 GiB) and all of them (default twice the
@@ -78,7 +84,7 @@ def load(path: str | Path, dims: Mapping[str, int] | None = None,
 
     with limits(max_tensor_bytes, max_total_bytes):
         return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
-                        verify=verify)
+                        verify=verify, variants=True)
 
 
 def convert(source: str | Path, output: str | Path | None = None, *,
@@ -91,6 +97,9 @@ def convert(source: str | Path, output: str | Path | None = None, *,
     "nchw"/"nhwc" sets the layout of its 4-D inputs and outputs), and write `output` when
     given, in the format its suffix names (as `save` does). Returns the graph.
 
+    A dim given several values (a list, or a `(lo, hi)` range) converts once per value and
+    returns a `converter.dynamic.Variants` (written as one .webnn/.json/.js with shared weights).
+
     Raises UnsupportedError listing what still breaks the target after its passes, and
     ConverterError when `output` is `source` (or one of its files): nothing is written then.
     """
@@ -100,6 +109,14 @@ def convert(source: str | Path, output: str | Path | None = None, *,
         raise ConverterError("io_layout applies with a target", fix="give target= too")
     if output is not None:
         refuse_overwriting([source], output)
+    if dims and any(not isinstance(v, int) for v in dims.values()):
+        from .variants_conversion import convert_variants
+
+        variants = convert_variants(source, dims, target=target, io_layout=io_layout,
+                                    input_shapes=input_shapes, known_inputs=known_inputs)
+        if output is not None:
+            write_any(variants, output)
+        return variants
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if target is not None:
         from .targets.pipeline import convert_for_target
@@ -129,9 +146,10 @@ def save(graph: Graph, path: str | Path) -> list[Path]:
     return write_any(graph, path)
 
 
-def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort"
-        ) -> dict[str, np.ndarray]:
+def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
+        dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Execute a graph on `feeds` (input name -> ndarray); outputs by graph output name.
+    For Variants (a model at several dims), `dims` picks the one to run.
 
     A bool feed is accepted for a uint8 input: WebNN has no bool, so an input that was bool in
     the source is uint8 (0 or 1) in the graph.
@@ -139,10 +157,21 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort"
     from .execute import run as _run
     from .verification import as_graph_feeds
 
+    graph = _at_dims(graph, dims)
     return _run(graph, as_graph_feeds(graph, feeds), runtime=runtime)
 
 
-def verify(source: str | Path, graph: Graph | None = None, *,
+def _at_dims(graph, dims):
+    """The graph of Variants at `dims`; a Graph as it is (dims= then applies to variants only)."""
+    if hasattr(graph, "entries"):
+        return graph.at(dims)
+    if dims:
+        raise ConverterError("dims= picks one of several variants; this graph has one shape",
+                             fix="drop dims=, or load/convert the model at several dims")
+    return graph
+
+
+def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
            target: str | Path | Target | None = None,
            inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
            **options: Any) -> VerifyReport:
@@ -152,8 +181,13 @@ def verify(source: str | Path, graph: Graph | None = None, *,
     `dims`, `input_shapes`, `known_inputs` options); `inputs` gives some or all inputs' values
     (name -> array; bool accepted for a bool source input), the others are seeded (`seed`).
     Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
+    `graph` may be an emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or
+    Variants (a model at several dims): the one at `dims` is verified.
     """
     from .verification import verify as _verify
+
+    if graph is not None and hasattr(graph, "entries"):
+        graph = graph.at(options.get("dims"))
 
     if graph is None and target is not None:
         graph = convert(source, target=target, dims=options.get("dims"),

@@ -33,6 +33,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import ConverterError
+from . import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from .ir import Graph, Operation
 from .op_budgets import op_ulp_budget, within_ulp
 from .parity import NOISE_FACTOR
@@ -386,7 +387,7 @@ def _finding(stage, op: Operation, sources, before, after, budget, detail, outpu
 
 
 def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
-    from . import save
+    from .by_suffix import write_any as save
 
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,11 @@ OUTPUT_SUFFIXES = (".webnn", ".json", ".onnx", ".tflite", ".js")
 
 def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
              input_shapes: Mapping[str, Sequence[int]] | None = None,
-             known_inputs: Mapping | None = None, verify: bool = True) -> Graph:
-    """A WebNN graph from a `.onnx` model (imported) or a `.webnn`/`.json` graph file."""
+             known_inputs: Mapping | None = None, verify: bool = True,
+             variants: bool = False) -> Graph:
+    """A WebNN graph from a `.onnx` model (imported) or a `.webnn`/`.json` graph file. A graph
+    file holding variants at several dims gives the one at `dims`, or with `variants` and no
+    `dims` all of them (converter.dynamic.Variants)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".onnx":
@@ -27,31 +30,44 @@ def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
 
         return import_onnx(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if suffix == ".tflite":
-        if dims:
-            raise ConverterError("--dim applies to ONNX models: TFLite has no named dimensions",
-                                 where=str(path), fix="set whole input shapes with --input-shape")
         from .importers.tflite import import_tflite
+
+        if dims:  # only `batch`, the axis a dynamic-batch export marks -1
+            from .dynamic.tflite_dims import tflite_input_shapes
+
+            input_shapes = tflite_input_shapes(path, dims, input_shapes)
 
         return import_tflite(path, input_shapes=input_shapes, known_inputs=known_inputs)
     if suffix in (".webnn", ".json"):
-        if dims or input_shapes or known_inputs:
-            raise ConverterError("--dim, --input-shape and --const apply to source models, not "
+        if input_shapes or known_inputs:
+            raise ConverterError("--input-shape and --const apply to source models, not "
                                  "to WebNN graphs, whose shapes are static", where=str(path))
-        from .formats import load_graph
+        from .dynamic.variants_file import load_graph_at, load_graph_file
 
-        return load_graph(path, verify=verify)
+        if variants and not dims:
+            return load_graph_file(path, verify=verify)
+        return load_graph_at(path, verify=verify, dims=dims)
     raise ConverterError(f"cannot read {suffix or 'a file without a suffix'}", where=str(path),
                          fix="give an .onnx or .tflite model, or a .webnn/.json WebNN graph")
 
 
 def write_any(graph: Graph, path: str | Path) -> list[Path]:
-    """Write `graph` in the format the suffix names; return the files written."""
+    """Write `graph` (or Variants, to .webnn/.json/.js) in the format the suffix names;
+    return the files written."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".webnn", ".json"):
-        from .formats import save_graph
+        from .dynamic.variants_file import save_graph_file
 
-        return save_graph(graph, path)
+        return save_graph_file(graph, path)
+    if not isinstance(graph, Graph):  # Variants: one file for all of them only in these forms
+        if suffix == ".js":
+            from .dynamic.module_js import write_variants_js
+
+            return write_variants_js(graph, path, convert=graph.convert)[0]
+        raise ConverterError(f"a {suffix} file holds one graph; this conversion made one per "
+                             f"value of {', '.join(graph.dims)}", where=str(path),
+                             fix="write .webnn, .json or .js, or give each dim one value")
     if suffix == ".tflite":
         from .exporters.tflite import save_tflite
 

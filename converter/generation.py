@@ -25,7 +25,7 @@ import numpy as np
 from .errors import ConverterError
 from .ir import Graph
 from .session import Session
-from .state.kv_cache import DecoderSpec, declare_kv_state, read_decoder_spec
+from .state.kv_cache import DecoderSpec, check_tokens, declare_kv_state, read_decoder_spec
 
 __all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
 
@@ -203,14 +203,6 @@ def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
             raise ConverterError(f"the cache's dimension '{d.dim_param}' is open",
                                  where=str(path), fix=f"set it with --dim {d.dim_param}=VALUE")
     return tuple(shape)
-
-
-def check_tokens(tokens: Sequence[int], vocabulary: int) -> None:
-    """Token ids index the embedding table: outside it a gather has no value to take."""
-    for token in tokens:
-        if not 0 <= token < vocabulary:
-            raise ConverterError(f"token id {token} is outside the vocabulary 0..{vocabulary - 1}",
-                                 fix="give token ids the model's tokenizer makes")
 
 
 def _check_request(prompt: list[int], max_new_tokens: int) -> None:

@@ -10,8 +10,8 @@ lengths the sequence length, integer inputs that index an embedding (Gather data
 rows, other integers in [0, 10), floats in [0, 1), bool inputs 0 or 1. The report states the
 seed, how each input was made and the bounds used.
 
-Both sides run with the same session options (ONNX Runtime at ENABLE_BASIC, as the executor
-runs the lowered graph). An output outside the budget of the source's run is judged against the
+Both sides run with the same session options (ONNX Runtime at DISABLE_ALL, as the executor
+runs the lowered graph: no fusion, each runtime holding the weights once). An output outside the budget of the source's run is judged against the
 truth (`parity.judge`): the graph evaluated in float64 by the reference interpreter, the
 source's own noise (its runtime run other ways, `source_runs`) and the source run in float64
 where its runtime can; the report gives both errors against float64 and the deciding rule.
@@ -122,7 +122,8 @@ def _named_rule(name: str, kind: str, length: tuple[int, str] | None):
     if key == "position_ids" or key.endswith(".position_ids") or key.endswith("/position_ids"):
         def positions(a):
             n = a.shape[-1] if a.ndim else 1
-            return (np.broadcast_to(np.arange(n), a.shape).astype(a.dtype).copy(), [0, n - 1],
+            counted = np.arange(n) if a.ndim else np.array(0)  # a scalar id is position 0
+            return (np.broadcast_to(counted, a.shape).astype(a.dtype).copy(), [0, n - 1],
                     f"0 .. {n - 1} along the last axis (position ids)")
         return positions
     if length is not None and (key == "seqlens_k" or "_length" in key):
@@ -161,7 +162,7 @@ def as_graph_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarr
     return out
 
 
-def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
+def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed: int = 0,
            dims: Mapping[str, int] | None = None,
            input_shapes: Mapping[str, Sequence[int]] | None = None,
            feeds: Mapping[str, np.ndarray] | None = None,
@@ -180,8 +181,24 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
 
     `also` maps a label to a model file written from the graph (an exported `.tflite`), which
     its own runtime runs on the same inputs as a further opinion, compared with the source.
+
+    `graph` may also be the path of an emitted JavaScript module (`.js`, its weights beside it),
+    run with runtime="chromium": built at `dims` when it was written for several values of
+    them, and judged against the source at the same dims (the float64 oracle is then the
+    source converted now at those dims).
     """
     from .execute import run
+
+    module = None
+    if isinstance(graph, (str, Path)):
+        module = Path(graph)
+        if module.suffix != ".js":
+            raise ConverterError("verify takes a Graph, or the path of an emitted .js module",
+                                 where=str(module), fix="load a .webnn/.json graph first")
+        if runtime != "chromium":
+            raise ConverterError("a JavaScript module runs in the browser", where=str(module),
+                                 fix="give runtime='chromium' (CLI: --runtime chromium)")
+        graph, graph_path = None, graph_path or str(module)
 
     if oracle not in ("auto", "always", "never"):
         raise ConverterError(f"unknown oracle mode '{oracle}'", fix="use auto, always or never")
@@ -217,9 +234,17 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
-    _release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
+    from .formats.weights import release_constant_pages
+
+    release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
     want = run_source(source, source_feeds)
-    got = run(graph, drawn, runtime=runtime)
+    release_freed_memory()  # the source's session is gone: the executor's peak starts low
+    if module is None:
+        got = run(graph, drawn, runtime=runtime)
+    else:
+        from .runtimes.chromium import run_module
+
+        got = run_module(module, drawn, graph, dims)
     release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
                           "webnn-onnx" if runtime == "ort" else runtime, described,
@@ -243,18 +268,6 @@ def verify(source: str | Path, graph: Graph | None = None, *, seed: int = 0,
         other = _source_kind(Path(path)).run(Path(path), drawn)
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
-
-
-def _release_constant_pages(graph: Graph) -> None:
-    """Let the kernel drop the resident pages of the graph's constants that are views of a
-    mapped file (an ONNX source's weights): the source's run does not need them, and a later
-    read faults them back from the page cache, unchanged."""
-    from .formats.weights import release_mapped_pages
-
-    for operand in graph.operands():
-        data = operand.constant
-        if data is not None and data.fill is None and not data.packed:
-            release_mapped_pages(data.raw_bytes())
 
 
 def _float64_oracle(graph: Graph, feeds: Mapping[str, np.ndarray]

@@ -188,3 +188,131 @@ def test_report_json_names_the_rule():
     assert j["rule"] == "elementwise+normwise" and j["normBound"] == pytest.approx(1.42836e-4, rel=1e-5)
     assert compare("i", np.array([1], np.int32), np.array([1], np.int32)).to_json()["rule"] == "exact"
     assert compare("y", f32(1.0), f32(1.0), Bounds(ulp=1)).rule == "ulp"
+
+
+# -- the reported figures and the bounds' plumbing (issue 16: mutants that survived) ---------------
+def test_bounds_are_immutable_values():
+    import dataclasses
+
+    b = Bounds(atol=1e-4, rtol=1e-3)
+    assert hash(b) == hash(Bounds(atol=1e-4, rtol=1e-3))  # usable as a key
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.atol = 1.0
+
+
+def test_user_overrides_replace_their_own_part_of_the_bounds():
+    from converter.parity import default_bounds, with_overrides
+
+    f32_policy = default_bounds("float32")
+    assert with_overrides(f32_policy) is f32_policy
+    assert with_overrides(f32_policy, atol=0.5, rtol=0.5, ulp=3) == Bounds(ulp=3)
+    assert with_overrides(f32_policy, atol=0.5) == Bounds(atol=0.5, rtol=1e-3, cosine=0.9999)
+    assert with_overrides(f32_policy, rtol=0.5) == Bounds(atol=1e-4, rtol=0.5, cosine=0.9999)
+    # an exact (integer) policy has no atol/rtol: the part not given is 0, not None
+    assert with_overrides(Bounds(exact=True), atol=2.0) == Bounds(atol=2.0, rtol=0.0)
+    assert with_overrides(Bounds(exact=True), rtol=0.1) == Bounds(atol=0.0, rtol=0.1)
+
+
+def test_report_json_lists_only_the_bounds_that_are_set():
+    assert compare("y", f32(1.0), f32(1.0)).to_json()["bounds"] == {
+        "atol": 1e-4, "rtol": 1e-3, "cosine": 0.9999}
+    ints = np.array([1], np.int32)
+    assert compare("i", ints, ints).to_json()["bounds"] == {"exact": True}
+
+
+def test_ulp_distance_refuses_mixed_or_other_types():
+    with pytest.raises(ValueError):
+        ulp_distance(f32(1.0), np.array([1.0], np.float16))
+    with pytest.raises(ValueError):
+        ulp_distance(np.array([1.0]), np.array([1.0]))
+
+
+def test_the_output_type_defaults_to_the_wanted_arrays_type():
+    half = np.array([1.0], np.float16)
+    r = compare("y", half + np.float16(0.005), half)  # 0.005 <= 1e-2 + 1e-2: float16 policy
+    assert r.data_type == "float16" and r.passed and r.bounds == Bounds(atol=1e-2, rtol=1e-2)
+    assert compare("y", f32(1.0), f32(1.0)).data_type == "float32"
+    import json  # the report names the type as a string (a numpy dtype would compare equal)
+    assert json.loads(json.dumps(r.to_json()))["dataType"] == "float16"
+
+
+def test_max_abs_max_rel_max_ulp_and_worst_index_worked_by_hand():
+    # |3 - 2| = 1 and 1 / 2 = 0.5; |2.5 - 5| = 2.5 and 2.5 / 5 = 0.5; 4 vs 4: 0
+    r = compare("y", f32(3.0, 4.0, 2.5), f32(2.0, 4.0, 5.0))
+    assert r.max_abs == 2.5 and r.max_rel == 0.5 and r.worst_index == [2]
+    r = compare("y", f32(3.0, 4.0), f32(2.0, 4.0))
+    assert r.max_rel == 0.5 and r.worst_index == [0]
+    one_up = np.nextafter(np.float32(1), np.float32(2))
+    r = compare("y", f32(1.0, 2.0), f32(one_up, 2.0))
+    assert r.max_ulp == 1 and r.worst_index == [0]
+    same = compare("y", f32(1.0, 2.0), f32(1.0, 2.0))
+    assert same.max_abs == 0.0 and same.max_rel == 0.0 and same.max_ulp == 0
+    assert same.worst_index is None
+
+
+def test_an_output_that_is_all_nan_or_all_inf_on_both_sides_has_zero_error():
+    for value in (np.nan, np.inf):
+        r = compare("y", f32(value, value), f32(value, value))
+        assert r.passed and r.max_abs == 0.0 and r.max_rel == 0.0 and r.max_ulp == 0
+        assert r.worst_index is None
+
+
+def test_nans_of_either_sign_are_zero_ulp_apart():
+    nan, minus_nan = np.array([0x7FC00000, 0xFFC00000], np.uint32).view(np.float32)
+    r = compare("y", f32(minus_nan, 1.0), f32(nan, 1.0))
+    assert r.passed and r.max_ulp == 0
+
+
+def test_empty_outputs_compare_equal():
+    empty = np.zeros((0, 3), np.float32)
+    r = compare("y", empty, empty)
+    assert r.passed and (r.max_abs, r.max_rel, r.max_ulp, r.worst_index) == (0.0, 0.0, 0, None)
+
+
+def test_an_ulp_budget_on_integers_is_exact():
+    ints = np.array([1, 2], np.int32)
+    assert compare("i", ints, ints, Bounds(ulp=2)).passed
+    r = compare("i", np.array([1, 3], np.int32), ints, Bounds(ulp=2))  # 1 apart: not exact
+    assert not r.passed and r.mismatched == 1 and r.max_ulp is None
+
+
+def test_cosine_and_the_norms_use_the_finite_elements_only():
+    r = compare("y", f32(1.0, 2.0, np.nan), f32(1.0, 2.0, 3.0))
+    assert not r.passed and r.cosine == pytest.approx(1.0, abs=1e-12)
+    # a small output (normwise rule): the NaN is left out of both norms
+    r = compare("y", f32(1e-5, 3e-5, np.nan), f32(1e-5, 2e-5, 3e-5))
+    assert not r.passed and r.rule == "elementwise+normwise"
+    assert r.norm_error == pytest.approx(1e-5, rel=1e-5)
+    assert r.norm_bound == pytest.approx(1e-4 * np.sqrt(2) + 0.0141421356 * np.sqrt(5) * 1e-5,
+                                         rel=1e-6)
+
+
+def test_cosine_of_a_unit_vector_against_zeros_is_undefined_either_way():
+    unit, zeros = f32(1.0, 0.0), f32(0.0, 0.0)
+    assert compare("y", unit, zeros, Bounds(atol=2.0, rtol=0.0, cosine=0.9999)).cosine is None
+    assert compare("y", zeros, unit, Bounds(atol=2.0, rtol=0.0, cosine=0.9999)).cosine is None
+    assert compare("y", f32(0.5, 0.25), zeros, Bounds(atol=1.0, rtol=0.0)).cosine is None
+    assert compare("y", zeros, zeros).cosine == 1.0
+
+
+def test_the_bounds_are_inclusive():
+    # cosine exactly at the bound: [1, 1, 1, 1] . [1, 0, 0, 0] / (2 * 1) = 0.5
+    at = compare("y", f32(1.0, 1.0, 1.0, 1.0), f32(1.0, 0.0, 0.0, 0.0),
+                 Bounds(atol=10.0, rtol=0.0, cosine=0.5))
+    assert at.rule == "elementwise+cosine" and at.cosine == 0.5 and at.passed
+    # normwise error exactly at the bound: ||[.5, .5, .5, .5]|| = 1 = 0.5 * sqrt(4) + rho * 0
+    at = compare("y", f32(0.5, 0.5, 0.5, 0.5), f32(0.0, 0.0, 0.0, 0.0),
+                 Bounds(atol=0.5, rtol=0.0, cosine=0.9999))
+    assert at.rule == "elementwise+normwise" and at.norm_error == at.norm_bound == 1.0
+    assert at.passed
+
+
+def test_normwise_applies_strictly_below_the_scale_and_to_one_element():
+    from converter.parity import default_bounds, uses_normwise
+
+    # cosine 0.5: rho = sqrt(2 * 0.5) = 1, so the scale is min(atol, 1e-4) / 1 = 1e-4
+    half = Bounds(atol=1e-4, rtol=0.0, cosine=0.5)
+    assert not uses_normwise(np.array([1e-4]), half)
+    assert uses_normwise(np.array([0.99e-4]), half)
+    assert uses_normwise(np.array([1e-6]), default_bounds("float32"))
+    assert not uses_normwise(np.zeros(0), default_bounds("float32"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 # module name -> (source files or folders, relative to converter/; test files or folders).
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py"]),
+    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py",
+                               "tests/verification/test_verdict.py"]),
     "verification": (["verification.py", "source_runs.py"],
                      ["tests/verification", "tests/test_parity.py", "tests/targets"]),
     "passes.layout": (["passes/layout.py", "passes/layout_edit.py", "passes/layout_ops.py",
@@ -18,7 +19,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "passes.rank": (["passes/rank.py", "passes/rank_limits.py", "passes/rank_rules.py",
                      "passes/rank_rules_indexing.py"],
                     ["tests/passes/test_rank.py", "tests/passes/test_rank_rules.py",
-                     "tests/targets/test_advice.py"]),
+                     "tests/passes/test_rank_corners.py", "tests/targets/test_advice.py"]),
     "passes.data_types": (["passes/data_types.py"],
                           ["tests/passes/test_data_types.py",
                            "tests/property/test_data_types_property.py"]),
@@ -36,7 +37,9 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.onnx.conv_pool": (["importers/onnx/rules/conv.py", "importers/onnx/rules/pool.py"],
                                  ["tests/importers/onnx/test_conv.py",
                                   "tests/importers/onnx/test_pool.py",
-                                  "tests/property/test_conv_pool_property.py"]),
+                                  "tests/importers/onnx/test_pool_indices.py",
+                                  "tests/property/test_conv_pool_property.py",
+                                  "tests/security/test_onnx_hostile.py"]),
     "importers.onnx.resize_gather_quant": (
         ["importers/onnx/rules/resize.py", "importers/onnx/rules/indexing.py",
          "importers/onnx/rules/quantization.py"],
@@ -47,12 +50,12 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                    ["tests/importers/tflite/test_conv.py",
                                     "tests/importers/tflite/test_pool.py",
                                     "tests/importers/tflite/test_layout.py",
+                                    "tests/importers/tflite/test_quantization.py",
                                     "tests/property/test_conv_pool_property.py"]),
     "importers.tflite.resize_gather_quant": (
         ["importers/tflite/rules/resize.py", "importers/tflite/rules/indexing.py",
          "importers/tflite/rules/quantization.py"],
-        ["tests/importers/tflite/test_resize.py", "tests/importers/tflite/test_indexing.py",
-         "tests/importers/tflite/test_quantization.py"]),
+        ["tests/importers/tflite"]),
     "exporters.tflite.conv_pool": (["exporters/tflite/conv.py", "exporters/tflite/pool.py"],
                                    ["tests/exporters/tflite/test_conv.py",
                                     "tests/exporters/tflite/test_pool.py"]),
@@ -69,5 +72,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.model_files": (["importers/onnx/model_file.py",
                                "importers/tflite/model_file.py"],
                               ["tests/importers/onnx/test_bad_input.py",
-                               "tests/importers/tflite/test_bad_input.py", "tests/security"]),
+                               "tests/importers/onnx/test_model_file.py",
+                               "tests/importers/tflite/test_bad_input.py",
+                               "tests/importers/tflite/test_model_file.py", "tests/security"]),
 }

@@ -5,6 +5,9 @@ import json
 
 import click
 
+import converter
+from converter.dynamic.variants import one_graph
+
 from ..options import decoder_options, source_options, target_option
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
@@ -40,9 +43,13 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
 
     if prompt is not None:
         raise click.UsageError("--prompt applies to run and verify with --steps")
-    graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
-                            known_inputs=known_inputs, state_patterns=state_patterns,
-                            capacity=cache_capacity)
+    if state_patterns or cache_capacity is not None:
+        graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
+                                known_inputs=known_inputs, state_patterns=state_patterns,
+                                capacity=cache_capacity)
+    else:
+        graph = one_graph(converter.load(source, dims=dims, input_shapes=input_shapes,
+                                         known_inputs=known_inputs), source)
     names = builtin_targets() if target_name == "all" else [target_name]
     targets = [load_target(n) for n in names]
     results = {t.name: check(graph, t) for t in targets}

@@ -6,10 +6,11 @@ from pathlib import Path
 import click
 
 import converter
-from converter.by_suffix import OUTPUT_SUFFIXES, refuse_overwriting, write_any
+from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
 from converter.formats._files import StagedSave
 
 from ..logs import debugging, quiet_runtimes
+from ..progress import phases
 from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
     tolerance_options, verbose_option
 from .stepping import load_with_state
@@ -46,24 +47,53 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
     beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
-    LiteRT too with --verify), .js an ES module and page for the browser. With --verify, the
+    LiteRT too with --verify), .js an ES module and page for the browser. With --dim
+    NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
+    .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
     they do not. OUTPUT may not be SOURCE or any file the command reads.
     """
     refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
     if prompt is not None:
         raise click.UsageError("--prompt applies to run and verify with --steps")
-    graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
-                            known_inputs=known_inputs, state_patterns=state_patterns,
-                            capacity=cache_capacity)
+    if keep_on_mismatch and not then_verify:
+        raise click.UsageError("--keep-on-mismatch applies with --verify")
+    stateful = bool(state_patterns) or cache_capacity is not None
+    say = click.get_current_context().with_resource(phases(False if as_json else None))
+    say(f"converting {source}")
+    if any(not isinstance(v, int) for v in dims.values()):
+        if stateful:
+            raise click.UsageError("--dim with several values makes a module for many shapes; "
+                                   "a decoder's cache (--state, --cache-capacity) takes one")
+        from .convert_variants import convert_several
+
+        convert_several(source, output, dims, input_shapes, known_inputs, target_name,
+                        io_layout, dequantize, then_verify, keep_on_mismatch,
+                        dict(seed=seed, atol=atol, rtol=rtol, ulp=ulp), as_json, verbose)
+        return
+    if stateful:
+        graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
+                                known_inputs=known_inputs, state_patterns=state_patterns,
+                                capacity=cache_capacity)
+    else:
+        graph = load_any(source, dims=dims, input_shapes=input_shapes,
+                         known_inputs=known_inputs, variants=True)
+    if not isinstance(graph, converter.Graph):  # a graph file holding variants, kept whole
+        from .convert_variants import write_variants
+
+        if then_verify:
+            raise click.UsageError("--verify needs the source model; this graph file holds "
+                                   "variants converted earlier")
+        write_variants(graph, output, target_name, io_layout, dequantize, as_json)
+        return
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
     if dequantize and not target_name:
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
+        say(f"rewriting for {target_name}")
         _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
-    if keep_on_mismatch and not then_verify:
-        raise click.UsageError("--keep-on-mismatch applies with --verify")
+    say(f"writing {output}")
     if not then_verify:
         _wrote(write_any(graph, output), graph, as_json)
         return
@@ -74,6 +104,7 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         staged = write_any(graph, stage.path(output))
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
+        say(f"verifying against {source} on its own runtime")
         report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
                                   known_inputs=known_inputs, graph_path=output, also=also)
         if report.passed or keep_on_mismatch:

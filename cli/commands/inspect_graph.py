@@ -6,6 +6,7 @@ import json
 import click
 
 import converter
+from converter.dynamic.variants import one_graph
 from converter.summary import summarize
 
 from ..options import source_options
@@ -22,8 +23,8 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     model (.onnx, .tflite), shown as the WebNN graph it converts into; a model's dynamic
     dimensions take values from --dim or --input-shape.
     """
-    info = summarize(converter.load(file, dims=dims, input_shapes=input_shapes,
-                                    known_inputs=known_inputs))
+    info = summarize(one_graph(converter.load(file, dims=dims, input_shapes=input_shapes,
+                                              known_inputs=known_inputs), file))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return

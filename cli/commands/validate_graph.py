@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 import converter
+from converter.dynamic.variants import one_graph
 from converter.errors import ConverterError, GraphInvalidError
 
 from ..options import source_options
@@ -20,8 +21,8 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
     when the graph is valid, 1 when it is not, listing every problem found.
     """
     try:
-        graph = converter.load(file, dims=dims, input_shapes=input_shapes,
-                               known_inputs=known_inputs, verify=False)
+        graph = one_graph(converter.load(file, dims=dims, input_shapes=input_shapes,
+                                         known_inputs=known_inputs, verify=False), file)
         problems = graph.problems()
     except GraphInvalidError as e:  # several problems found while reading the file
         problems = e.problems

@@ -12,6 +12,7 @@ from converter.verification import BISECT_HINT
 
 from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
+from ..progress import phases
 from ..options import decoder_options, given_inputs, source_options, target_option, \
     tolerance_options
 
@@ -103,7 +104,9 @@ def _number(value):
 @click.command("verify")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False),
-              help="A WebNN graph converted earlier (.webnn/.json); default: convert SOURCE now.")
+              help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
+                   "(with --runtime chromium; --dim picks the dims it is built at); default: "
+                   "convert SOURCE now.")
 @source_options
 @decoder_options
 @target_option(help="Verify SOURCE converted for that backend (its passes run first).")
@@ -156,7 +159,15 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                                "graph already: drop one")
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
-    graph = load_any(graph_path) if graph_path else None
+    say = click.get_current_context().with_resource(phases(False if as_json else None))
+    say(f"verifying {source}: the source on its own runtime, the graph on {runtime}")
+    module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
+    if module and (runtime != "chromium" or do_bisect or steps is not None):
+        raise click.UsageError("a .js module runs in the browser: give --runtime chromium, "
+                               "without --bisect or --steps")
+    graph = load_any(graph_path, variants=True) if graph_path and not module else None
+    if graph is not None and not isinstance(graph, converter.Graph):  # variants: at --dim
+        graph = graph.at(dims, where=graph_path)
     if cache_capacity is not None or state_patterns:
         if graph_path:
             raise click.UsageError("--cache-capacity and --state convert SOURCE; --graph gives "
@@ -173,7 +184,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     elif target_name:
         graph = converter.convert(source, target=target_name, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
-    if prompt is not None and graph is None:  # the concat form, converted once per length
+    if prompt is not None and graph is None and not module:  # the concat form, converted once per length
         from converter.state.concat_form import ConcatLoop
         from converter.state.kv_cache import parse_state_patterns
 
@@ -195,7 +206,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                                  graph_path=graph_path, runtime=runtime)
         finish(report, as_json)
         return
-    elif graph is None and (do_bisect or (steps is None and not known_inputs)):
+    elif graph is None and not module and (do_bisect or (steps is None and not known_inputs)):
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if steps is not None or (graph is not None and graph.state):
         if feeds:
@@ -211,7 +222,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                               graph_path=graph_path, runtime=runtime)
         finish(report, as_json)
         return
-    report = converter.verify(source, graph, seed=seed, dims=dims, input_shapes=input_shapes,
+    report = converter.verify(source, module or graph, seed=seed, dims=dims, input_shapes=input_shapes,
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
                               graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None

@@ -8,6 +8,8 @@ import click
 
 from converter.zoo import REPORT_SUFFIXES, STATUSES, ZooOptions, build_report, run_zoo, \
     write_report
+from converter.zoo.baseline import DEFAULT_GROWTH
+from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS, RUNTIMES
 
 
@@ -28,11 +30,19 @@ from converter.zoo.runner import EXECUTORS, RUNTIMES
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help=f"Write a report ({', '.join(REPORT_SUFFIXES)} by the "
                                    f"suffix; repeatable).")
-@click.option("--results", "results_path", default="zoo-results.jsonl", show_default=True,
-              type=click.Path(dir_okay=False), help="The JSON-lines file each result is "
-                                                    "appended to as it finishes.")
+@click.option("--results", "results_path", default=None, type=click.Path(dir_okay=False),
+              help="The JSON-lines file each result is appended to as it finishes. Default: "
+                   "one file per manifest in the cache (WEBNN_CONVERTER_CACHE, default "
+                   "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
                                              "already has a result for (same options).")
+@click.option("--baseline", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+              help="An earlier run's results (.jsonl) or JSON report: every model whose status "
+                   "changed, or whose worst error grew more than --error-growth times, counts "
+                   "as regressed (both values shown).")
+@click.option("--error-growth", type=click.FloatRange(min=1, min_open=True),
+              default=DEFAULT_GROWTH, show_default=True, metavar="FACTOR",
+              help="With --baseline: how many times a model's worst max abs error may grow.")
 @click.option("--only", "only", multiple=True, metavar="ID",
               help="Run only this model (repeatable).")
 @click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
@@ -43,12 +53,13 @@ from converter.zoo.runner import EXECUTORS, RUNTIMES
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout; no "
                                                       "progress bar.")
 def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results_path, resume,
-            only, executor, ray_address, as_json):
+            baseline, error_growth, only, executor, ray_address, as_json):
     """Convert and verify every model of MANIFEST (.json or .toml) for every --target.
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash. Exit 0
-    when every model meets the `expect` of its manifest entry, 1 otherwise (naming those that
-    regressed), 2 on bad input.
+    when every model meets the `expect` of its manifest entry (and, with --baseline, nothing
+    changed status or grew its error past --error-growth), 1 otherwise (naming those that
+    regressed, and why), 2 on bad input.
     """
     for path in reports:
         if not path.lower().endswith(REPORT_SUFFIXES + (".htm",)):
@@ -65,7 +76,7 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
                       resume=resume)
     else:
         run = _with_progress(manifest, options, list(only), results_path, resume)
-    doc = build_report(run)
+    doc = build_report(run, baseline=baseline, growth=error_growth)
     for path in reports:
         write_report(doc, path)
     if as_json:
@@ -73,9 +84,7 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
     else:
         _summary(doc)
     if doc["summary"]["regressions"]:
-        click.echo("regressed: " + ", ".join(
-            f"{r['id']} ({r['status']}, expected {r['expect']})" for r in doc["models"]
-            if r["meetsExpect"] is False), err=True)
+        click.echo("regressed: " + ", ".join(_why_regressed(doc)), err=True)
         raise SystemExit(1)
 
 
@@ -102,3 +111,19 @@ def _summary(doc: dict) -> None:
                + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
     for target, c in s["byTarget"].items():
         click.echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
+
+
+def _why_regressed(doc: dict) -> list[str]:
+    """One phrase per regressed model: the expectation it missed, what changed since the
+    baseline, or both."""
+    reasons: dict[str, list[str]] = {i: [] for i in doc["summary"]["regressions"]}
+    for r in doc["models"]:
+        if r["meetsExpect"] is False:
+            reasons[r["id"]].append(f"{r['status']}, expected {r['expect']}")
+    for c in doc["summary"].get("baseline", {}).get("changes", []):
+        if c["kind"] == "status":
+            reasons[c["id"]].append(f"was {c['before']}, now {c['after']}")
+        else:
+            reasons[c["id"]].append(f"worst error {format_number(c['before'])} -> "
+                                    f"{format_number(c['after'])}, x{format_number(c['factor'])}")
+    return [f"{i} ({'; '.join(why)})" for i, why in reasons.items()]

@@ -38,7 +38,8 @@ from .escape import js_comment as _comment
 from .escape import js_string as _string
 from .html_page import page_html
 
-__all__ = ["write_js", "module_source", "js_op", "JS_EMITTERS", "js_value", "ModuleWriter"]
+__all__ = ["write_js", "module_source", "js_op", "JS_EMITTERS", "js_value", "ModuleWriter",
+           "JsCode"]
 
 _HELPERS = Path(__file__).with_name("webnn_helpers.js")
 _SESSION = Path(__file__).with_name("webnn_session.js")
@@ -50,8 +51,9 @@ _RESERVED = frozenset("""
     false finally for function if import in instanceof new null return super switch this throw
     true try typeof var void while with yield let static implements interface package private
     protected public await async arguments eval undefined NaN Infinity
-    builder context weights graph inputs outputs
-""".split())
+    builder context weights graph inputs outputs used
+    filled byteLength MLGraphBuilder Object Uint8Array dims inputsAt outputsAt checkDims
+""".split())  # keywords, and every name a builder function's body reads besides its operands
 
 # op name -> emitter(writer, op) returning the call expression (without the assignment).
 JS_EMITTERS: dict[str, Callable[["ModuleWriter", Operation], str]] = {}
@@ -133,11 +135,20 @@ class ModuleWriter:
             f"export const state = {self._state()};",
             "",
             "export async function buildGraph(context, weights) {",
-            "  const builder = new MLGraphBuilder(context);",
+            *self.body_lines(),
+            "}",
+            "",
         ]
+        return "\n".join(lines) + "\n" + _HELPERS.read_text() + _SESSION.read_text()
+
+    def body_lines(self) -> list[str]:
+        """The builder function's body: builds the graph and returns {graph, inputs, outputs,
+        unusedInputs}, `inputs` and `outputs` being the descriptors in scope."""
+        g = self.graph
+        lines = ["  const builder = new MLGraphBuilder(context);"]
         for name, operand in g.inputs.items():
             lines.append(f"  const {self.var(operand)} = builder.input({_string(name)}, "
-                         f"{_desc(operand.data_type, operand.shape)});")
+                         f"{self._input_desc(operand)});")
         for operand in g.constants.values():
             lines.append(f"  const {self.var(operand)} = {self._constant(operand)};")
         for op in g.operations:
@@ -170,10 +181,11 @@ class ModuleWriter:
             f"  const used = [{used}];",
             "  return {graph, inputs: Object.fromEntries(used.map((n) => [n, inputs[n]])), outputs,",
             f"          unusedInputs: [{', '.join(_string(n) for n in unused)}]}};",
-            "}",
-            "",
         ]
-        return "\n".join(lines) + "\n" + _HELPERS.read_text() + _SESSION.read_text()
+        return lines
+
+    def _input_desc(self, operand: Operand) -> str:
+        return _desc(operand.data_type, operand.shape)
 
     def _state(self) -> str:
         """The state pairs, `initial` the weights key of the first step's value (null: zeros)."""
@@ -189,19 +201,34 @@ class ModuleWriter:
         return "[\n" + ",\n".join(pairs) + "\n]" if pairs else "[]"
 
     def _constant(self, operand: Operand) -> str:
-        data = operand.constant
-        desc = _desc(data.data_type, data.shape)
+        return self.constant_call(operand.name, operand.constant)
+
+    def constant_call(self, name: str, data: ConstantData, shape: str | None = None) -> str:
+        """The builder.constant call of a value; `shape` (JS) replaces its shape where given
+        (a filled constant's shape as an expression)."""
+        shape_js = _shape(data.shape) if shape is None else shape
+        desc = f"{{dataType: {_string(data.data_type)}, shape: {shape_js}}}"
         bits = dtypes.info(data.data_type).bits
         if data.fill is not None and bits >= 8:
             # Every value numpy holds (inf and NaN included) has exact one-element bytes.
             one = np.array(data.fill, dtype=dtypes.numpy_dtype(data.data_type)).tobytes()
-            return f"builder.constant({desc}, filled({data.nbytes}, {_bytes(one)}))"
+            count = (str(data.nbytes) if shape is None else
+                     f"byteLength({_string(data.data_type)}, {shape})")
+            return f"builder.constant({desc}, filled({count}, {_bytes(one)}))"
+        if shape is not None:
+            raise ConverterError("only a filled constant takes its shape as an expression",
+                                 where=f"constant '{name}'")
         if data.origin == "bytes" and data.nbytes <= _INLINE_BYTES:
             return f"builder.constant({desc}, {_bytes(bytes(data.raw_bytes()))})"
-        key = unique_name(safe_key(operand.name), self._keys)
-        self.weights.append((key, data))
+        key = self._weight_key(name, data)
         return (f"builder.constant({desc}, weights.bytes({_string(key)}, "
                 f"{_string(data.data_type)}, {list(data.shape)}))")
+
+    def _weight_key(self, name: str, data: ConstantData) -> str:
+        """The key of a constant in the weights file (added to `weights` here)."""
+        key = unique_name(safe_key(name), self._keys)
+        self.weights.append((key, data))
+        return key
 
     def _assign(self, op: Operation) -> str:
         if _returns_list(op.opdef):
@@ -246,8 +273,14 @@ def generic_call(w: ModuleWriter, op: Operation) -> str:
     return f"builder.{op.op_type}({', '.join(args)})"
 
 
+class JsCode(str):
+    """JavaScript already written (an expression of a module's dims), emitted as it is."""
+
+
 def js_value(value, param: Param | None = None, where: str = "") -> str:
     """A JS literal for an argument or option value of the given kind."""
+    if isinstance(value, JsCode):
+        return str(value)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, (list, tuple)):
@@ -296,7 +329,12 @@ def _returns_list(opdef: OpDef) -> bool:
 
 
 def _desc(data_type: str, shape) -> str:
-    return f"{{dataType: {_string(data_type)}, shape: {list(shape)}}}"
+    return f"{{dataType: {_string(data_type)}, shape: {_shape(shape)}}}"
+
+
+def _shape(shape) -> str:
+    """A shape as a JS array: its numbers, or JsCode expressions."""
+    return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 def _descs(descs) -> str:

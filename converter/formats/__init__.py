@@ -18,14 +18,16 @@ from .doc_from_graph import doc_from_graph
 from .graph_from_doc import graph_from_doc
 from .weights import WeightsFile, manifest_text, write_weights
 
-__all__ = ["load_graph", "save_graph", "sibling_paths", "FORMATS"]
+__all__ = ["load_graph", "read_graph_doc", "save_graph", "sibling_paths", "graph_form",
+           "write_graph_files", "FORMATS"]
 
 # suffix -> the module that parses and renders that form
 FORMATS = {".webnn": webnn_text, ".json": webnn_json}
 _MANIFEST_SUFFIX = ".manifest.json"
 
 
-def _form(path: Path):
+def graph_form(path: Path):
+    """The module that reads and writes `path`'s form (by its suffix)."""
     if path.name.endswith(_MANIFEST_SUFFIX):
         raise FormatError("a graph file cannot end in .manifest.json (that name belongs to its "
                           "weights manifest)", where=str(path),
@@ -48,24 +50,32 @@ def sibling_paths(path: str | Path) -> tuple[Path, Path]:
 def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
     """Read a graph file, and its weights when it references any.
 
+    A file that also records the model at other values of its dims (converter/dynamic/
+    variants_file.py) is read here as the plain graph it is: its own graph, the first variant.
+    `converter.load` (converter/by_suffix.py) reads the variants too.
+
     Args:
         path: a `.webnn` or `.json` file.
         verify: run `graph.verify()`; with False the graph is returned as read, so that
             `graph.problems()` can list every problem at once.
 
     Raises:
-        ParseError: a syntax error (with line and column).
         FormatError / WeightsError: the file, its manifest or its weights are inconsistent.
         OpValidationError: a node breaks one of its op's rules (located at its line).
         GraphInvalidError: several problems, or a graph invariant is broken.
     """
-    path = Path(path)
-    module = _form(path)
-    doc = module.parse(read_text(path, "graph file"), str(path))
-    weights = None
-    if doc.needs_weights():
-        weights = WeightsFile(*sibling_paths(path))
+    path, module, text, doc = read_graph_doc(path)
+    weights = WeightsFile(*sibling_paths(path)) if doc.needs_weights() else None
     return graph_from_doc(doc, weights, verify=verify)
+
+
+def read_graph_doc(path: str | Path):
+    """(path, the form's module, the file's text, its parsed GraphDoc), for readers that look
+    at more of the file than its graph."""
+    path = Path(path)
+    module = graph_form(path)
+    text = read_text(path, "graph file")
+    return path, module, text, module.parse(text, str(path))
 
 
 def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Path]:
@@ -78,12 +88,18 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
     before anything is written, as a file our own reader rejects helps nobody.
     """
     path = Path(path)
-    module = _form(path)
+    module = graph_form(path)
     if verify:
         graph.verify()
     doc = doc_from_graph(graph)
     text = module.render(doc)
     tensors = [(c.key, c.source) for c in doc.weight_decls()]
+    return write_graph_files(path, text, tensors)
+
+
+def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
+    """Write a graph file's text and, when it has weights, its manifest and weights file
+    ((key, ConstantData) pairs, streamed) beside it, atomically; return the paths written."""
     manifest_path, weights_path = sibling_paths(path)
     with AtomicSave() as files:
         if tensors:

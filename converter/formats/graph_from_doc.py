@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError, FormatError, GraphInvalidError, WeightsError
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import ConstantData, Graph, Operand
 from ..ir.graph import shape_problem
 from ..ops.registry import OpDef, Param, get_op

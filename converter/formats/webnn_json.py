@@ -24,7 +24,8 @@ from ._files import check_nesting, parse_json
 from .document import ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl
 from .state_doc import state_from_json, state_to_json
 
-__all__ = ["parse", "loads", "dumps", "render", "JSON_VERSION"]
+__all__ = ["parse", "from_object", "loads", "dumps", "render", "render_object", "to_object",
+           "JSON_VERSION"]
 
 JSON_VERSION = 2
 _INIT_KINDS = {"weights": "weights", "scalar": "scalar", "inlineBytes": "bytes"}
@@ -32,7 +33,12 @@ _INIT_KINDS = {"weights": "weights", "scalar": "scalar", "inlineBytes": "bytes"}
 
 def parse(text: str, path: str = "<string>") -> GraphDoc:
     """The GraphDoc of a webnn-graph-json text, checked against its schema."""
-    obj = parse_json(text, path, "graph file", nesting=False)
+    return from_object(parse_json(text, path, "graph file", nesting=False), path)
+
+
+def from_object(obj: Any, path: str = "<string>") -> GraphDoc:
+    """The GraphDoc of a parsed webnn-graph-json value (`parse` without the text); a
+    `variants` member is kept raw in `doc.variants` (see converter/dynamic/variants_file.py)."""
     # Byte lists are checked here, with numpy, and the schema sees each as an empty list: the
     # schema checks a list element by element, seconds per megabyte of constants.
     byte_lists = _take_byte_lists(obj, path)
@@ -70,6 +76,7 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
     for key, operand in obj["outputs"].items():
         doc.outputs.append(OutputDecl(key, operand, _at(path, "outputs", key)))
     doc.state = state_from_json(obj.get("state", []), path)
+    doc.variants = obj.get("variants")
     return doc
 
 
@@ -162,7 +169,11 @@ def to_object(doc: GraphDoc) -> dict[str, Any]:
 
 def render(doc: GraphDoc) -> str:
     """The JSON text: one input, constant, node or output a line, for readable diffs."""
-    obj = to_object(doc)
+    return render_object(to_object(doc))
+
+
+def render_object(obj: dict[str, Any]) -> str:
+    """A graph's JSON object as `render` lays it out."""
     compact = lambda v: json.dumps(v, ensure_ascii=False, separators=(", ", ": "),  # noqa: E731
                                    allow_nan=False)
     lines = ["{"]

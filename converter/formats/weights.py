@@ -31,7 +31,7 @@ from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
 __all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ManifestEntry", "WeightsFile", "check_key",
            "safe_key", "read_manifest", "write_weights", "manifest_text", "release_mapped_pages",
-           "release_array_pages"]
+           "release_array_pages", "release_constant_pages"]
 
 MAGIC = b"WGWT"
 VERSION = 1
@@ -220,6 +220,17 @@ def release_mapped_pages(raw: memoryview) -> None:
         return
     start = np.frombuffer(raw, dtype=np.uint8).ctypes.data
     _release_span(_mapping_of(raw.obj), start, start + raw.nbytes)
+
+
+def release_constant_pages(graph) -> None:
+    """`release_mapped_pages` for every constant of `graph` held as a view of a mapped file
+    (an ONNX source's weights): before a step that does not read them (a source runtime's own
+    run), or after one that read only some and let readahead bring in their neighbours (the
+    lowering copying the small constants)."""
+    for operand in graph.operands():
+        data = operand.constant
+        if data is not None and data.fill is None and not data.packed:
+            release_mapped_pages(data.raw_bytes())
 
 
 def release_array_pages(arr: np.ndarray) -> None:

@@ -11,6 +11,7 @@ from .. import dtypes
 from ..errors import ConverterError, GraphInvalidError
 from .operand import ConstantData, Operand, TensorDesc
 from .operation import Operation
+from .semantics import get_op, infer
 from .state import StateVar
 
 __all__ = ["Graph"]
@@ -111,8 +112,6 @@ class Graph:
                 `id_0`, `id_1`... (several).
             before: insert before this operation instead of appending.
         """
-        from ..ops.registry import get_op, infer
-
         opdef = get_op(op_type)
         inputs = opdef.pad_inputs(list(inputs))
         for operand in inputs:
@@ -330,11 +329,6 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph({self.name!r}: {len(self.inputs)} inputs, {len(self.constants)} constants, "
                 f"{len(self.operations)} operations, {len(self.outputs)} outputs)")
-
-    def __str__(self) -> str:
-        from ..formats.webnn_text import dumps
-
-        return dumps(self)
 
 
 def _check_desc(name: str, data_type: str, shape) -> None:

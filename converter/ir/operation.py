@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .semantics import get_op
+
 if TYPE_CHECKING:
     from ..ops.registry import OpDef
     from .graph import Graph
@@ -31,8 +33,6 @@ class Operation:
 
     @property
     def opdef(self) -> "OpDef":
-        from ..ops.registry import get_op
-
         return get_op(self.op_type)
 
     def attr(self, name: str) -> Any:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConverterError
 from .graph import shape_problem
+from .semantics import infer
 from .state import state_problems
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ __all__ = ["graph_problems"]
 
 
 def graph_problems(graph: "Graph") -> list[str]:
-    from ..ops.registry import infer
-
     problems: list[str] = []
     add = problems.append
     known: set[int] = set()  # ids of operands defined so far, in order

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConverterError, GraphInvalidError
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph
 
 if TYPE_CHECKING:

@@ -81,7 +81,7 @@ def fold_operand(graph: Graph, operand: Operand) -> Operand | None:
 
 def _evaluate(graph: Graph, operand: Operand, ancestors: list[Operation]):
     """Run the operations that compute `operand` (all fed by constants) on the executor."""
-    from ..execute import run as execute
+    from ..lowering.onnx.executor import run_on_ort as execute
 
     sub = Graph(f"{graph.name}_fold")
     order = {id(op): i for i, op in enumerate(graph.operations)}

@@ -56,7 +56,7 @@ def stored_bytes(data: ConstantData) -> int:
 
 def evaluate(op: Operation) -> list[np.ndarray]:
     """The results of `op` (whose inputs are all constants), computed by the executor."""
-    from ..execute import run
+    from ..lowering.onnx.executor import run_on_ort as run
 
     sub = Graph(f"fold_{op.name}")
     copies: dict[int, Operand] = {}

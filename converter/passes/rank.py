@@ -21,7 +21,7 @@ from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import infer
 from . import PassContext, PassResult, graph_pass
 from .cleanup import collapse_reshape_chains, replace_results
-from .rank_limits import rank_problems, rank_window
+from .rank_limits import operand_slots, rank_problems, rank_window
 from .rank_rules import NO_RANK_RULE, RULES, Plan
 
 __all__ = ["rank", "plan_rank"]
@@ -44,8 +44,10 @@ def _reshaped(graph: Graph, x: Operand, shape: tuple[int, ...], before: Operatio
                                name=graph.fresh_name(f"{x.name}_reshaped")).output
 
 
-def _plan_fits(op: Operation, plan: Plan, low: int, high: float) -> str | None:
-    """Why the planned op would still not fit (or None): its new shapes, by the shape rule."""
+def _plan_fits(op: Operation, plan: Plan, keys: list[str], low: int, high: float
+               ) -> str | None:
+    """Why the planned op would still not fit (or None): its new shapes, by the shape rule.
+    Every operand under one of the rule's `keys` counts, reshaped by the plan or not."""
     descs = [None if x is None else x.desc for x in op.inputs]
     for slot, shape in plan.shapes.items():
         descs[slot] = descs[slot]._replace(shape=tuple(shape))
@@ -54,7 +56,10 @@ def _plan_fits(op: Operation, plan: Plan, low: int, high: float) -> str | None:
     except ConverterError as e:  # a rule that plans an invalid op is a bug: say so loudly
         raise ConverterError(f"the rank rule for {op.op_type} planned an invalid op: {e.line()}",
                              where=f"{op.op_type} '{op.name}'") from e
-    ranks = [len(s) for s in plan.shapes.values()] + [r.rank for r in results]
+    slot_keys = [key for key, _ in operand_slots(op)]  # inputs present, in slot order, first
+    present = [d for d in descs if d is not None]
+    ranks = [len(d.shape) for d, key in zip(present, slot_keys) if key in keys] \
+        + [r.rank for r in results]
     if not all(low <= r <= high for r in ranks):
         return f"the planned op still has ranks {ranks}, outside {low}..{high}"
     return None
@@ -75,7 +80,7 @@ def plan_rank(target, op: Operation) -> Plan | str | None:
         return f"the rank rewrite leaves {', '.join(fixed)} as it is"
     low, high = rank_window(target, op.op_type, keys)
     plan = rule.plan(op, low, high)
-    why = plan if isinstance(plan, str) else _plan_fits(op, plan, low, high)
+    why = plan if isinstance(plan, str) else _plan_fits(op, plan, keys, low, high)
     return plan if why is None else why
 
 

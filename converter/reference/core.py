@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
-from ..execute import check_feeds
+from ..ir.feeds import check_feeds
 from ..ir import Graph
 
 __all__ = ["KERNELS", "kernel", "evaluate", "Env"]

@@ -26,6 +26,7 @@ import re
 import shutil
 import tempfile
 import threading
+from urllib.parse import quote
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -33,12 +34,13 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4
 from .browser_install import find_chromium
 
-__all__ = ["run_chromium", "run_chromium_many", "op_support_limits", "browser_page",
-           "close_browser", "LAUNCH_ARGS"]
+__all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits",
+           "browser_page", "close_browser", "LAUNCH_ARGS"]
 
 LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
 _RUNNER = Path(__file__).with_name("chromium_runner.js")
@@ -60,7 +62,7 @@ def run_chromium_many(cases: Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
     """Run several graphs in one page visit. Each result is the outputs, or the ConverterError
     that graph met (the browser's verdict on it); a problem with the browser itself raises."""
     from ..emit.javascript import write_js
-    from ..execute import check_feeds
+    from ..ir.feeds import check_feeds
 
     session = _session()
     batch = session.new_folder()
@@ -80,6 +82,47 @@ def run_chromium_many(cases: Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
         return [_result(graph, r) for (graph, _), r in zip(cases, raw)]
     finally:
         shutil.rmtree(batch, ignore_errors=True)
+
+
+def run_module(module: str | Path, feeds: Mapping[str, np.ndarray], like: Graph,
+               dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Run a module written earlier (`module` with its .weights and .manifest.json beside it)
+    in Chromium, built at `dims` when given, on `feeds`; `like` is a graph with the module's
+    inputs and outputs at those dims (names, data types, shapes), which the results are read
+    as. A module that fails to load or build raises ConverterError with the browser's words."""
+    from ..ir.feeds import check_feeds
+
+    module = Path(module)
+    stem = module.name[:-3] if module.name.endswith(".js") else module.name
+    companions = [module.with_name(stem + ".weights"), module.with_name(stem + ".manifest.json")]
+    for path in (module, *companions):
+        if not path.is_file():
+            raise ConverterError("the module's files are not all there", where=str(path),
+                                 fix="give the .js written by `webnn-convert convert`, with its "
+                                     ".weights and .manifest.json beside it")
+    session = _session()
+    folder = session.new_folder()
+    try:
+        for path in (module, *companions):
+            shutil.copyfile(path, folder / path.name)
+        inputs = {}
+        for j, (name, array) in enumerate(check_feeds(like, feeds).items()):
+            (folder / f"in{j}.bin").write_bytes(_input_bytes(like, name, array))
+            inputs[name] = f"{session.url(folder)}/in{j}.bin"
+        spec = {"module": f"{session.url(folder)}/{quote(module.name)}", "inputs": inputs}
+        if dims:
+            # As given (not rounded): the module itself refuses a value it does not accept.
+            spec["dims"] = {name: value.item() if isinstance(value, np.generic) else value
+                            for name, value in dims.items()}
+        raw = session.run_specs([spec])[0]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if "error" in raw:
+        error = raw["error"]
+        message = " ".join(f"{error['name']}: {error['message']}".split())
+        raise ConverterError(f"Chromium failed at {error['stage']}: {message}",
+                             where=str(module))
+    return _result(like, raw)
 
 
 def _builds(graph: Graph) -> bool:

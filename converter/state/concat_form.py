@@ -101,8 +101,7 @@ class ConcatLoop:
     def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
         """Feed `tokens` in one step; the logits row of each."""
         from ..execute import run
-
-        from ..generation import check_tokens
+        from .kv_cache import check_tokens
 
         spec = self.spec
         graph = self.graph(self.position, len(tokens))

@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ConverterError
 
 __all__ = ["DEFAULT_PATTERNS", "parse_state_patterns", "match_pairs", "DecoderSpec",
-           "read_decoder_spec", "declare_kv_state"]
+           "read_decoder_spec", "declare_kv_state", "check_tokens"]
 
 # past -> present names of the exporters we know; the user adds others with --state.
 DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (("past_key_values.*", "present.*"),
@@ -250,3 +250,11 @@ def _from_genai_config(path: Path, missing: list[str], past_dims: list) -> dict[
         raise ConverterError(f"genai_config.json's head_size {head!r} is not a size",
                              where=str(config), fix=fix)
     return {missing[0]: head}
+
+
+def check_tokens(tokens: Sequence[int], vocabulary: int) -> None:
+    """Token ids index the embedding table: outside it a gather has no value to take."""
+    for token in tokens:
+        if not 0 <= token < vocabulary:
+            raise ConverterError(f"token id {token} is outside the vocabulary 0..{vocabulary - 1}",
+                                 fix="give token ids the model's tokenizer makes")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .. import dtypes
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Operand, Operation
 
 if TYPE_CHECKING:

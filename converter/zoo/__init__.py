@@ -2,7 +2,7 @@
 
     from converter.zoo import ZooOptions, run_zoo, build_report, write_report
     run = run_zoo("models/zoo.json", ZooOptions(jobs=2, targets=["chromium-litert"]),
-                  results_path="zoo-results.jsonl", resume=True)
+                  resume=True)    # results kept in the cache: store.default_results_path
     doc = build_report(run)
     write_report(doc, "out.html")      # .json, .md or .html by the suffix
     run.regressions()                  # ids whose status differs from the manifest's `expect`

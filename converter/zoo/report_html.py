@@ -12,12 +12,13 @@ from html import escape
 from pathlib import Path
 
 from .manifest import STATUSES
-from .report_json import describe_worst, model_seconds
+from .report_json import describe_worst, format_number, model_seconds
 
-__all__ = ["render_html", "write_html", "STATUS_COLOURS"]
+__all__ = ["render_html", "write_html", "STATUS_COLOURS", "kind_colours"]
 
 STATUS_COLOURS = {"verified": "#2e7d32", "mismatch": "#f9a825", "unsupported": "#757575",
                   "error": "#c62828", "timeout": "#6a1b9a", "crash": "#000000"}
+_NEUTRAL = "#546e7a"  # bars that stand for no one status
 _BAR_H, _GAP, _LABEL_W, _PLOT_W = 22, 8, 190, 460
 
 _STYLE = """
@@ -40,6 +41,34 @@ th{background:#f0f0f0;position:sticky;top:0} td.num{text-align:right;font-varian
 .legend span{margin-right:.8rem;white-space:nowrap}
 .legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.25rem;vertical-align:-1px}
 details{margin:.2rem 0} code{font-size:12px}
+th[data-sort]{cursor:pointer} th[data-sort]::after{content:" \\2195";color:#999}
+.filters{margin:.5rem 0} .filters input,.filters select{font:inherit;margin-right:.6rem}
+"""
+
+# Sorting (click a header; again to reverse) and filtering (text and status) of the model
+# table. Inline so the page stays one offline file; cells sort by their data-v when they have
+# one (numbers), else by their text.
+_TABLE_SCRIPT = """
+const table = document.getElementById('models'), body = table.tBodies[0];
+const rows = Array.from(body.rows), text = document.getElementById('filter-text'),
+      status = document.getElementById('filter-status');
+function key(row, i) {
+  const cell = row.cells[i], v = cell.dataset.v;
+  return v === undefined ? cell.textContent.trim().toLowerCase() : parseFloat(v);
+}
+table.querySelectorAll('th[data-sort]').forEach(th => th.addEventListener('click', () => {
+  const i = th.cellIndex, down = th.dataset.dir !== 'asc';
+  th.dataset.dir = down ? 'asc' : 'desc';
+  rows.sort((a, b) => { const x = key(a, i), y = key(b, i);
+    return (x < y ? -1 : x > y ? 1 : 0) * (down ? 1 : -1); });
+  rows.forEach(r => body.appendChild(r));
+}));
+function filter() {
+  const t = text.value.trim().toLowerCase(), s = status.value;
+  rows.forEach(r => { r.hidden = (s && r.dataset.status !== s) ||
+                                 (t && !r.textContent.toLowerCase().includes(t)); });
+}
+text.addEventListener('input', filter); status.addEventListener('change', filter);
 """
 
 
@@ -87,8 +116,9 @@ def status_chart(by_target: dict[str, dict[str, int]]) -> str:
 
 
 def bar_chart(items: list[tuple[str, float]], unit: str, label: str,
-              colour: str = "#1565c0") -> str:
-    """Horizontal bars, one per (name, value), scaled to the largest value."""
+              colour: str | dict[str, str] = "#1565c0") -> str:
+    """Horizontal bars, one per (name, value), scaled to the largest value; `colour` one for
+    all bars or one per name."""
     if not items:
         return f"<p>No {escape(label)}.</p>"
     top = max(v for _, v in items) or 1.0
@@ -97,11 +127,26 @@ def bar_chart(items: list[tuple[str, float]], unit: str, label: str,
         w = max(_PLOT_W * value / top, 1.0)
         body.append(f'<text x="{_LABEL_W - 6}" y="{y + 15}" text-anchor="end">'
                     f'{escape(name if len(name) <= 26 else name[:25] + "…")}</text>')
+        fill = colour if isinstance(colour, str) else colour[name]
         body.append(f'<rect x="{_LABEL_W}" y="{y}" width="{w:.1f}" height="{_BAR_H}" '
-                    f'fill="{colour}"><title>{escape(name)}: {value:g} {unit}</title></rect>')
+                    f'fill="{fill}"><title>{escape(name)}: {value:g} {unit}</title></rect>')
         body.append(f'<text x="{_LABEL_W + w + 4:.1f}" y="{y + 15}">{value:g}{unit}</text>')
         y += _BAR_H + _GAP
     return _svg(y, body, label)
+
+
+def kind_colours(models: list[dict]) -> dict[str, str]:
+    """Each error kind in the colour of the status its models ended in (one colour per status
+    everywhere on the page: an `unsupported` kind is the unsupported grey, never the error red);
+    a kind shared by models of several statuses gets a neutral colour."""
+    statuses: dict[str, set[str]] = {}
+    for r in models:
+        kinds = [r["error"]["kind"]] if r.get("error") else \
+            [v["error"]["kind"] for v in r.get("targets", []) if v.get("error")]
+        for kind in kinds:
+            statuses.setdefault(kind, set()).add(r["status"])
+    return {kind: STATUS_COLOURS[next(iter(s))] if len(s) == 1 else _NEUTRAL
+            for kind, s in statuses.items()}
 
 
 def _targets_cell(result: dict) -> str:
@@ -140,23 +185,62 @@ def _expect_cell(result: dict) -> str:
     return f'<span class="regressed">{escape(result["expect"])}: regressed</span>'
 
 
+def _num_cell(value, decimals: int | None = None) -> str:
+    """A right-aligned number cell that sorts by value (absent values sort first)."""
+    if value is None:
+        return '<td class=num data-v="-1">-</td>'
+    shown = f"{value:.{decimals}f}" if decimals is not None else format_number(value)
+    return f'<td class=num data-v="{float(value)!r}">{shown}</td>'
+
+
+def _baseline_cell(changes: list[dict] | None, summary: dict) -> str:
+    if "baseline" not in summary:
+        return "-"
+    if not changes:
+        return '<span class="ok">unchanged</span>'
+    parts = []
+    for c in changes:
+        if c["kind"] == "status":
+            parts.append(f"was {_badge(c['before'])}" if c["before"] in STATUS_COLOURS
+                         else f"was {escape(str(c['before']))}")
+        else:
+            parts.append(f"worst error {format_number(c['before'])} &rarr; "
+                         f"{format_number(c['after'])} (&times;{format_number(c['factor'])})")
+    return '<span class="regressed">' + "<br>".join(parts) + "</span>"
+
+
+def _baseline_line(summary: dict) -> str:
+    base = summary.get("baseline")
+    if base is None:
+        return ""
+    return (f'<p class="meta">Compared with <code>{escape(base["path"])}</code>: '
+            f'{len(base["changes"])} changes (status, or worst error grown more than '
+            f'&times;{format_number(base["errorGrowth"])}).</p>')
+
+
 def render_html(doc: dict) -> str:
     s, options = doc["summary"], doc["options"]
     cards = [("models", s["models"])] + [(st, s["byStatus"][st]) for st in STATUSES] + \
         [("meet expected", s["meetExpect"]), ("regressed", len(s["regressions"]))]
-    card_html = "".join(f'<div class="card"><b>{v}</b>{escape(k)}</div>' for k, v in cards)
+    card_html = "".join(f'<div class="card"><b>{format_number(v)}</b>{escape(k)}</div>'
+                        for k, v in cards)
     times = sorted(((r["id"], round(model_seconds(r), 2)) for r in doc["models"]),
                    key=lambda t: -t[1])
+    changes: dict[str, list[dict]] = {}
+    for c in s.get("baseline", {}).get("changes", []):
+        changes.setdefault(c["id"], []).append(c)
     rows = []
     for r in doc["models"]:
         rows.append(
-            "<tr>" f"<td>{escape(r['id'])}</td><td>{_badge(r['status'])}</td>"
-            f"<td>{_expect_cell(r)}</td><td>{_targets_cell(r)}</td><td>{_parity_cell(r)}</td>"
-            f"<td class=num>{'-' if r['ops'] is None else r['ops']}</td>"
-            f"<td class=num>{'-' if r['transposes'] is None else r['transposes']}</td>"
-            f"<td class=num>{r['times'].get('convert', 0.0):.2f}</td>"
-            f"<td class=num>{model_seconds(r):.2f}</td><td>{_detail_cell(r)}</td></tr>")
+            f'<tr data-status="{escape(r["status"])}"><td>{escape(r["id"])}</td>'
+            f'<td>{_badge(r["status"])}</td>'
+            f"<td>{_expect_cell(r)}</td><td>{_baseline_cell(changes.get(r['id']), s)}</td>"
+            f"<td>{_targets_cell(r)}</td><td>{_parity_cell(r)}</td>"
+            f"{_num_cell(r['ops'])}{_num_cell(r['transposes'])}"
+            f"{_num_cell(r['times'].get('convert', 0.0), 2)}{_num_cell(model_seconds(r), 2)}"
+            f"<td>{_detail_cell(r)}</td></tr>")
     regressed = ", ".join(escape(i) for i in s["regressions"]) or "none"
+    status_options = "".join(f'<option value="{st}">{st}</option>' for st in STATUSES)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -165,26 +249,32 @@ def render_html(doc: dict) -> str:
 <h1>Model zoo report</h1>
 <p class="meta">Manifest <code>{escape(doc['manifest'])}</code> &middot; converter
 {escape(doc['converterVersion'])} &middot; {options['jobs']} jobs ({escape(options['executor'])})
-&middot; {doc['wallSeconds']:.1f} s wall &middot; targets:
+&middot; {doc['wallSeconds']:,.1f} s wall &middot; targets:
 {escape(', '.join(options['targets']) or 'none')} &middot; runtimes:
 {escape(', '.join(options['runtimes']))}</p>
 <div class="cards">{card_html}</div>
+{_baseline_line(s)}
 <p id="regressions">Regressed: <span class="{'regressed' if s['regressions'] else 'ok'}">
 {regressed}</span></p>
 <div class="charts">
 <figure><figcaption>Status per target</figcaption>{status_chart(s['byTarget'])}{_legend()}</figure>
 <figure><figcaption>Error kinds</figcaption>{bar_chart(sorted(s['errorKinds'].items(),
-    key=lambda kv: -kv[1]), "", "error kinds", "#c62828")}</figure>
+    key=lambda kv: -kv[1]), "", "error kinds", kind_colours(doc["models"]))}</figure>
 <figure><figcaption>Wall time per model (s)</figcaption>{bar_chart(times, " s",
     "time per model")}</figure>
 </div>
 <h2>Models</h2>
-<table id="models"><thead><tr><th>model</th><th>status</th><th>expected</th><th>targets</th>
-<th>worst output</th><th>ops</th><th>transposes</th><th>convert s</th><th>wall s</th>
-<th>details</th></tr></thead>
+<div class="filters"><label>Filter <input id="filter-text" type="search"
+placeholder="model, target, error..."></label><label>Status <select id="filter-status">
+<option value="">all</option>{status_options}</select></label></div>
+<table id="models"><thead><tr><th data-sort>model</th><th data-sort>status</th>
+<th data-sort>expected</th><th data-sort>since baseline</th><th>targets</th>
+<th data-sort>worst output</th><th data-sort>ops</th><th data-sort>transposes</th>
+<th data-sort>convert s</th><th data-sort>wall s</th><th>details</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
+<script>{_TABLE_SCRIPT}</script>
 </body></html>
 """
 

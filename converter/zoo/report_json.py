@@ -14,15 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from ..schemas import validate
+from .baseline import DEFAULT_GROWTH, compare, load_baseline, worst_parity
 from .manifest import STATUSES
 
-__all__ = ["build_report", "write_json", "REPORT_FORMAT"]
+__all__ = ["build_report", "write_json", "REPORT_FORMAT", "format_number", "describe_worst",
+           "worst_parity", "model_seconds"]
 
 REPORT_FORMAT = "webnn-converter-zoo-report"
 
 
-def build_report(run) -> dict[str, Any]:
-    """The report of a ZooRun: options, a summary and every model's result."""
+def build_report(run, baseline: str | Path | None = None,
+                 growth: float = DEFAULT_GROWTH) -> dict[str, Any]:
+    """The report of a ZooRun: options, a summary and every model's result. With `baseline`
+    (an earlier run's results file or JSON report), every model that changed status or whose
+    worst error grew more than `growth` times is listed under summary.baseline and counts as
+    regressed, beside those that missed their manifest's `expect`."""
     results = run.results
     by_target: dict[str, Counter] = {}
     for r in results:
@@ -38,6 +44,14 @@ def build_report(run) -> dict[str, Any]:
         if not r.get("error"):
             kinds.update(v["error"]["kind"] for v in r.get("targets", []) if v.get("error"))
     status_counts = Counter(r["status"] for r in results)
+    regressions = run.regressions()
+    compared = None
+    if baseline is not None:
+        changes = compare(results, load_baseline(baseline), growth)
+        compared = {"path": str(baseline), "errorGrowth": growth, "changes": changes}
+        changed = {c["id"] for c in changes}
+        regressions = [r["id"] for r in results
+                       if r["id"] in changed or r["id"] in regressions]
     doc = {
         "format": REPORT_FORMAT, "version": 1, "manifest": run.manifest,
         "converterVersion": run.converter_version, "options": run.options.to_json(),
@@ -48,11 +62,13 @@ def build_report(run) -> dict[str, Any]:
             "byTarget": {t: {s: c.get(s, 0) for s in STATUSES} for t, c in by_target.items()},
             "errorKinds": dict(sorted(kinds.items())),
             "meetExpect": sum(r.get("meetsExpect") is True for r in results),
-            "regressions": run.regressions(),
+            "regressions": regressions,
             "resumed": list(run.resumed),
         },
         "models": results,
     }
+    if compared is not None:
+        doc["summary"]["baseline"] = compared
     validate(doc, "zoo-report", "zoo report")
     return doc
 
@@ -74,19 +90,19 @@ def describe_worst(result: dict) -> str | None:
     out = worst_parity(result)
     if out is None:
         return None
-    cosine = f"{out['cosine']:.6f}" if isinstance(out["cosine"], float) else str(out["cosine"])
-    max_abs = f"{out['maxAbs']:.3g}" if isinstance(out["maxAbs"], float) else str(out["maxAbs"])
-    return (f"{out['name']} ({out['runtime']}): max abs {max_abs}, ULP {out['maxUlp']}, "
-            f"cosine {cosine}")
+    return (f"{out['name']} ({out['runtime']}): max abs {format_number(out['maxAbs'])}, "
+            f"ULP {format_number(out['maxUlp'])}, cosine {format_number(out['cosine'], fixed=6)}")
 
 
-def worst_parity(result: dict) -> dict | None:
-    """The output with the largest max abs error over every target and runtime, or None."""
-    worst = None
-    for variant in result.get("targets", []):
-        for runtime, entry in variant.get("parity", {}).items():
-            for out in entry.get("outputs", []):
-                value = out["maxAbs"] if isinstance(out["maxAbs"], (int, float)) else float("inf")
-                if worst is None or value > worst[0]:
-                    worst = (value, {**out, "runtime": runtime, "target": variant["target"]})
-    return worst[1] if worst else None
+def format_number(value, digits: int = 3, fixed: int | None = None) -> str:
+    """A report number as people read it: `-` when absent, integers whole, floats in `digits`
+    significant digits (or `fixed` decimals, for a cosine), `inf`/`nan` as words."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if fixed is not None:
+        return f"{value:.{fixed}f}"
+    return f"{value:.{digits}g}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .manifest import STATUSES
-from .report_json import describe_worst, model_seconds
+from .report_json import describe_worst, format_number, model_seconds
 
 __all__ = ["render_markdown", "write_markdown", "TABLE_HEADER"]
 
@@ -38,6 +38,20 @@ def _expected(result: dict) -> str:
     return f"{result['expect']} ({'met' if result['meetsExpect'] else 'REGRESSED'})"
 
 
+def _baseline(base: dict | None) -> list[str]:
+    if base is None:
+        return []
+    lines = ["", f"Compared with `{base['path']}`: {len(base['changes'])} changes (status, or "
+                 f"worst error grown more than x{format_number(base['errorGrowth'])})."]
+    for c in base["changes"]:
+        if c["kind"] == "status":
+            lines.append(f"- **{c['id']}**: was {c['before']}, now {c['after']}")
+        else:
+            lines.append(f"- **{c['id']}**: worst error {format_number(c['before'])} -> "
+                         f"{format_number(c['after'])} (x{format_number(c['factor'])})")
+    return lines
+
+
 def render_markdown(doc: dict) -> str:
     s = doc["summary"]
     lines = [f"# Model zoo: {s['models']} models", "",
@@ -51,13 +65,13 @@ def render_markdown(doc: dict) -> str:
                   f"regressed: {', '.join(s['regressions']) or 'none'}."]
     if s["resumed"]:
         lines.append(f"Taken from an earlier run (--resume): {len(s['resumed'])}.")
+    lines += _baseline(s.get("baseline"))
     lines += ["", "| " + " | ".join(TABLE_HEADER) + " |",
               "| " + " | ".join("---:" if h.endswith(" s") or h in ("ops", "transposes")
                                 else "---" for h in TABLE_HEADER) + " |"]
     for r in doc["models"]:
         row = (r["id"], r["status"], _expected(r), _targets(r), _worst(r),
-               "-" if r["ops"] is None else r["ops"],
-               "-" if r["transposes"] is None else r["transposes"],
+               format_number(r["ops"]), format_number(r["transposes"]),
                f"{r['times'].get('convert', 0.0):.2f}", f"{model_seconds(r):.2f}")
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     failed = [r for r in doc["models"] if r["status"] != "verified"]

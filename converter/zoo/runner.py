@@ -33,7 +33,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..errors import ConverterError
 from .manifest import ZooEntry, ZooManifest, load_manifest
-from .store import ResultStore, result_key
+from .store import ResultStore, default_results_path, result_key
 
 __all__ = ["ZooOptions", "ZooRun", "run_zoo", "run_isolated", "run_warm", "EXECUTORS"]
 
@@ -76,7 +76,7 @@ class ZooRun:
 
 
 def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = None, *,
-            only: list[str] | None = None, results_path: str | Path = "zoo-results.jsonl",
+            only: list[str] | None = None, results_path: str | Path | None = None,
             resume: bool = False,
             on_result: Callable[[dict, int, int], None] | None = None) -> ZooRun:
     """Run every selected model (isolated), store each result as it comes, return them all.
@@ -89,6 +89,8 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     if not isinstance(manifest, ZooManifest):
         manifest = load_manifest(manifest)
     entries = manifest.select(only)
+    if results_path is None:
+        results_path = default_results_path(manifest.path)
     store = ResultStore(results_path, resume=resume)
     keys = {e.id: result_key(e.content_hash(), __version__, e.spec(), options.targets,
                              options.runtimes) for e in entries}
@@ -103,6 +105,8 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
             if on_result:
                 on_result(by_id[e.id], done, len(entries))
     todo = [e for e in entries if e.id not in by_id]
+    if options.jobs > 1:
+        todo = longest_first(todo)
     if options.executor == "ray":
         from .ray_executor import run_on_ray
 
@@ -118,6 +122,23 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
             on_result(result, done, len(entries))
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
                   round(time.perf_counter() - started, 3))
+
+
+def longest_first(entries: list[ZooEntry]) -> list[ZooEntry]:
+    """The order in which jobs start when several run at once: the biggest model files first
+    (a file's size stands for its cost; a file not yet fetched counts as small). A big model
+    started last keeps one worker busy while the others idle; started first, the small ones
+    fill in around it (the longest-processing-time rule). Ties keep the manifest's order."""
+    from ..fetch import cached_model_path
+
+    def size(entry: ZooEntry) -> int:
+        path = cached_model_path(entry.source) if entry.source is not None else entry.path
+        try:
+            return path.stat().st_size if path is not None else 0
+        except OSError:
+            return 0
+
+    return sorted(entries, key=size, reverse=True)
 
 
 def _check_options(options: ZooOptions) -> None:

@@ -1,6 +1,6 @@
 """The results of a zoo run, one JSON line per finished model, appended as each finishes.
 
-    store = ResultStore("zoo-results.jsonl", resume=True)
+    store = ResultStore(default_results_path("zoo.json"), resume=True)
     store.get(key)            # a result recorded earlier under this key, or None
     store.append(key, result) # written and flushed to disk before it returns
 
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultStore", "result_key"]
+__all__ = ["ResultStore", "result_key", "default_results_path"]
 
 # The spec members that change a result; `id` and `expect` do not (renaming a model or changing
 # what it is expected to do reuses its result).
@@ -30,6 +30,19 @@ def result_key(sha256: str, version: str, spec: dict[str, Any], targets: list[st
     options.update(targets=list(targets), runtimes=list(runtimes))
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
     return f"{sha256}:{version}:{digest}"
+
+
+def default_results_path(manifest: str | Path) -> Path:
+    """Where a run of `manifest` keeps its results when not told: the converter's cache
+    (`WEBNN_CONVERTER_CACHE`, default ~/.cache/webnn-converter), under `zoo/`, one file per
+    manifest (its stem and a hash of its absolute path). Never the working directory: a run
+    from a source checkout must not leave files in it, and `--resume` must find the file again
+    from any directory."""
+    from ..fetch import cache_dir
+
+    where = Path(manifest).resolve()
+    digest = hashlib.sha256(str(where).encode()).hexdigest()[:12]
+    return cache_dir() / "zoo" / f"{where.stem}-{digest}.jsonl"
 
 
 class ResultStore:

@@ -168,3 +168,26 @@ def test_remove_unused_drops_dead_ops_and_constants_not_inputs():
     assert g.remove_unused() == 1
     assert [op.name for op in g.operations] == ["s"] and "unused" not in g.constants
     assert extra.graph is None and "x" in g.inputs and "c" in g.constants
+
+
+def test_the_ir_alone_says_how_to_load_the_op_catalogue():
+    """ir does not import ops (the layers): without the catalogue, adding an operation is one
+    clear error, and the public converter.Graph loads it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from converter.ir import Graph\n"
+            "g = Graph('g'); x = g.add_input('x', 'float32', [2])\n"
+            "try:\n    g.add_operation('relu', [x])\n"
+            "except Exception as e:\n    print(type(e).__name__, e.line())\n"
+            "import converter\n"
+            "g = converter.Graph('g'); x = g.add_input('x', 'float32', [2])\n"
+            "print(g.add_operation('relu', [x]).outputs[0].shape)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(root), "PATH": ""}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()
+    assert first.startswith("ConverterError ") and "import converter.ops" in first
+    assert second == "(2,)"

@@ -100,6 +100,19 @@ def test_filled_constants():
     assert_exact(got["y"], np.full((64, 64), 3.5), np.float32)
 
 
+@pytest.mark.parametrize("count, as_node", [(16, False), (17, True)])
+def test_filled_constants_past_16_elements_become_constant_of_shape(count, as_node):
+    b = GraphBuilder()
+    x = b.input("x", "float32", [count])
+    filled = b.graph.add_constant("filled", ConstantData("float32", (count,), fill=-1.5))
+    g = b.build({"y": b.mul(x, filled)})
+    model = to_onnx(g)
+    assert ("ConstantOfShape" in [n.op_type for n in model.graph.node]) == as_node
+    assert ("filled" in [t.name for t in model.graph.initializer]) == (not as_node)
+    got = run(g, {"x": np.arange(count, dtype=np.float32)})
+    assert_exact(got["y"], np.arange(count) * -1.5, np.float32)
+
+
 def test_int64_values_beyond_double_precision_stay_exact():
     big = 2**62 + 3
     b = GraphBuilder()

@@ -10,6 +10,7 @@ from converter.builder import GraphBuilder
 from converter.ops.registry import all_ops
 from converter.passes import PassContext, run_passes
 from converter.targets import Target
+from converter.formats.webnn_text import dumps
 
 NO_INT64 = [t for t in dtypes.SPEC_DATA_TYPES if t not in ("int64", "uint64")]
 
@@ -178,12 +179,12 @@ def test_pad_value_fit_checks_both_bounds(value, fits):
 
 def test_a_target_with_int64_changes_nothing():
     g = index_graph()
-    text = str(g)
+    text = dumps(g)
 
     result = retype(g, target("all", op_types=dtypes.SPEC_DATA_TYPES,
                               io_types=dtypes.SPEC_DATA_TYPES))
 
-    assert not result.changed and str(g) == text
+    assert not result.changed and dumps(g) == text
     assert result.counts["int64_operands_left"] == len(int64_operands(g)) == 8
 
 
@@ -191,11 +192,11 @@ def test_other_unsupported_types_are_noted_not_changed():
     b = GraphBuilder("half")
     x = b.input("x", "float16", [4])
     g = b.build({"y": b.relu(b.sqrt(x))})
-    text = str(g)
+    text = dumps(g)
 
     result = retype(g, target("no_f16", drop=("float16",)))
 
-    assert not result.changed and str(g) == text
+    assert not result.changed and dumps(g) == text
     assert result.notes == [
         "relu input is float16 in 1 op(s) (relu); target 'no_f16' does not take float16 there",
         "relu output is float16 in 1 op(s) (relu); target 'no_f16' does not take float16 "
@@ -208,9 +209,9 @@ def test_other_unsupported_types_are_noted_not_changed():
 
 def test_without_a_target_nothing_is_checked():
     g = index_graph()
-    text = str(g)
+    text = dumps(g)
     result = retype(g, None)
-    assert not result.changed and str(g) == text and "no target" in result.notes[0]
+    assert not result.changed and dumps(g) == text and "no target" in result.notes[0]
 
 
 def _onnx_index_model(path):

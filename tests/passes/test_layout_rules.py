@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from converter.builder import GraphBuilder
+from converter.formats.webnn_text import dumps
 
 from .layout_helpers import (NHWC_TO_NCHW, assert_in_layout, check_numbers, conv, only, seeded,
     types)
@@ -74,7 +75,7 @@ def test_axis_rules_remap_arguments_under_the_permutation(name):
         for key, value in expected.items():
             assert op.attrs.get(key) == value, (key, op.attrs)
     # The transposes made around the convs have all moved out to the inputs and outputs.
-    assert result.counts["transposes_after_inside"] == 0, str(graph)
+    assert result.counts["transposes_after_inside"] == 0, dumps(graph)
     assert_in_layout(graph, "nchw")
 
 

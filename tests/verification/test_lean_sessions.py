@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import execute, source_runs
+from converter.lowering.onnx import executor
 from converter.builder import GraphBuilder
 
 K, N = 512, 600  # a 1.2 MB weight: over the 1 MiB threshold of both paths
@@ -51,7 +52,9 @@ def test_source_run_reads_big_initializers_from_the_file(tmp_path, data):
     assert isinstance(view, bytes) and len(view) < weight.nbytes // 100  # weights left out
     got = source_runs.run_onnx(path, {"x": x})["y"]
     np.testing.assert_allclose(got, _truth(weight, bias, x), atol=1e-4, rtol=1e-3)
-    plain = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    same = ort.SessionOptions()
+    same.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(str(path), same, providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(got, plain.run(None, {"x": x})[0])  # same bytes, same kernels
 
 
@@ -80,10 +83,10 @@ def test_source_run_keeps_a_model_without_big_weights_as_a_path(tmp_path):
 
 def test_executor_reads_big_constants_from_a_temporary_file(monkeypatch, data):
     weight, bias, x = data
-    monkeypatch.setattr(execute, "_VIA_FILE_MIN_BYTES", 1 << 20)  # this small weight qualifies
+    monkeypatch.setattr(executor, "_VIA_FILE_MIN_BYTES", 1 << 20)  # this small weight qualifies
     made = []
-    real = execute._session_via_file
-    monkeypatch.setattr(execute, "_session_via_file",
+    real = executor._session_via_file
+    monkeypatch.setattr(executor, "_session_via_file",
                         lambda *a: made.append(1) or real(*a))
     before = set(os.listdir(tempfile.gettempdir()))
     b = GraphBuilder("mm")

@@ -97,16 +97,16 @@ def test_spectrogram_passes_with_the_same_session_options_on_both_sides(tmp_path
     report = verify(source, graph, feeds={"audio": audio}, oracle="always")
     (out,) = report.outputs
     assert report.passed, out.reason
-    assert report.session_options == "ONNX Runtime at ORT_ENABLE_BASIC on both sides"
+    assert report.session_options == "ONNX Runtime at ORT_DISABLE_ALL on both sides"
     assert out.extra["decidedBy"] == "webnn vs source within the budget"
     # the float64 figures are printed all the same: we are as close to the truth as ORT is,
     # and ORT's spread between its two levels is what made the old report fail
     assert out.extra["webnnVsF64"] <= 2 * out.extra["sourceVsF64"]
     assert out.extra["sourceNoise"] > 1e-4
-    assert "ORT_ENABLE_ALL vs ORT_ENABLE_BASIC" in report.noise_runs
+    assert "ORT_ENABLE_ALL vs ORT_DISABLE_ALL" in report.noise_runs
     print_report(report)
     printed = capsys.readouterr().out
-    assert "ORT_ENABLE_BASIC on both sides" in printed and "source vs f64" in printed
+    assert "ORT_DISABLE_ALL on both sides" in printed and "source vs f64" in printed
 
 
 def sigmoid_map(top=-9.6):

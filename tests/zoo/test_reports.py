@@ -102,14 +102,14 @@ def test_three_reports_agree(public):
     assert list(rows) == [m["id"] for m in doc["models"]]
     for m in doc["models"]:
         assert rows[m["id"]][1] == m["status"]
-        assert rows[m["id"]][5] == ("-" if m["ops"] is None else str(m["ops"]))
+        assert rows[m["id"]][5] == ("-" if m["ops"] is None else f"{m['ops']:,}")
     for status, n in doc["summary"]["byStatus"].items():
         assert f"| {status} | {n} |" in md
     parser = _Rows()
     parser.feed((out / "out.html").read_text())
     assert [r[0] for r in parser.rows] == [m["id"] for m in doc["models"]]
     assert [r[1] for r in parser.rows] == [m["status"] for m in doc["models"]]
-    assert [r[5] for r in parser.rows] == ["-" if m["ops"] is None else str(m["ops"])
+    assert [r[6] for r in parser.rows] == ["-" if m["ops"] is None else f"{m['ops']:,}"
                                            for m in doc["models"]]
 
 
@@ -140,5 +140,19 @@ def test_html_report_renders_in_the_browser(public):
         assert unsupported.split()[0] == str(doc["summary"]["byStatus"]["unsupported"])
         box = page.locator("#models").bounding_box()
         assert box["width"] > 600 and box["height"] > 26 * 15  # laid out, not collapsed
+        # sorting by ops (numbers, not text), twice to reverse; filtering by text
+        page.locator("#models th", has_text="ops").click()
+        ops = [m["ops"] for m in doc["models"]]
+        cells = page.locator("#models tbody tr td:nth-child(7)").all_inner_texts()
+        assert [int(c.replace(",", "")) for c in cells] == sorted(ops)
+        page.locator("#models th", has_text="ops").click()
+        cells = page.locator("#models tbody tr td:nth-child(7)").all_inner_texts()
+        assert [int(c.replace(",", "")) for c in cells] == sorted(ops, reverse=True)
+        page.fill("#filter-text", "hey_")
+        visible = page.locator("#models tbody tr:visible td:first-child").all_inner_texts()
+        assert sorted(visible) == sorted(m["id"] for m in doc["models"] if "hey_" in m["id"])
+        assert 0 < len(visible) < 26
+        page.select_option("#filter-status", "mismatch")
+        assert page.locator("#models tbody tr:visible").count() == 0
     finally:
         page.close()

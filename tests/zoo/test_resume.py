@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, cli_command, run_cli
 from .faults import HOOK
 
 # The first run goes through the library, because only it takes the test hook that makes
@@ -52,3 +52,25 @@ def test_killed_run_resumes_without_redoing_finished_models(synthetic, tmp_path)
     assert by_id["add"]["times"] == before[0]["result"]["times"]
     assert by_id["hang"]["status"] == "verified" and by_id["hang"]["meetsExpect"] is False
     assert doc["summary"]["regressions"] == ["hang"]
+
+
+def test_default_results_go_to_the_cache_not_the_working_directory(synthetic, tmp_path):
+    manifest = synthetic(["add", "conv_relu"])
+    cache = tmp_path / "cache"
+    first_cwd, second_cwd = tmp_path / "a", tmp_path / "b"
+    first_cwd.mkdir()
+    second_cwd.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WEBNN_CONVERTER_CACHE": str(cache)}
+    first = subprocess.run(cli_command(manifest, "--json"), cwd=first_cwd, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert list(first_cwd.iterdir()) == []
+    stored = list((cache / "zoo").glob("*.jsonl"))
+    assert len(stored) == 1 and stored[0].name.startswith(manifest.stem + "-")
+    assert sorted(r["result"]["id"] for r in _lines(stored[0])) == ["add", "conv_relu"]
+    # from another directory, --resume finds the same file and runs nothing again
+    second = subprocess.run(cli_command(manifest, "--resume", "--json"), cwd=second_cwd,
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["summary"]["resumed"] == ["add", "conv_relu"]
+    assert list(second_cwd.iterdir()) == [] and len(_lines(stored[0])) == 2

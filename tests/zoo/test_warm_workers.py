@@ -45,3 +45,17 @@ def make_synthetic_spec(manifest, model_id: str) -> dict:
 
     (entry,) = load_manifest(manifest).select([model_id])
     return entry.spec()
+
+
+def test_with_several_jobs_the_biggest_models_start_first(tmp_path):
+    from converter.zoo.manifest import ZooEntry
+    from converter.zoo.runner import longest_first
+
+    sizes = {"small": 10, "big": 3000, "missing": None, "medium": 500, "tie": 500}
+    entries = []
+    for name, size in sizes.items():
+        path = tmp_path / f"{name}.onnx"
+        if size is not None:
+            path.write_bytes(bytes(size))
+        entries.append(ZooEntry(id=name, format="onnx", path=path))
+    assert [e.id for e in longest_first(entries)] == ["big", "medium", "tie", "small", "missing"]

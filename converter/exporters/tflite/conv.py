@@ -73,12 +73,12 @@ def _conv_problem(op: Operation) -> str | None:
 
 
 def _conv_args(op: Operation):
-    """What both convolutions read: operands, layouts and the spatial options with defaults."""
+    """What both convolutions read: operands, layouts and the spatial options (`attr` gives
+    the spec's default for an option not set)."""
     return (op.input("input"), op.input("filter"), op.input("bias"),
             op.attr("inputLayout") == "nhwc", op.attr("filterLayout"), int(op.attr("groups")),
-            [int(s) for s in op.attr("strides") or [1, 1]],
-            [int(d) for d in op.attr("dilations") or [1, 1]],
-            [int(p) for p in op.attr("padding") or [0, 0, 0, 0]])
+            [int(s) for s in op.attr("strides")], [int(d) for d in op.attr("dilations")],
+            [int(p) for p in op.attr("padding")])
 
 
 @exports("conv2d", types=FLOATS, max_rank=4, check=_conv_problem)
@@ -114,7 +114,7 @@ def conv2d(ctx: ExportContext, op: Operation) -> list[int]:
 
 
 def _transpose_problem(op: Operation) -> str | None:
-    dilations = list(op.attr("dilations") or [1, 1])
+    dilations = list(op.attr("dilations"))
     if dilations != [1, 1] and not op.input("filter").is_constant:
         return ("TRANSPOSE_CONV has no dilations, and a dilated filter can only be spread out "
                 "at export time when it is a constant")

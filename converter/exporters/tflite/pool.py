@@ -29,8 +29,8 @@ def _geometry(op: Operation):
     out_shape = list(op.output.shape)
     out_nhwc = out_shape if nhwc else [out_shape[p] for p in NCHW_TO_NHWC]
     window = [int(v) for v in op.attr("windowDimensions") or in_hw]
-    strides = [int(s) for s in op.attr("strides") or [1, 1]]
-    padding = [int(p) for p in op.attr("padding") or [0, 0, 0, 0]]
+    strides = [int(s) for s in op.attr("strides")]  # attr gives the spec's default if unset
+    padding = [int(p) for p in op.attr("padding")]
     for i in range(2):  # widen the end padding until the VALID window count is the output's
         needed = (out_nhwc[1 + i] - 1) * strides[i] + window[i] - in_hw[i] - padding[2 * i]
         padding[2 * i + 1] = max(padding[2 * i + 1], needed)
@@ -38,7 +38,7 @@ def _geometry(op: Operation):
 
 
 def _pool_problem(op: Operation) -> str | None:
-    if list(op.attr("dilations") or [1, 1]) != [1, 1]:
+    if list(op.attr("dilations")) != [1, 1]:
         return "TFLite's pools have no dilations"
     return None
 

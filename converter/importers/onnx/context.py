@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 
 from ...errors import ConverterError
+from ... import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ...ir import ConstantData, Graph, Operand, TensorDesc
 from ...ir.operand import unpack4
 from ...budget import MemoryBudget

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import dtypes
 from ...errors import ConverterError
+from ... import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ...ir import ConstantData, Graph, Operand, TensorDesc
 from ...ir.operand import unpack4
 from .model_file import Operator, Quantization, Subgraph, Tensor

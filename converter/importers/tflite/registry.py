@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ...catalogue import importer_tables
+from .. import importer_tables
 
 __all__ = ["tflite_op", "rule_for", "Unsupported", "known_ops", "NOT_IMPORTED"]
 

@@ -99,3 +99,21 @@ def run_one(b, out, feeds: Mapping[str, np.ndarray], **bounds) -> np.ndarray:
 def ops_of(graph: Graph) -> list[str]:
     """The TFLite operators `graph` exports to, in order."""
     return operator_codes(to_tflite(graph))
+
+
+def assert_declared_shapes_hold(data: bytes) -> None:
+    """Every tensor of the .tflite declares the shape LiteRT's kernels compute for it: LiteRT
+    resizes a wrongly declared tensor silently, but other readers of the file trust it."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    def shapes(allocate: bool) -> dict[str, list[int]]:
+        interpreter = Interpreter(model_content=data, num_threads=1,
+                                  experimental_op_resolver_type=OpResolverType
+                                  .BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        if allocate:
+            interpreter.allocate_tensors()
+        return {t["name"]: [int(d) for d in t["shape"]] for t in interpreter.get_tensor_details()}
+
+    declared, computed = shapes(False), shapes(True)
+    wrong = {n: (declared[n], computed[n]) for n in declared if declared[n] != computed[n]}
+    assert not wrong, f"declared vs computed shapes: {wrong}"

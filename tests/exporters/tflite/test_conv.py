@@ -14,7 +14,7 @@ from ai_edge_litert import schema_py_generated as fb
 from converter.builder import GraphBuilder
 from converter.exporters.tflite import to_tflite
 
-from .helpers import check, ops_of, rand, run_one
+from .helpers import assert_declared_shapes_hold, check, operator_codes, ops_of, rand, run_one
 
 RNG = np.random.default_rng(13)
 
@@ -206,3 +206,56 @@ def test_same_padding_exports_without_a_pad_op_and_other_padding_with_one():
     assert "PAD" not in ops_of(graph) and "CONV_2D" in ops_of(graph)
     graph, _ = _conv((1, 2, 8, 7), (3, 2, 3, 3), padding=[1, 1, 0, 2])
     assert "PAD" in ops_of(graph)
+
+
+def _tflite(graph):
+    data = to_tflite(graph)
+    assert_declared_shapes_hold(data)
+    return data, operator_codes(data)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, groups, code, multiplier", [
+    ((1, 2, 5, 5), (4, 1, 3, 3), 2, "DEPTHWISE_CONV_2D", 2),
+    ((1, 2, 5, 5), (2, 1, 3, 3), 2, "DEPTHWISE_CONV_2D", 1),
+    ((1, 1, 5, 5), (3, 1, 3, 3), 1, "CONV_2D", None),  # one channel, not grouped
+])
+def test_depthwise_is_chosen_by_groups_and_its_multiplier_is_out_over_in(x_shape, w_shape,
+                                                                         groups, code,
+                                                                         multiplier):
+    graph, _ = _conv(x_shape, w_shape, groups=groups)
+    data, codes = _tflite(graph)
+    assert code in codes and ({"CONV_2D", "DEPTHWISE_CONV_2D"} - {code}).isdisjoint(codes)
+    if multiplier is not None:
+        model = fb.ModelT.InitFromPackedBuf(data, 0)
+        conv = [op for op in model.subgraphs[0].operators
+                if op.builtinOptionsType == fb.BuiltinOptions.DepthwiseConv2DOptions]
+        assert conv[0].builtinOptions.depthMultiplier == multiplier
+
+
+@pytest.mark.parametrize("groups, w_shape", [(1, (4, 3, 3, 3)), (2, (4, 2, 3, 3))])
+def test_conv_transpose2d_with_a_computed_filter_per_group(groups, w_shape):
+    graph, _ = _conv((1, 4, 4, 5), w_shape, transpose=True, const_w=False, groups=groups,
+                     strides=[2, 2])
+    _, codes = _tflite(graph)
+    assert codes.count("TRANSPOSE_CONV") == groups
+    assert ("SPLIT" in codes) == (groups > 1) and ("CONCATENATION" in codes) == (groups > 1)
+
+
+@pytest.mark.parametrize("opts, slices, pads", [
+    (dict(strides=[2, 2]), False, False),                     # the whole VALID result
+    (dict(strides=[2, 2], padding=[1, 0, 0, 1]), True, False),  # cropped
+    (dict(strides=[2, 2], padding=[0, 1, 0, 0]), True, False),  # cropped at the end only
+    (dict(strides=[2, 2], outputPadding=[1, 1]), False, True),  # zeros appended at the end
+    (dict(strides=[2, 2], padding=[1, 0, 0, 0], outputPadding=[1, 0]), True, True),
+])
+def test_conv_transpose2d_crops_and_appends_only_what_it_must(opts, slices, pads):
+    # a 1x1 filter at stride 2 leaves the full result one short of outputPadding's size
+    graph, _ = _conv((1, 2, 3, 4), (2, 3, 1, 1), transpose=True, **opts)
+    _, codes = _tflite(graph)
+    assert ("SLICE" in codes) == slices and ("PAD" in codes) == pads
+
+
+def test_conv2d_explicit_padding_declares_the_padded_shape():
+    graph, _ = _conv((1, 2, 6, 5), (3, 2, 3, 3), padding=[2, 0, 1, 0])
+    _, codes = _tflite(graph)
+    assert codes.count("PAD") == 1

@@ -12,7 +12,7 @@ from converter.builder import GraphBuilder
 from converter.errors import UnsupportedError
 from converter.exporters.tflite import to_tflite
 
-from .helpers import check, ops_of, rand
+from .helpers import assert_declared_shapes_hold, check, ops_of, rand
 
 RNG = np.random.default_rng(14)
 X = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)  # 1..9
@@ -75,3 +75,64 @@ def test_dilated_pools_are_reported():
     graph = b.build({"y": b.maxPool2d(x, windowDimensions=[2, 2], dilations=[2, 2])})
     with pytest.raises(UnsupportedError, match="TFLite's pools have no dilations"):
         to_tflite(graph)
+
+
+def _exported(kind, shape, **opts):
+    b = GraphBuilder()
+    x = b.input("x", "float32", list(shape))
+    graph = b.build({"y": getattr(b, kind)(x, **opts)})
+    check(graph, {"x": rand(RNG, shape, "float32", 0, 1)}, ulp=20)
+    assert_declared_shapes_hold(to_tflite(graph))
+    return graph
+
+
+@pytest.mark.parametrize("kind", ["maxPool2d", "averagePool2d", "l2Pool2d"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_ceil_rounding_that_adds_a_window_widens_the_end_padding(kind, layout):
+    # height 8, window 3, stride 2: floor gives 3 windows, ceil 4 (1 more end padding);
+    # width 7, window 3, stride 3: floor 2, ceil 3 (2 more): each axis widened by its own need
+    shape = (1, 2, 8, 7) if layout == "nchw" else (1, 8, 7, 2)
+    graph = _exported(kind, shape, windowDimensions=[3, 3], strides=[2, 3], layout=layout,
+                      outputShapeRounding="ceil")
+    assert graph.outputs["y"].shape == ((1, 2, 4, 3) if layout == "nchw" else (1, 4, 3, 2))
+
+
+@pytest.mark.parametrize("kind", ["maxPool2d", "averagePool2d"])
+@pytest.mark.parametrize("strides, padding", [([2, 2], [0, 1, 0, 1]), ([1, 1], [1, 1, 1, 1]),
+                                              ([2, 1], [0, 1, 1, 1])])
+def test_padding_that_is_tflites_same_exports_without_a_pad(kind, strides, padding):
+    # 8 x 8, window 3: stride 2 needs 1 padding (at the end), stride 1 needs 2 (one each side)
+    graph = _exported(kind, (1, 2, 8, 8), windowDimensions=[3, 3], strides=strides,
+                      padding=padding)
+    assert not {"PAD", "PADV2"} & set(ops_of(graph))
+
+
+def test_average_pool_whose_windows_never_reach_the_padding_has_no_correction():
+    # 4 x 6, window 2 x 3 at its own stride, end padding 1: windows [0, 1], [2, 3] by
+    # [0, 2], [3, 5], every one of 6 input elements
+    graph = _exported("averagePool2d", (1, 1, 4, 6), windowDimensions=[2, 3], strides=[2, 3],
+                      padding=[0, 1, 0, 1])
+    assert "MUL" not in ops_of(graph)
+
+
+def test_l2_pool_without_padding_has_no_pad():
+    graph = _exported("l2Pool2d", (1, 2, 6, 6), windowDimensions=[2, 3], strides=[2, 3])
+    assert "PAD" not in ops_of(graph)
+
+
+def test_average_pool_where_every_window_reaches_the_padding():
+    # 2 x 2, window 2, stride 2, padding 1 each side: every window holds one input element
+    b = GraphBuilder()
+    x = b.input("x", "float32", [1, 1, 2, 2])
+    graph = b.build({"y": b.averagePool2d(x, windowDimensions=[2, 2], strides=[2, 2],
+                                          padding=[1, 1, 1, 1])})
+    got = check(graph, {"x": X[:, :, :2, :2]}, ulp=4)["y"]
+    assert got[0, 0].tolist() == [[1, 2], [4, 5]]
+
+
+@pytest.mark.parametrize("kind", ["maxPool2d", "averagePool2d", "l2Pool2d"])
+def test_end_padding_on_one_axis_only_stays_on_that_axis(kind):
+    # width padded 2 at the end, height not at all: 3 x 4 windows
+    graph = _exported(kind, (1, 2, 8, 8), windowDimensions=[3, 3], strides=[2, 2],
+                      padding=[0, 0, 0, 2])
+    assert graph.outputs["y"].shape == (1, 2, 3, 4)

@@ -18,6 +18,9 @@ def test_max_pool_1d_ceil_mode_keeps_the_partial_window():
     # floor rounding with the end padding widened by 1 gives the third window
     pool = op_named(graph, "maxPool2d")
     assert pool.attrs["padding"] == [0, 1, 0, 0] and pool.attrs["outputShapeRounding"] == "floor"
+    # the added unit width axis: a window of one element, stepping by 1
+    assert pool.attrs["windowDimensions"] == [2, 1] and pool.attrs["strides"] == [2, 1]
+    assert pool.attrs["dilations"] == [1, 1]
 
 
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
@@ -142,3 +145,45 @@ def test_3d_max_pool_by_hand():
     _, (y,) = check(single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[2, 1, 2]), {"x": x})
     # windows over (depth, width) for each row: row 0 max(0, 1, 4, 5), row 1 max(2, 100, 6, 7)
     np.testing.assert_array_equal(y.reshape(-1), [5, 100])
+
+
+@pytest.mark.parametrize("auto_pad, windows", [
+    # 9 wide, kernel 2, stride 5: output ceil(9 / 5) = 2, ONNX's pad_shape = 5 + 2 - 9 = -2.
+    # SAME_UPPER begins at -2 / 2 = -1 (one column cropped): windows [1, 2] and [6, 7].
+    ("SAME_UPPER", [[1, 2], [6, 7]]),
+    # SAME_LOWER begins at (-2 + 1) / 2 = 0 toward zero (ends at -2): windows [0, 1], [5, 6].
+    ("SAME_LOWER", [[0, 1], [5, 6]]),
+])
+@pytest.mark.parametrize("op_type, opset", [("AveragePool", 19), ("LpPool", 18)])
+def test_same_pads_with_a_stride_beyond_the_window_crop_the_input(op_type, opset, auto_pad,
+                                                                  windows):
+    x = np.arange(1, 19, dtype=np.float32).reshape(1, 1, 2, 9)
+    model = single_node(op_type, ["x"], {"x": x}, kernel_shape=[1, 2], strides=[1, 5],
+                        auto_pad=auto_pad, opset=opset)
+    graph, (y,) = check(model, {"x": x})
+    taps = x[0, 0][:, windows]  # [row, window, tap]
+    want = taps.mean(-1) if op_type == "AveragePool" else np.sqrt((taps ** 2).sum(-1))
+    np.testing.assert_allclose(y[0, 0], want, rtol=1e-6)
+    assert ops_of(graph)[0] == "slice"  # the negative pads (the end's too) crop first
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_pads_crop_on_3d_and_1d_pools_match_onnx_runtime(auto_pad):
+    # pad_shape -3 on the first axis (begin -1 either way), -1 on the second, +1 on the third
+    x = rand(1, 2, 8, 6, 5)
+    model = single_node("AveragePool", ["x"], {"x": x}, kernel_shape=[2, 2, 2],
+                        strides=[5, 3, 2], auto_pad=auto_pad, opset=19, count_include_pad=1)
+    _, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 2, 2, 2, 3)
+    x1 = rand(1, 3, 8)
+    model = single_node("LpPool", ["x"], {"x": x1}, kernel_shape=[1], strides=[3],
+                        auto_pad=auto_pad, p=3)
+    _, (y,) = check(model, {"x": x1})
+    assert y.shape == (1, 3, 3)
+
+
+def test_max_pool_with_negative_same_pads_is_refused_as_onnx_runtime_does():
+    x = rand(1, 1, 9)
+    model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[2], strides=[5],
+                        auto_pad="SAME_UPPER")
+    assert "negative pads" in refused(model, {"x": x})

@@ -33,7 +33,8 @@ def test_max_pool_indices_match_onnx_runtime(attrs):
     np.testing.assert_array_equal(flat[i], y)
 
 
-def test_max_unpool_puts_pooled_values_back():
+@pytest.mark.parametrize("opset", [9, 12])  # MaxUnpool exists since opset 9
+def test_max_unpool_puts_pooled_values_back(opset):
     x = np.random.default_rng(3).standard_normal((1, 2, 4, 4)).astype(np.float32)
     pool = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
     unpool = helper.make_node("MaxUnpool", ["y", "i"], ["z"], kernel_shape=[2, 2],
@@ -41,7 +42,8 @@ def test_max_unpool_puts_pooled_values_back():
     graph = helper.make_graph([pool, unpool], "u",
                               [helper.make_tensor_value_info("x", F32, x.shape)],
                               [helper.make_tensor_value_info("z", F32, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)], ir_version=9)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=9)
     _, (z,) = check(model, {"x": x})
     windows = x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
     assert np.count_nonzero(z) == 8 and np.isclose(np.sort(z[z != 0]),

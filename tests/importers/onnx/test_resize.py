@@ -166,6 +166,21 @@ def test_tf_crop_and_resize_extrapolates_outside_the_region():
     assert ops_of(graph) == ["gather", "where"]
 
 
+def test_tf_crop_and_resize_leaves_uncropped_unscaled_axes_alone():
+    # roi [0, 1] on every axis: no cropping; only the width is scaled (by 2), so only the
+    # width gets taps: one gather and one weighted sum
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 2, 4)
+    roi = np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)
+    model = single_node("Resize", ["x", "roi", "scales"], {"x": x},
+                        {"roi": roi, "scales": np.array([1, 1, 1, 2], np.float32)}, opset=19,
+                        mode="linear", coordinate_transformation_mode="tf_crop_and_resize")
+    graph, (y,) = check(model, {"x": x})
+    # positions o * 3 / 7 along the width, the rows as they are
+    np.testing.assert_allclose(y[0, 0, 1], 4 + np.arange(8) * 3 / 7, rtol=1e-6)
+    assert ops_of(graph) == ["gather", "mul", "reduceSum"]
+    assert op_named(graph, "gather").attrs["axis"] == 3
+
+
 def test_half_pixel_symmetric_centres_the_rounded_output():
     x = np.arange(7, dtype=np.float32).reshape(1, 7)
     _, run = _resize(x, scales=[1, 0.5], mode="linear",
@@ -193,6 +208,36 @@ def test_uint8_linear_rounds_half_to_even_and_saturates():
     np.testing.assert_array_equal(y[0, 0, 0], [0, 2, 8, 12, 18, 79, 196, 255])
     assert y.dtype == np.uint8
     assert ops_of(graph)[-3:] == ["roundEven", "clamp", "cast"]
+
+
+@pytest.mark.parametrize("dtype, low, high", [(np.int8, -128, 127), (np.uint8, 0, 255)])
+def test_8_bit_cubic_overshoot_saturates_at_both_ends(dtype, low, high):
+    # Keys' cubic overshoots past a step: ONNX's reference on the same values in float32 goes
+    # about 27 beyond the type's range at both ends; ONNX rounds half to even and saturates
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.array([[[[low, high, high, low, low, high]]]], dtype)
+    _, run = _resize(x, scales=[1, 1, 1, 2], mode="cubic", ort=False)
+    graph, (y,) = run()
+    as_float, _ = _resize(x.astype(np.float32), scales=[1, 1, 1, 2], mode="cubic")
+    (want,) = ReferenceEvaluator(as_float).run(None, {"x": x.astype(np.float32)})
+    assert want.min() < low - 20 and want.max() > high + 20
+    np.testing.assert_array_equal(y, np.clip(np.round(want), low, high).astype(dtype))
+    assert y.dtype == dtype
+    assert op_named(graph, "clamp").attrs == {"minValue": low, "maxValue": high}
+
+
+def test_weights_closer_than_float32_resolves_are_the_same_sampling():
+    # resample2d is chosen when its weights equal ONNX's as float32 holds them: 2^-25 is half
+    # of float32's step just below 1, the most two weights may differ by and still round alike
+    from converter.importers.onnx.rules.resize import _same_sampling, _Taps
+
+    index = np.array([[0, 1]])
+    base = _Taps(index, np.array([[0.25, 0.75]]))
+    assert _same_sampling(base, _Taps(index, np.array([[0.25, 0.75 + 2.0 ** -25.5]])), 2)
+    assert not _same_sampling(base, _Taps(index, np.array([[0.25, 0.75 + 2.0 ** -24]])), 2)
+    # the same weights on other taps are another sampling
+    assert not _same_sampling(base, _Taps(np.array([[1, 0]]), np.array([[0.25, 0.75]])), 2)
 
 
 def test_int32_nearest_gathers_where_resample2d_takes_no_int32():

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.testing.tflite_fixtures import RELU6, SAME, VALID, Input, Output, one_op
+from converter.testing.tflite_fixtures import (RELU, RELU6, SAME, VALID, Input, Output, Quant,
+                                               one_op)
 
-from .helpers import EXACT, atol, check, op_named, ops_of, rand, ulp
+from .helpers import EXACT, atol, check, op_named, ops_of, rand, refused, ulp
 
 X = np.arange(1, 10, dtype=np.float32).reshape(1, 3, 3, 1)  # [[1 2 3] [4 5 6] [7 8 9]]
 
@@ -54,3 +55,33 @@ def test_pools_match_litert(op, padding, strides, window, out_hw):
     graph, got = check(model, {"x": x}, atol(1e-6))
     assert got["y"].shape == (2, *out_hw, 3)
     assert "transpose" not in ops_of(graph)
+
+
+def test_pool_of_a_rank_3_input_is_refused():
+    model = _pool("MAX_POOL_2D", [3, 3, 1], [2, 2, 1], padding=VALID, strideW=1, strideH=1,
+                  filterWidth=2, filterHeight=2)
+    assert "its input has rank 3; it must be 4" in refused(model).line()
+
+
+Q = Quant([0.05], [2])
+
+
+def test_int8_max_pool_without_activation_takes_the_stored_max():
+    x = np.random.default_rng(3).integers(-128, 128, (1, 4, 4, 3)).astype(np.int8)
+    model = one_op("MAX_POOL_2D", [Input("x", x.shape, "int8", Q)],
+                   [Output("y", [1, 2, 2, 3], "int8", Q)], padding=VALID, strideW=2, strideH=2,
+                   filterWidth=2, filterHeight=2)
+    graph, got = check(model, {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], x.reshape(1, 2, 2, 2, 2, 3).max(axis=(2, 4)))
+    assert ops_of(graph) == ["maxPool2d"]  # no dequantize / quantize round trip
+
+
+def test_int8_max_pool_with_relu_clamps_real_values():
+    # RELU on real values: stored values below the zero point 2 become 2 (real 0).
+    x = np.random.default_rng(5).integers(-128, 128, (1, 4, 4, 3)).astype(np.int8)
+    model = one_op("MAX_POOL_2D", [Input("x", x.shape, "int8", Q)],
+                   [Output("y", [1, 2, 2, 3], "int8", Q)], padding=VALID, strideW=2, strideH=2,
+                   filterWidth=2, filterHeight=2, fusedActivationFunction=RELU)
+    _, got = check(model, {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"],
+                                  np.maximum(x.reshape(1, 2, 2, 2, 2, 3).max(axis=(2, 4)), 2))

@@ -295,3 +295,115 @@ def test_hybrid_fully_connected_within_the_activation_rounding():
     assert op_named(graph, "dequantizeLinear").input("input").data_type == "int8"
     np.testing.assert_allclose(got["y"], x @ (w.astype(np.float32) * 0.01).T, rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("src", ["float32", "int8", "int32"])
+def test_dequantize_without_parameters_is_refused(src):
+    # float32: LiteRT's kernel will not prepare it; int8 / int32: no scale to apply
+    model = one_op("DEQUANTIZE", [Input("x", [2], src)], [Output("y", [2])])
+    assert "without quantization parameters" in refused(model).line()
+
+
+def test_quantize_to_an_unquantized_output_is_refused():
+    model = one_op("QUANTIZE", [Input("x", [2])], [Output("y", [2], "int8")])
+    assert "has no quantization parameters" in refused(model).line()
+
+
+def test_quantize_of_an_integer_input_without_parameters_is_refused():
+    model = one_op("QUANTIZE", [Input("x", [2], "int32")], [Output("y", [2], "int8", INT8)])
+    assert "is neither float nor quantized" in refused(model).line()
+
+
+def test_cast_to_a_type_webnn_lacks_is_refused():
+    model = one_op("CAST", [Input("x", [2])], [Output("y", [2], "complex64")])
+    assert "which WebNN does not have" in refused(model).line()
+
+
+def test_cast_to_the_same_type_is_an_identity():
+    x = np.array([1.5, -2, 0], np.float32)
+    graph, got = check(one_op("CAST", [Input("x", [3])], [Output("y", [3])]), {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], x)
+    assert ops_of(graph) == ["identity"]
+
+
+def test_cast_of_an_integer_constant_is_folded():
+    model = one_op("CAST", [Const(np.array([300, -5, 7], np.int32))], [Output("y", [3], "int64")])
+    graph, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], [300, -5, 7])
+    assert "cast" not in ops_of(graph)
+
+
+def test_cast_of_an_integer_constant_to_bool_compares_with_zero():
+    model = one_op("CAST", [Const(np.array([3, 0, -1], np.int32))], [Output("y", [3], "bool")])
+    _, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], [1, 0, 1])
+
+
+def test_cast_of_a_float_constant_rounds_toward_zero():
+    model = one_op("CAST", [Const(np.array([2.7, -2.7], np.float32))], [Output("y", [2], "int32")])
+    _, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], [2, -2])
+
+
+def test_densify_of_a_dense_constant_is_refused():
+    b = TfliteBuilder()
+    wd = b.tensor("w", [2, 2])
+    b.op("DENSIFY", [b.constant("w_dense", np.eye(2, dtype=np.float32))], [wd])
+    assert "is not a sparse constant" in refused(b.build([wd])).line()
+
+
+def _densify_model(dense, sparsity, stored):
+    b = TfliteBuilder()
+    x = b.input("x", list(dense.shape))
+    wd = b.tensor("w", list(dense.shape))
+    y = b.tensor("y", list(dense.shape))
+    b.op("DENSIFY", [b.constant("w_sparse", dense, sparsity=sparsity, stored=stored)], [wd])
+    b.op("ADD", [x, wd], [y])
+    return b.build([y])
+
+
+def test_densify_of_a_sparse_format_with_only_dense_levels():
+    # every level DENSE: the stored values are the whole tensor in traversal order
+    dense = np.arange(6, dtype=np.float32).reshape(2, 3)
+    sparsity, _ = sparse_parameters(dense)
+    csr = sparsity.dimMetadata[-1]
+    csr.format, csr.denseSize = 0, 3
+    csr.arraySegments = csr.arrayIndices = None
+    csr.arraySegmentsType = csr.arrayIndicesType = 0
+    graph, got = check(_densify_model(dense, sparsity, dense.reshape(-1)),
+                       {"x": np.zeros((2, 3), np.float32)}, EXACT)
+    np.testing.assert_array_equal(got["y"], dense)
+
+
+@pytest.mark.parametrize("damage, reason", [
+    ("levels", "levels for rank 2"),
+    ("blocks", "levels for rank 2 and 1 blocks"),
+    ("format", "unknown sparse dimension format 7"),
+    ("segments", "its sparse segments do not cover level 1"),
+    ("last_segment", "its sparse segments do not cover level 1"),
+    ("values", "its sparsity lists 3 values, its buffer holds 2"),
+])
+def test_densify_of_inconsistent_sparsity_is_refused(damage, reason):
+    dense = np.array([[0, 1.5, 0, 0], [0, 0, 0, 0], [2, 0, 0, -3]], np.float32)
+    sparsity, stored = sparse_parameters(dense)
+    csr = sparsity.dimMetadata[-1]
+    if damage == "levels":
+        sparsity.traversalOrder = [0, 1, 2]
+    elif damage == "blocks":  # as many levels as the order, but a block the order lacks
+        sparsity.blockMap = [1]
+    elif damage == "format":
+        csr.format = 7
+    elif damage == "segments":
+        csr.arraySegments.values = csr.arraySegments.values[:3]  # 3 rows need 4 entries
+    elif damage == "last_segment":
+        csr.arraySegments.values = [0, 1, 1, 4]  # the last row ends past the 3 indices
+    else:
+        stored = stored[:2]
+    assert reason in refused(_densify_model(dense, sparsity, stored)).line()
+
+
+def test_cast_of_an_int8_constant_casts_the_stored_values_as_litert_does():
+    model = one_op("CAST", [Const(np.array([3, -4, 5], np.int8), quant=Quant([0.5], [2]))],
+                   [Output("y", [3], "int32")])
+    _, got = check(model, {}, EXACT)
+    np.testing.assert_array_equal(got["y"], [3, -4, 5])  # not the real values 0.5, -3, 1.5

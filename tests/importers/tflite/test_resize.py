@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from converter.importers.tflite.rules.resize import tflite_nearest_taps, webnn_nearest_taps
-from converter.testing.tflite_fixtures import Const, Input, Output, one_op
+from converter.testing.tflite_fixtures import Const, Input, Output, TfliteBuilder, one_op
 
-from .helpers import EXACT, atol, check, op_named, ops_of, rand
+from .helpers import EXACT, atol, check, op_named, ops_of, rand, refused
 
 ROW = np.array([0, 10, 20, 30], np.float32).reshape(1, 1, 4, 1)
 
@@ -71,3 +71,81 @@ def test_resize_nearest_2d_matches_litert(options, size):
     x = rand(1, 5, 4, 2)
     check(_resize("RESIZE_NEAREST_NEIGHBOR", [1, 5, 4, 2], list(size), **options), {"x": x},
           EXACT)
+
+
+def test_legacy_bilinear_gathers_only_the_resized_axis_with_taps_inside_the_input():
+    # 4 x 4 -> 4 x 8, legacy mapping c = o / 2: rows keep their values (no op on axis 1);
+    # columns blend taps floor(c) and ceil(c), the last ceil (4) held at 3 as TFLite does.
+    x = rand(1, 4, 4, 2)
+    graph, got = check(_resize("RESIZE_BILINEAR", [1, 4, 4, 2], [4, 8]), {"x": x}, atol(2e-6))
+    gathers = [op for op in graph.operations if op.op_type == "gather"]
+    assert [g.attrs["axis"] for g in gathers] == [2, 2]
+    taps = [graph.constants[g.inputs[1].name].constant.numpy().tolist() for g in gathers]
+    assert taps == [[0, 0, 1, 1, 2, 2, 3, 3], [0, 1, 1, 2, 2, 3, 3, 3]]
+    c = np.arange(8) / 2
+    low, high, w = np.floor(c).astype(int), np.minimum(np.ceil(c), 3).astype(int), c % 1
+    np.testing.assert_allclose(got["y"], x[:, :, low] * (1 - w)[:, None]
+                               + x[:, :, high] * w[:, None], atol=1e-6)
+
+
+def test_legacy_bilinear_on_whole_taps_is_one_gather():
+    # 4 x 8 -> 4 x 4: c = 2 o lands on input columns, so no blend (and no upper taps)
+    x = rand(1, 4, 8, 1)
+    graph, got = check(_resize("RESIZE_BILINEAR", [1, 4, 8, 1], [4, 4]), {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], x[:, :, ::2])
+    assert ops_of(graph) == ["gather"]
+
+
+def test_a_legacy_bilinear_resize_to_the_same_size_is_an_identity():
+    x = rand(1, 3, 4, 2)
+    graph, got = check(_resize("RESIZE_BILINEAR", [1, 3, 4, 2], [3, 4]), {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], x)
+    assert ops_of(graph) == ["identity"]
+
+
+def test_a_real_resize_ends_in_its_own_result_not_an_identity():
+    graph, _ = check(_resize("RESIZE_NEAREST_NEIGHBOR", [1, 3, 4, 1], [2, 4]),
+                     {"x": rand(1, 3, 4, 1)}, EXACT)
+    assert ops_of(graph) == ["gather"]  # rows [0, 1] (floor(o * 1.5)); columns kept
+
+
+def test_nearest_picks_resample2d_per_axis_from_each_axis_own_size():
+    # 4 -> 8 rows and 6 -> 12 columns: TFLite's floor(o / 2) is resample2d's choice on both
+    graph, got = check(_resize("RESIZE_NEAREST_NEIGHBOR", [1, 4, 6, 1], [8, 12]),
+                       {"x": rand(1, 4, 6, 1)}, EXACT)
+    assert ops_of(graph) == ["resample2d"]
+
+
+def test_nearest_gathers_only_the_axis_whose_taps_move():
+    # 3 -> 2 rows (legacy [0, 1], resample2d [0, 2]: gathered), 4 columns kept
+    x = rand(1, 3, 4, 1)
+    graph, got = check(_resize("RESIZE_NEAREST_NEIGHBOR", [1, 3, 4, 1], [2, 4]), {"x": x},
+                       EXACT)
+    np.testing.assert_array_equal(got["y"], x[:, [0, 1]])
+    assert [op.attrs["axis"] for op in graph.operations] == [1]
+
+
+def test_resize_without_an_options_table_uses_the_legacy_mapping():
+    b = TfliteBuilder()
+    y = b.tensor("y", [1, 1, 8, 1])
+    b.op("RESIZE_BILINEAR", [b.input("x", [1, 1, 4, 1]),
+                             b.constant("size", np.array([1, 8], np.int32))], [y])
+    b.current.operators[-1].builtinOptionsType = 0
+    b.current.operators[-1].builtinOptions = None
+    _, got = check(b.build([y]), {"x": ROW}, atol(2e-6))
+    np.testing.assert_allclose(got["y"].reshape(-1), [0, 5, 10, 15, 20, 25, 30, 30], atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, size, options, reason", [
+    ([4, 4, 1], [8, 8], {}, "its input has rank 3"),
+    ([1, 4, 4, 1], [8, 0], {}, "its size [8, 0] is not two positive numbers"),
+    ([1, 4, 4, 1], [0, 8], {}, "its size [0, 8] is not two positive numbers"),
+    ([1, 4, 4, 1], [8, 8, 1], {}, "its size [8, 8, 1] is not two positive numbers"),
+    ([1, 4, 4, 1], [8, 8], {"alignCorners": True, "halfPixelCenters": True},
+     "align_corners and half_pixel_centers are both set"),
+])
+@pytest.mark.parametrize("op", ["RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"])
+def test_resizes_of_the_wrong_form_are_refused(op, shape, size, options, reason):
+    model = one_op(op, [Input("x", shape), Const(np.array(size, np.int32))],
+                   [Output("y", [1, 8, 8, 1])], **options)
+    assert reason in refused(model).line()

@@ -43,7 +43,7 @@ def reshaped_input(ctx: ImportContext, name: str, shape: Sequence[int], suffix: 
     return reshape(ctx, ctx.operand(name), shape, suffix)
 
 
-def spatial_rank(rank: int, allowed: tuple[int, ...] = (1, 2)) -> int:
+def spatial_rank(rank: int, allowed: tuple[int, ...]) -> int:
     spatial = rank - 2
     if spatial not in allowed:
         handled = "1 is handled by adding a unit axis" + (
@@ -399,7 +399,7 @@ def check_exact_accumulation(ctx: ImportContext, x: str, x_zp: str | None,
         x_span = hi - lo
     else:
         x_span = max(abs(hi - int(xz.min())), abs(int(xz.max()) - lo))
-    if x_span * weight_sum >= _FLOAT32_EXACT:
+    if x_span * weight_sum > _FLOAT32_EXACT:  # every integer up to 2^24 itself is exact
         raise Unsupported(f"its int32 sums may reach {x_span * weight_sum}, beyond the "
                           f"integers float32 holds exactly (2^24), and WebNN computes it in "
                           f"float32")

@@ -12,6 +12,12 @@ PyTorch rule), while WebNN's "ceil" rounding keeps it always. So the output size
 here by ONNX's rule, and the end padding widened until WebNN's floor rounding gives it: the
 widening adds only padding, which no WebNN pool counts.
 
+auto_pad SAME_* uses ONNX's pad_shape formula, which has no floor at zero: when the stride is
+larger than the window, the total "padding" is negative and the windows start inside the input.
+ONNX Runtime splits it as C++ integer division does (toward zero) and so do we; a negative
+pad is a crop, made by a slice before the pool (WebNN padding is never negative). ONNX Runtime
+refuses such a MaxPool, so it is refused here too.
+
 The global pools reduce every spatial axis at once, so they work at any rank.
 """
 from __future__ import annotations
@@ -40,6 +46,28 @@ def _onnx_output_size(size: int, kernel: int, begin: int, end: int, stride: int,
     if (out - 1) * stride >= size + begin:  # the last window would start in the end padding
         out -= 1
     return out
+
+
+def _half_toward_zero(value: int) -> int:
+    return -(-value // 2) if value < 0 else value // 2
+
+
+def _pool_pads(node: OnnxNode, in_sizes: list[int], kernel, strides: list[int],
+               dilations: list[int]) -> list[int]:
+    """The pool's ONNX pads [b1, b2, ..., e1, e2, ...], which auto_pad SAME_* may make
+    negative (see the module docstring); other auto_pad values as for a convolution."""
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return spatial_pads(node, in_sizes, kernel, strides, dilations)
+    begins, ends = [], []
+    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        out = -(-size // s)
+        total = (out - 1) * s + (int(k) - 1) * d + 1 - size
+        # SAME_LOWER puts the odd pixel first: half of total + 1, rounded the same way
+        begin = _half_toward_zero(total if auto_pad == "SAME_UPPER" else total + 1)
+        begins.append(begin)
+        ends.append(total - begin)
+    return begins + ends
 
 
 class _Axis(NamedTuple):
@@ -71,11 +99,19 @@ def _pool(ctx: ImportContext, node: OnnxNode, webnn_op: str, *, zero_pad: bool =
         raise Invalid(f"kernel_shape {list(kernel)} must hold positive values")
     strides, dilations = window_steps(node, spatial)
     in_sizes = list(x.shape[2:])
-    pads = spatial_pads(node, in_sizes, kernel, strides, dilations)
+    pads = _pool_pads(node, in_sizes, kernel, strides, dilations)
     ceil_mode = bool(node.attr("ceil_mode", 0))
     begins, ends = pads[:spatial], pads[spatial:]
     out = [_onnx_output_size(in_sizes[i], kernel[i], begins[i], ends[i], strides[i],
                              dilations[i], ceil_mode) for i in range(spatial)]
+    if min(pads) < 0 and node.attr("auto_pad", "NOTSET") != "NOTSET":
+        if webnn_op == "maxPool2d":
+            raise Unsupported(f"auto_pad {node.attr('auto_pad')} with a stride larger than the "
+                              f"window gives negative pads {pads}, which ONNX Runtime refuses "
+                              f"for MaxPool; give explicit pads instead")
+        x = _crop(ctx, x, begins, ends)
+        in_sizes = list(x.shape[2:])
+        begins, ends = [max(0, b) for b in begins], [max(0, e) for e in ends]
     if zero_pad and any(pads):
         x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, *begins],
                                   "endingPadding": [0, 0, *ends], "mode": "constant",
@@ -95,6 +131,14 @@ def _pool(ctx: ImportContext, node: OnnxNode, webnn_op: str, *, zero_pad: bool =
                     axes[0], _UNIT)
         return reshape(ctx, y, y.shape[:3], "reshape_output")
     return _pool_separably(ctx, webnn_op, x, axes)
+
+
+def _crop(ctx: ImportContext, x: Operand, begins: list[int], ends: list[int]) -> Operand:
+    """x without the elements negative pads remove from each spatial axis's ends."""
+    starts = [0, 0, *(max(0, -b) for b in begins)]
+    sizes = [*x.shape[:2], *(size - max(0, -b) - max(0, -e)
+                             for size, b, e in zip(x.shape[2:], begins, ends))]
+    return ctx.emit("slice", [x], {"starts": starts, "sizes": sizes}, suffix="crop")
 
 
 def _pool2d(ctx: ImportContext, webnn_op: str, x: Operand, h: _Axis, w: _Axis) -> Operand:
@@ -185,13 +229,13 @@ def _max_pool_indices(ctx: ImportContext, node: OnnxNode, y: Operand) -> Operand
     return ctx.emit("add", [within, ctx.constant(planes, "int64")])
 
 
-@onnx_op("AveragePool", webnn=("averagePool2d", "pad", "reshape"))
+@onnx_op("AveragePool", webnn=("averagePool2d", "pad", "reshape", "slice"))
 def average_pool(ctx: ImportContext, node: OnnxNode):
     include = bool(node.attr("count_include_pad", 0))
     return [_pool(ctx, node, "averagePool2d", zero_pad=include)]
 
 
-@onnx_op("LpPool", webnn=("l2Pool2d", "abs", "pow", "reshape"))
+@onnx_op("LpPool", webnn=("l2Pool2d", "abs", "pow", "reshape", "slice"))
 def lp_pool(ctx: ImportContext, node: OnnxNode):
     p = float(node.attr("p", 2))
     if p == 2.0:

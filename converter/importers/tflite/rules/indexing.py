@@ -11,21 +11,18 @@ from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import axis_of, emit, reshape
 
-_BOOL = 6  # TensorType BOOL
-
-
 def _bit(mask: int, i: int) -> bool:
     return bool((mask >> i) & 1)
 
 
-def strided_index(shape, begin, end, strides, o) -> tuple:
+def strided_index(begin, end, strides, o) -> tuple:
     """TF's strided-slice spec as a numpy index: numpy's basic indexing was its model, so an
     ellipsis, a new axis, a shrunk axis (an integer) and a clamped slice mean the same."""
     index = []
     seen_ellipsis = False
     for i in range(len(begin)):
-        if _bit(o.ellipsisMask, i) and not seen_ellipsis:
-            index.append(Ellipsis)
+        if _bit(o.ellipsisMask, i):  # LiteRT reads a second ellipsis bit as a whole axis
+            index.append(slice(None) if seen_ellipsis else Ellipsis)
             seen_ellipsis = True
         elif _bit(o.newAxisMask, i):
             index.append(None)
@@ -44,7 +41,8 @@ def strided_index(shape, begin, end, strides, o) -> tuple:
 
 
 def apply_index(ctx: ImportContext, x: Operand, index: tuple) -> Operand:
-    """A numpy basic index as WebNN ops: reverse (negative steps), slice, reshape."""
+    """A numpy basic index as WebNN ops: reverse (negative steps), slice, reshape. The index
+    is one `_empty_result` accepted: in range, and selecting something on every axis."""
     shape = list(x.shape)
     explicit = sum(1 for item in index if item is not None and item is not Ellipsis)
     expanded = []
@@ -62,17 +60,11 @@ def apply_index(ctx: ImportContext, x: Operand, index: tuple) -> Operand:
             continue
         n = shape[axis]
         if isinstance(item, int):
-            i = item + n if item < 0 else item
-            if not 0 <= i < n:
-                raise Unsupported(f"index {item} is out of range for dimension {axis} of {n}")
-            start, size, step = i, 1, 1
+            start, size, step = item + n if item < 0 else item, 1, 1
         else:
             r = range(n)[item]
             start, size, step = r.start, len(r), r.step
             out_shape.append(size)
-        if size == 0:
-            raise Unsupported(f"it selects nothing along dimension {axis}; WebNN has no empty "
-                              f"tensors")
         if step < 0:  # read the reversed axis forwards
             flips.append(axis)
             start, step = n - 1 - start, -step
@@ -111,7 +103,7 @@ def strided_slice(ctx: ImportContext, op: Operator):
         else np.ones_like(begin)
     if not len(begin) == len(end) == len(strides):
         raise Unsupported("its begin, end and strides differ in length")
-    index = strided_index(ctx.shape(0), begin, end, strides, op.options)
+    index = strided_index(begin, end, strides, op.options)
     empty = _empty_result(ctx, index)
     if empty is not None:
         return [empty]
@@ -205,10 +197,11 @@ def one_hot(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its depth is {depth}")
     indices = ctx.operand(0)
     rank = indices.rank
-    axis = op.options.axis if op.options is not None else -1
-    axis = axis % (rank + 1) if axis >= -rank - 1 else None
-    if axis is None:
-        raise Unsupported(f"its axis {op.options.axis} is out of range")
+    # without an options table LiteRT's parser leaves the axis at 0 (not TF's default -1)
+    axis = op.options.axis if op.options is not None else 0
+    if not -1 <= axis <= rank:  # LiteRT's kernel takes -1 (last) or 0 .. rank, nothing else
+        raise Unsupported(f"its axis {axis} is out of range (-1 or 0 to {rank})")
+    axis = axis % (rank + 1)
     shape = list(indices.shape)
     ids = reshape(ctx, indices, shape[:axis] + [1] + shape[axis:], "ids")
     lane = [1] * (rank + 1)
@@ -227,13 +220,12 @@ def _diagonal_mask(ctx: ImportContext, rows: int, cols: int) -> Operand:
 
 @tflite_op("MATRIX_DIAG", webnn=("reshape", "where"))
 def matrix_diag(ctx: ImportContext, op: Operator):
-    """[..., N] -> [..., N, N] with the values on the diagonal and zeros elsewhere."""
+    """[..., N] -> [..., N, N] with the values on the diagonal and zeros elsewhere: stored
+    zeros for a quantized tensor too, as LiteRT's kernel writes them (not the zero point)."""
     x = ctx.passthrough(0)
     n = x.shape[-1]
     row = reshape(ctx, x, list(x.shape[:-1]) + [1, n], "row")
-    zero = ctx.scalar(0, x.data_type) if ctx.out_quant() is None or x.data_type == "float32" \
-        else ctx.scalar(int(ctx.out_quant().zero_point[0]), x.data_type)
-    return [emit(ctx, "where", _diagonal_mask(ctx, n, n), row, zero)]
+    return [emit(ctx, "where", _diagonal_mask(ctx, n, n), row, ctx.scalar(0, x.data_type))]
 
 
 @tflite_op("MATRIX_SET_DIAG", webnn=("pad", "reshape", "where"))

@@ -21,10 +21,9 @@ def dequantize(ctx: ImportContext, op: Operator):
     src = ctx.desc(0).data_type
     if ctx.quant(0) is not None:
         return [ctx.real(0)]
-    if src in ("float16", "float32"):
-        x = ctx.operand(0)
-        return [emit(ctx, "cast", x, dataType="float32") if src == "float16"
-                else emit(ctx, "identity", x)]
+    if src == "float16":
+        return [emit(ctx, "cast", ctx.operand(0), dataType="float32")]
+    # (LiteRT's kernel will not prepare a float32 input either)
     raise Unsupported(f"its input {ctx.tensor(0)} is {ctx.tensor(0).type_name} without "
                       f"quantization parameters")
 

@@ -26,25 +26,25 @@ def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     return _F(in_size) / _F(out_size)
 
 
-def tflite_bilinear_taps(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
-    """(lower index, upper index, upper weight) per output position, as TFLite computes them."""
+def tflite_bilinear_taps(in_size: int, out_size: int, align_corners: bool):
+    """(lower index, upper index, upper weight) per output position, as TFLite computes them
+    for the legacy and align_corners mappings (half-pixel centers are resample2d's own), where
+    the source coordinate o * scale is never negative."""
     scale = _scale(in_size, out_size, align_corners)
-    o = np.arange(out_size, dtype=_F)
-    v = (o + _F(0.5)) * scale - _F(0.5) if half_pixel else o * scale
+    v = np.arange(out_size, dtype=_F) * scale
     floor = np.floor(v)
-    lower = np.maximum(floor, 0).astype(np.int64)
     upper = np.minimum(np.ceil(v), in_size - 1).astype(np.int64)
-    return lower, upper, (v - floor).astype(_F)
+    return floor.astype(np.int64), upper, (v - floor).astype(_F)
 
 
 def tflite_nearest_taps(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
     scale = _scale(in_size, out_size, align_corners)
     offset = _F(0.5) if half_pixel else _F(0)
     v = (np.arange(out_size, dtype=_F) + offset) * scale
-    # TfLiteRound rounds halves away from zero; v >= 0 here, so floor(v + 0.5).
+    # TfLiteRound rounds halves away from zero; v >= 0 here, so floor(v + 0.5). (TFLite also
+    # clamps half-pixel indices at 0, which v >= 0 never reaches.)
     index = np.floor(v + _F(0.5)) if align_corners else np.floor(v)
-    index = np.minimum(index.astype(np.int64), in_size - 1)
-    return np.maximum(index, 0) if half_pixel else index
+    return np.minimum(index.astype(np.int64), in_size - 1)
 
 
 def webnn_nearest_taps(in_size: int, out_size: int) -> np.ndarray:
@@ -94,7 +94,7 @@ def resize_bilinear(ctx: ImportContext, op: Operator):
     if half and not align:
         return [emit(ctx, "resample2d", x, mode="linear", sizes=size, axes=[1, 2])]
     for axis, out in ((1, size[0]), (2, size[1])):
-        lower, upper, frac = tflite_bilinear_taps(x.shape[axis], out, align, half)
+        lower, upper, frac = tflite_bilinear_taps(x.shape[axis], out, align)
         if out == x.shape[axis] and np.array_equal(lower, np.arange(out)) and not frac.any():
             continue  # this axis keeps its values
         low = _gather(ctx, x, lower, axis, f"lower{axis}")
@@ -118,7 +118,8 @@ def resize_nearest(ctx: ImportContext, op: Operator):
     if all(np.array_equal(t, webnn_nearest_taps(x.shape[1 + i], size[i]))
            for i, t in enumerate(taps)):
         return [emit(ctx, "resample2d", x, mode="nearest-neighbor", sizes=size, axes=[1, 2])]
+    # Some axis's taps differ from resample2d's, so from 0, 1, ... too: at least one gather.
     for i, index in enumerate(taps):
         if not np.array_equal(index, np.arange(x.shape[1 + i])):
             x = _gather(ctx, x, index, 1 + i, f"rows{1 + i}")
-    return [x if x.kind == "intermediate" else emit(ctx, "identity", x)]
+    return [x]

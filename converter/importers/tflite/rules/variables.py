@@ -187,7 +187,7 @@ def _call_once(ctx: ImportContext, op: Operator):
 def _evaluate(init: ImportContext, computed: dict[str, Operand], where: str) -> None:
     """Run the init graph (it has no inputs) on the executor: its results are initial values."""
     from ....errors import ConverterError
-    from ....execute import run
+    from ....lowering.onnx.executor import run_on_ort as run
 
     init.op = None
     for name, operand in computed.items():

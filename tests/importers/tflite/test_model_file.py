@@ -1,0 +1,125 @@
+"""converter.importers.tflite.model_file.read_tflite on small flatbuffers written from the TFLite
+schema (ai-edge-litert's schema classes): every field of the records it returns, checked against
+what was written, and the size rules of the schema (an INT4 tensor packs two values a byte; a
+buffer stored after the flatbuffer lies at its offset and size)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converter.errors import FormatError
+from converter.importers.tflite.model_file import Quantization, read_tflite, type_info
+from converter.testing.tflite_fixtures import Quant, TfliteBuilder
+
+
+def _model() -> TfliteBuilder:
+    b = TfliteBuilder(description="two ops")
+    x = b.input("x", [1, 4], "int8", Quant([0.5], [3]))
+    w = b.constant("w", np.arange(8, dtype=np.int8).reshape(2, 4), "int8",
+                   Quant([0.25, 0.125], [1], axis=0))
+    y = b.tensor("y", [1, 2], "int8", Quant([0.5], [3]))
+    b.op("FULLY_CONNECTED", [x, w, -1], [y])
+    z = b.tensor("", [1, 2], "int8", Quant([0.5], [3]))
+    b.op("CUSTOM:MyOp", [y], [z], version=3)
+    b.subgraphs[0].outputs = [z]
+    return b
+
+
+def test_every_record_holds_what_was_written():
+    m = read_tflite(_model().build())
+    assert (m.where, m.version, m.description) == ("<tflite bytes>", 3, "two ops")
+    assert len(m.buffers) == 2 and m.buffers[0] is None
+    sg = m.subgraphs[0]
+    assert (sg.index, sg.name, sg.inputs, sg.outputs) == (0, "main", (0,), (3,))
+    x, w, y, z = sg.tensors
+    assert (x.index, x.name, x.type_name, x.shape, x.buffer, x.data) == (0, "x", "INT8", (1, 4),
+                                                                         0, None)
+    assert str(w) == "tensor 1 'w'" and w.buffer == 1 and not w.is_variable
+    assert w.data.tolist() == list(range(8)) and w.info.webnn == "int8"
+    assert z.name == "tensor3"  # a tensor without a name gets its index
+    fc, custom = sg.operators
+    assert (fc.index, fc.name, fc.inputs, fc.outputs, fc.custom_code) == (
+        0, "FULLY_CONNECTED", (0, 1, -1), (2,), None)
+    assert (custom.index, custom.name, custom.version, custom.inputs) == (1, "CUSTOM:MyOp", 3,
+                                                                          (2,))
+
+
+def test_quantization_parameters_per_tensor_and_per_channel():
+    sg = read_tflite(_model().build()).subgraphs[0]
+    x, w, y, _ = sg.tensors
+    assert x.quant.scale.tolist() == [0.5] and x.quant.zero_point.tolist() == [3]
+    assert not x.quant.per_channel and x.quant.same_as(y.quant) and not x.quant.same_as(None)
+    # one zero point for two scales stands for both channels
+    assert w.quant.per_channel and w.quant.zero_point.tolist() == [1, 1]
+    assert w.quant.scale.tolist() == [0.25, 0.125] and w.quant.axis == 0
+    assert not w.quant.same_as(x.quant)
+    one = Quantization(np.array([0.5], np.float32), np.array([3]), 0)
+    assert not one.same_as(Quantization(np.array([0.5], np.float32), np.array([3]), 1))
+    assert not one.same_as(Quantization(np.array([0.5], np.float32), np.array([4]), 0))
+    assert not one.same_as(Quantization(np.array([0.25], np.float32), np.array([3]), 0))
+
+
+def test_an_unnamed_subgraph_and_types_the_table_lacks():
+    b = TfliteBuilder()
+    b.subgraphs[0].name = ""
+    x = b.input("x", [2], "bool")
+    y = b.tensor("y", [2], "bool")
+    b.op("LOGICAL_NOT", [x], [y])
+    sg = read_tflite(b.build([y])).subgraphs[0]
+    assert sg.name == "subgraph0" and sg.tensors[0].is_bool and sg.tensors[0].info.webnn == "uint8"
+    assert type_info(200).name == "type 200" and type_info(200).numpy is None
+
+
+def test_a_file_that_only_fills_the_deprecated_code_byte():
+    b = _model()
+    b.code_list[0].builtinCode = 0  # an old file: the code lives in the deprecated byte only
+    assert read_tflite(b.build()).subgraphs[0].operators[0].name == "FULLY_CONNECTED"
+
+
+def test_int4_packs_two_values_a_byte():
+    for count, stored in ((3, 2), (4, 2)):  # ceil(count / 2) bytes
+        b = TfliteBuilder()
+        b.input("x", [count])
+        b.constant("w", np.zeros(stored, np.uint8), "uint8")
+        b.subgraphs[0].tensors[1].shape, b.subgraphs[0].tensors[1].type = [count], 17  # INT4
+        assert read_tflite(b.build()).subgraphs[0].tensors[1].data.size == stored
+    b.subgraphs[0].tensors[1].shape = [5]  # needs 3 bytes, holds 2
+    with pytest.raises(FormatError, match=r"\(3 bytes\), but its buffer 1 holds 2 bytes"):
+        read_tflite(b.build())
+
+
+def test_an_external_buffer_that_ends_at_the_end_of_the_file_is_read():
+    b = TfliteBuilder()
+    b.input("x", [4])
+    b.constant("w", np.arange(4, dtype=np.float32), external=True)
+    data = b.build()
+    weights = np.arange(4, dtype=np.float32).tobytes()
+    assert data.endswith(weights)
+    assert read_tflite(data).subgraphs[0].tensors[1].data.tobytes() == weights
+    with pytest.raises(FormatError, match=r"buffer 1 lies at bytes \[\d+, \d+\), outside the "
+                                          r"file's \d+ bytes"):
+        read_tflite(data[:-1])
+
+
+def test_a_tensor_naming_a_buffer_the_model_lacks():
+    b = _model()
+    b.subgraphs[0].tensors[1].buffer = 2
+    with pytest.raises(FormatError, match="tensor 1 'w' names buffer 2, but the model has 2 "
+                                          "buffers"):
+        read_tflite(b.build())
+
+
+def test_lists_naming_missing_tensors_or_codes():
+    b = _model()
+    b.subgraphs[0].inputs = [4]
+    with pytest.raises(FormatError, match="an input names tensor 4, but there are 4 tensors"):
+        read_tflite(b.build())
+    b = _model()
+    b.subgraphs[0].outputs = [-1]  # -1 (omitted) is for an operator's optional inputs only
+    with pytest.raises(FormatError, match="an output names tensor -1"):
+        read_tflite(b.build())
+    b = _model()
+    b.subgraphs[0].operators[1].opcodeIndex = 2
+    with pytest.raises(FormatError, match="operator 1 has opcode index 2, but the model has 2 "
+                                          "operator codes"):
+        read_tflite(b.build())

@@ -1,0 +1,108 @@
+"""converter.source_runs on small ONNX models whose outputs are worked out by hand: feeds
+converted to the types ONNX Runtime's session declares, feeds it lacks left out, its failures as
+one ConverterError line, and the float64 copy's rules (which tensors and Cast targets widen,
+which models cannot be widened)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as nh
+
+from converter.errors import ConverterError
+from converter.source_runs import (double_copy, run_onnx, run_source, run_source_f64,
+                                   source_alternates)
+
+
+def _save(path, nodes, inputs, outputs, inits=(), opset=18):
+    model = H.make_model(H.make_graph(nodes, "m", inputs, outputs, list(inits)),
+                         opset_imports=[H.make_opsetid("", opset)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return path
+
+
+def test_feeds_take_the_sessions_types_and_unknown_feeds_are_left_out(tmp_path):
+    path = _save(tmp_path / "add.onnx", [H.make_node("Add", ["a", "b"], ["y"])],
+                 [H.make_tensor_value_info("a", TP.INT64, [2]),
+                  H.make_tensor_value_info("b", TP.INT64, [2])],
+                 [H.make_tensor_value_info("y", TP.INT64, [2])])
+    out = run_onnx(path, {"a": np.array([1, 2], np.int32), "b": np.array([3.0, 4.0]),
+                          "not_an_input": np.zeros(1)})
+    assert out["y"].dtype == np.int64 and out["y"].tolist() == [4, 6]
+    assert run_source(path, {"a": np.array([5, 1]), "b": np.array([6, 1])})["y"].tolist() == [11, 2]
+    assert run_onnx(path, {"a": np.array([1, 1]), "b": np.array([2, 2])}, level="all")[
+        "y"].tolist() == [3, 3]
+
+
+def test_a_model_ort_cannot_load_or_run_is_one_line(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model at all")
+    with pytest.raises(ConverterError) as e:
+        run_onnx(bad, {})
+    line = e.value.line()
+    assert "ONNX Runtime cannot load the source model: " in line and "\n" not in line
+    assert e.value.where == str(bad)
+    path = _save(tmp_path / "g.onnx", [H.make_node("Gather", ["t", "i"], ["y"])],
+                 [H.make_tensor_value_info("i", TP.INT64, [1])],
+                 [H.make_tensor_value_info("y", TP.FLOAT, [1])],
+                 [nh.from_array(np.ones(3, np.float32), "t")])
+    with pytest.raises(ConverterError) as e:
+        run_onnx(path, {"i": np.array([7])}, where="the source")
+    line = e.value.line()
+    assert line.startswith("the source: ONNX Runtime failed running the source model: ")
+    assert "\n" not in line and len(line) > len("the source: ONNX Runtime failed running the "
+                                                "source model: ")
+
+
+def test_the_float64_copy_widens_float_tensors_and_casts_only(tmp_path):
+    path = _save(tmp_path / "m.onnx", [
+        H.make_node("Constant", [], ["c"], value=nh.from_array(np.array([0.25], np.float32))),
+        H.make_node("Add", ["x", "c"], ["s"]),
+        H.make_node("Cast", ["s"], ["f"], to=TP.FLOAT),
+        H.make_node("Cast", ["s"], ["i"], to=TP.INT32),
+        H.make_node("Gather", ["x", "k"], ["y"]),
+    ], [H.make_tensor_value_info("x", TP.FLOAT, [3])],
+        [H.make_tensor_value_info("f", TP.FLOAT, [3]), H.make_tensor_value_info("i", TP.INT32, [3]),
+         H.make_tensor_value_info("y", TP.FLOAT, [1])],
+        [nh.from_array(np.array([2], np.int64), "k")])
+    copy = double_copy(onnx.load(str(path)))
+    assert copy.graph.input[0].type.tensor_type.elem_type == TP.DOUBLE
+    assert [o.type.tensor_type.elem_type for o in copy.graph.output] == [TP.DOUBLE, TP.INT32,
+                                                                          TP.DOUBLE]
+    assert [n.attribute[0].i for n in copy.graph.node if n.op_type == "Cast"] == [TP.DOUBLE,
+                                                                                  TP.INT32]
+    assert copy.graph.node[0].attribute[0].t.data_type == TP.DOUBLE
+    assert copy.graph.initializer[0].data_type == TP.INT64
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    out, note = run_source_f64(path, {"x": x})
+    assert out["f"].dtype == np.float64 and out["f"].tolist() == [1.25, 2.25, 3.25]
+    assert out["i"].tolist() == [1, 2, 3] and out["y"].tolist() == [3.0]
+
+
+def test_a_model_with_a_subgraph_has_no_float64_run(tmp_path):
+    branch = H.make_graph([H.make_node("Identity", ["x"], ["o"])], "b", [],
+                          [H.make_tensor_value_info("o", TP.FLOAT, [1])])
+    path = _save(tmp_path / "if.onnx",
+                 [H.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)],
+                 [H.make_tensor_value_info("c", TP.BOOL, []),
+                  H.make_tensor_value_info("x", TP.FLOAT, [1])],
+                 [H.make_tensor_value_info("y", TP.FLOAT, [1])])
+    out, note = run_source_f64(path, {"c": np.array(True), "x": np.ones(1, np.float32)})
+    assert out is None and note == "no float64 run: If has a subgraph; not widened"
+    out, note = run_source_f64(tmp_path / "m.tflite", {})
+    assert out is None and note == ".tflite sources cannot run in float64"
+
+
+def test_an_alternate_run_that_fails_is_left_out(tmp_path):
+    # Gather past the end: ORT fails on the 1-ULP run and the ENABLE_ALL run alike
+    path = _save(tmp_path / "g.onnx", [H.make_node("Gather", ["t", "i"], ["y"])],
+                 [H.make_tensor_value_info("i", TP.INT64, [1])],
+                 [H.make_tensor_value_info("y", TP.FLOAT, [1])],
+                 [nh.from_array(np.ones(3, np.float32), "t")])
+    assert source_alternates(path, {"i": np.array([7])}, set()) == {}
+    runs = source_alternates(path, {"i": np.array([2])}, set())
+    assert {k: v["y"].tolist() for k, v in runs.items()} == {
+        "ORT_ENABLE_ALL vs ORT_DISABLE_ALL": [1.0], "input moved 1 ULP": [1.0]}
