@@ -316,6 +316,13 @@ def test_resize_opset_10_upsampling():
     assert y.shape == (1, 1, 4, 6)
 
 
+def test_resize_opset_10_has_no_cubic_mode():
+    x = rand(1, 1, 2, 3)
+    model = single_node("Resize", ["x", "s"], {"x": x},
+                        {"s": np.array([1, 1, 2, 2], np.float32)}, opset=10, mode="cubic")
+    assert "mode 'cubic' is not a Resize-10 mode" in refused(model, {"x": x})
+
+
 # -- SpaceToDepth, DepthToSpace --------------------------------------------------------------
 @pytest.mark.parametrize("mode, expected", [
     ("DCR", [[[0, 2], [4, 6]], [[1, 3], [5, 7]]]),  # reads channel (row * 2 + col) * 2 + d
