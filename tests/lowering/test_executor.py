@@ -36,6 +36,25 @@ def test_unsupported_opset_is_refused():
         to_onnx(_small_graph(), opset=12)
 
 
+def test_the_newest_opset_onnx_knows_is_accepted_and_the_next_is_not():
+    newest = onnx.defs.onnx_opset_version()
+    assert to_onnx(_small_graph(), opset=newest).opset_import[0].version == newest
+    with pytest.raises(ConverterError, match=f"opset {newest + 1} is not supported"):
+        to_onnx(_small_graph(), opset=newest + 1)
+
+
+def test_outputs_named_like_an_input_or_a_constant_get_an_output_suffix():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    c = b.constant(np.ones(2, np.float32), name="c")
+    g = b.build({"x": b.neg(x), "c": b.add(x, c), "y": b.abs(x)})
+    model = to_onnx(g)
+    assert [o.name for o in model.graph.output] == ["x_output", "c_output", "y"]
+    got = run(g, {"x": np.array([1, -2], np.float32)})
+    assert_exact(got["x"], [-1, 2], np.float32)
+    assert_exact(got["c"], [2, -1], np.float32)
+
+
 def test_run_reports_every_feed_problem_at_once():
     g = _small_graph()
     with pytest.raises(ConverterError) as e:

@@ -83,6 +83,34 @@ def test_lp_pool_p2_is_l2_pool():
     assert ops_of(graph) == ["l2Pool2d"]
 
 
+def test_lp_pool_without_p_is_l2_pool():
+    x = np.array([[[[3, 4]]]], np.float32)
+    model = single_node("LpPool", ["x"], {"x": x}, kernel_shape=[1, 2])  # p defaults to 2
+    graph, (y,) = check(model, {"x": x})
+    np.testing.assert_allclose(y, [[[[5.0]]]])
+    assert ops_of(graph) == ["l2Pool2d"]
+
+
+@pytest.mark.parametrize("p", [0, -1])
+def test_lp_pool_p_not_positive_is_refused(p):
+    x = np.array([[[[3, 4]]]], np.float32)
+    model = single_node("LpPool", ["x"], {"x": x}, kernel_shape=[1, 2], p=p)
+    assert f"p={float(p)} is not a norm order" in refused(model, {"x": x})
+
+
+def test_4d_max_pool_pools_each_leading_axis_in_turn():
+    # four spatial axes: the last two in one maxPool2d, then axes 1 and 0 one at a time
+    x = np.random.default_rng(5).permutation(2 * 3 * 4 * 3 * 3).astype(np.float32).reshape(
+        1, 2, 3, 4, 3, 3)  # distinct values
+    model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[2, 2, 2, 2],
+                        strides=[1, 2, 1, 1])
+    graph, (y,) = check(model, {"x": x}, ort=False)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (2, 2, 2, 2), axis=(2, 3, 4, 5))
+    want = windows[:, :, :, ::2].max(axis=(-4, -3, -2, -1))
+    np.testing.assert_array_equal(y, want)
+    assert ops_of(graph).count("maxPool2d") == 3
+
+
 def test_lp_pool_other_p_pools_a_power_of_the_input():
     x = np.array([[[[1, -2]]]], np.float32)
     model = single_node("LpPool", ["x"], {"x": x}, kernel_shape=[1, 2], p=3)

@@ -316,6 +316,17 @@ def test_resize_opset_10_upsampling():
     assert y.shape == (1, 1, 4, 6)
 
 
+def test_nearest_mode_is_checked_only_for_nearest_resizes():
+    x = rand(1, 1, 2, 3)
+    model, _ = _resize(x, scales=[1, 1, 2, 2], mode="nearest", nearest_mode="halfway")
+    assert "nearest_mode 'halfway' is unknown" in refused(model, {"x": x})
+    # a linear resize never rounds to a neighbour, so the attribute is not read
+    _, run = _resize(x, scales=[1, 1, 2, 2], mode="linear", nearest_mode="halfway", ort=False)
+    _, (y,) = run()
+    _, plain = _resize(x, scales=[1, 1, 2, 2], mode="linear")
+    np.testing.assert_array_equal(y, plain()[1][0])
+
+
 def test_resize_opset_10_has_no_cubic_mode():
     x = rand(1, 1, 2, 3)
     model = single_node("Resize", ["x", "s"], {"x": x},
