@@ -37,6 +37,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                  ["tests/importers/onnx/test_conv.py",
                                   "tests/importers/onnx/test_pool.py",
                                   "tests/importers/onnx/test_pool_indices.py",
+                                  "tests/importers/onnx/test_conv_pool_refusals.py",
                                   "tests/property/test_conv_pool_property.py",
                                   "tests/security/test_onnx_hostile.py"]),
     "importers.onnx.resize_gather_quant": (
