@@ -327,6 +327,24 @@ def test_nearest_mode_is_checked_only_for_nearest_resizes():
     np.testing.assert_array_equal(y, plain()[1][0])
 
 
+@pytest.mark.parametrize("transform, out", [
+    ("pytorch_half_pixel", 1), ("pytorch_half_pixel", 2), ("align_corners", 1),
+    ("align_corners", 2), ("tf_crop_and_resize", 1), ("tf_crop_and_resize", 2)])
+def test_transforms_on_one_and_two_outputs_match_onnx_runtime(transform, out):
+    # one output is each transform's special case (pytorch: position 0; align_corners: 0;
+    # tf_crop_and_resize: the roi's middle); two outputs take the general formula
+    x = np.array([[[[1, 5, 2, 9, 4]]]], np.float32)
+    names = ["x", "roi", "", "sizes"] if transform == "tf_crop_and_resize" else \
+        ["x", "", "", "sizes"]
+    weights = {"sizes": np.array([1, 1, 1, out], np.int64)}
+    if transform == "tf_crop_and_resize":
+        weights["roi"] = np.array([0, 0, 0, 0.25, 1, 1, 1, 0.75], np.float32)
+    model = single_node("Resize", names, {"x": x}, weights, opset=19, mode="linear",
+                        coordinate_transformation_mode=transform)
+    _, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 1, 1, out)
+
+
 def test_resize_opset_10_has_no_cubic_mode():
     x = rand(1, 1, 2, 3)
     model = single_node("Resize", ["x", "s"], {"x": x},
