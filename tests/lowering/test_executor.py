@@ -31,6 +31,23 @@ def test_to_onnx_keeps_names_and_passes_the_onnx_checker():
     assert to_onnx(_small_graph(), opset=18).opset_import[0].version == 18
 
 
+def test_each_op_writes_its_output_name_directly_in_nodes_named_after_it():
+    # no Cast or Identity is added for float and int32 inputs and outputs; the nodes' names
+    # trace back to the WebNN operations
+    model = to_onnx(_small_graph())
+    nodes = [(n.op_type, n.name, list(n.output)) for n in model.graph.node]
+    assert nodes == [("Add", "add/Add#", ["sum"]), ("Neg", "neg/Neg#", ["neg"])]
+
+
+def test_an_unused_constant_is_not_emitted():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    b.constant(np.full(2, 7, np.float32), name="unused")
+    g = b.build({"y": b.add(x, b.constant(np.array([1.5, -2], np.float32), name="k"))})
+    assert [t.name for t in to_onnx(g).graph.initializer] == ["k"]
+    assert_exact(run(g, {"x": np.array([1, 2], np.float32)})["y"], [2.5, 0], np.float32)
+
+
 def test_unsupported_opset_is_refused():
     with pytest.raises(ConverterError, match="opset 12 is not supported"):
         to_onnx(_small_graph(), opset=12)

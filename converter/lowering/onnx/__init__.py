@@ -25,7 +25,7 @@ from ... import dtypes
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph, Operand
 from .context import ONNX_TYPES, LoweringContext
-from .registry import all_lowerings, lowering_for
+from .registry import lowering_for
 
 __all__ = ["to_onnx", "lower", "LoweredModel", "DEFAULT_OPSET", "MIN_OPSET"]
 
@@ -90,7 +90,7 @@ def lower(graph: Graph, opset: int | None = None, *,
 
     external: dict[str, np.ndarray] = {}
     for name, operand in graph.constants.items():
-        if not operand.uses() and not operand.is_graph_output():
+        if not operand.uses():  # (a graph output is always an operation's result)
             continue  # an unused constant would only make ORT warn
         _emit_constant(ctx, name, operand, external, external_min_bytes)
         ctx.bind(operand, name)
@@ -100,7 +100,6 @@ def lower(graph: Graph, opset: int | None = None, *,
         if operand.data_type not in _BYTE_CARRIED:  # those get a Cast to the output name
             output_keys.setdefault(id(operand), output_names[key])
 
-    all_lowerings()  # import every family once, up front
     for op in graph.operations:
         ctx.op = op
         start = len(ctx.nodes)
