@@ -39,6 +39,20 @@ def test_each_op_writes_its_output_name_directly_in_nodes_named_after_it():
     assert nodes == [("Add", "add/Add#", ["sum"]), ("Neg", "neg/Neg#", ["neg"])]
 
 
+def test_one_result_under_two_output_names_gets_an_identity_of_no_operation():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    y = b.neg(x)
+    g = b.build({"a": y, "b": y})
+    model = to_onnx(g)
+    nodes = [(n.op_type, n.name, list(n.input), list(n.output)) for n in model.graph.node]
+    # the Identity comes after every operation, so no operation's name is on it
+    assert nodes[-1] == ("Identity", "Identity#", ["a"], ["b"])
+    got = run(g, {"x": np.array([1, -3], np.float32)})
+    assert_exact(got["a"], [-1, 3], np.float32)
+    assert_exact(got["b"], [-1, 3], np.float32)
+
+
 def test_an_unused_constant_is_not_emitted():
     b = GraphBuilder()
     x = b.input("x", "float32", [2])
