@@ -225,3 +225,18 @@ def test_what_older_opsets_cannot_express_is_refused_by_name():
                                          b.constant("int4", [1], [0]))})
     with pytest.raises(UnsupportedError, match="4-bit operand 'q' needs ONNX opset 21"):
         to_onnx(g, opset=20)
+
+
+@pytest.mark.parametrize("value, data_type, want", [
+    (float("nan"), "int32", 0), (float("inf"), "int8", 127), (float("-inf"), "uint8", 0),
+    (2.5, "int32", 2), (3.5, "int32", 4), (-2.5, "int8", -2),  # half to even
+    (300.7, "uint8", 255), (-129.2, "int8", -128), (70000, "int16", 32767),
+    (-(2 ** 70), "int64", -(2 ** 63)), (2 ** 2000, "float32", float("inf")),
+    (-(2 ** 2000), "float64", float("-inf")), (2 ** 1001, "float64", 2.0 ** 1001),
+    (1e300, "float16", float("inf")),
+    (0.1, "float32", np.float32(0.1)),
+])
+def test_spec_cast_of_numbers(value, data_type, want):
+    from converter.lowering.onnx.context import NUMPY_TYPES, spec_cast
+    got = spec_cast(value, data_type)
+    assert got.dtype == NUMPY_TYPES[data_type] and got == want

@@ -71,8 +71,11 @@ def spec_cast(x: float | int, data_type: str):
     Returns a numpy scalar of the data type."""
     dt = NUMPY_TYPES[data_type]
     if dt.kind == "f":
-        if isinstance(x, int) and abs(x) > 2**1000:
-            x = math.copysign(math.inf, x)
+        if isinstance(x, int):
+            try:
+                x = float(x)  # rounds to nearest, as the cast does
+            except OverflowError:  # beyond float64's range
+                x = math.inf if x > 0 else -math.inf
         with np.errstate(over="ignore"):
             return dt.type(np.float64(x)) if dt != np.float64 else dt.type(x)
     info = np.iinfo(dt)
