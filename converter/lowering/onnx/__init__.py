@@ -158,8 +158,7 @@ def _rename(ctx: LoweringContext, old: str, new: str, start: int) -> None:
             for i, v in enumerate(seq):
                 if v == old:
                     seq[i] = new
-    ctx.types[new] = ctx.types.pop(old, None) or ""
-    ctx.reserve(new)
+    ctx.reserve(new)  # (its type is recorded by the caller, which binds the operand to it)
 
 
 def _emit_constant(ctx: LoweringContext, name: str, operand: Operand,
