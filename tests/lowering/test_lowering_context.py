@@ -1,0 +1,65 @@
+"""The lowering context's bookkeeping and the lowering table: fresh names, reads before a
+value exists, refusals; and the rank-0 and below-size corners a few rules handle first."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converter.builder import GraphBuilder
+from converter.errors import ConverterError, OpValidationError, UnsupportedError
+from converter.execute import run
+from converter.ir import Graph
+from converter.lowering.onnx import to_onnx
+from converter.lowering.onnx.context import LoweringContext
+from converter.lowering.onnx.registry import lowering_for, lowers
+
+from .helpers import assert_exact
+
+
+def test_fresh_names_count_past_names_already_used():
+    ctx = LoweringContext(Graph(), 21)
+    assert ctx.fresh("a") == "a"
+    assert ctx.fresh("a") == "a_1"
+    ctx.reserve("a_2")
+    assert ctx.fresh("a") == "a_3"
+    assert ctx.fresh("b") == "b"
+
+
+def test_reading_an_operand_not_lowered_yet_is_a_converter_error():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    ctx = LoweringContext(Graph(), 21)
+    with pytest.raises(ConverterError, match="operand 'x' is read before it is lowered") as info:
+        ctx.name_of(x)
+    assert "lowering" in str(info.value)
+    assert ctx.name_of(None) == ""
+
+
+def test_reduce_over_no_axes_is_the_rule_s_job():
+    ctx = LoweringContext(Graph(), 21)
+    with pytest.raises(ValueError, match="reduce\\(\\) over no axes"):
+        ctx.reduce("ReduceSum", "x", [], True, "float32")
+
+
+def test_an_unknown_numpy_type_has_no_lowering_type():
+    ctx = LoweringContext(Graph(), 21)
+    with pytest.raises(ConverterError, match="numpy dtype complex64 has no ONNX lowering type"):
+        ctx.constant(np.zeros(2, np.complex64))
+
+
+def test_the_lowering_table_refuses_a_second_rule_and_unknown_ops():
+    lowering_for("add")  # the table is loaded (a second rule raises before it is stored)
+    with pytest.raises(ValueError, match="op add has two lowerings"):
+        lowers("add")(lambda ctx, op: [])
+    with pytest.raises(UnsupportedError, match="no ONNX lowering for op 'noSuchOp'"):
+        lowering_for("noSuchOp")
+
+
+@pytest.mark.parametrize("op_name", ["slice", "tile"])
+def test_rank_0_slice_and_tile_pass_the_scalar_through(op_name):
+    b = GraphBuilder()
+    x = b.input("x", "float32", [])
+    y = b.slice(x, [], []) if op_name == "slice" else b.tile(x, [])
+    g = b.build({"y": y})
+    assert [n.op_type for n in to_onnx(g).graph.node] == ["Identity"]
+    assert_exact(run(g, {"x": np.array(2.5, np.float32)})["y"], np.array(2.5), np.float32)
