@@ -158,7 +158,7 @@ def _rename(ctx: LoweringContext, old: str, new: str, start: int) -> None:
             for i, v in enumerate(seq):
                 if v == old:
                     seq[i] = new
-    ctx.reserve(new)  # (its type is recorded by the caller, which binds the operand to it)
+    # (`new` came from ctx.fresh, so it is already taken; the caller records its type)
 
 
 def _emit_constant(ctx: LoweringContext, name: str, operand: Operand,
