@@ -38,8 +38,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                   "tests/importers/onnx/test_pool.py",
                                   "tests/importers/onnx/test_pool_indices.py",
                                   "tests/importers/onnx/test_conv_pool_refusals.py",
-                                  "tests/property/test_conv_pool_property.py",
-                                  "tests/security/test_onnx_hostile.py"]),
+                                  "tests/property/test_conv_pool_property.py"]),
     "importers.onnx.resize_gather_quant": (
         ["importers/onnx/rules/resize.py", "importers/onnx/rules/indexing.py",
          "importers/onnx/rules/quantization.py"],

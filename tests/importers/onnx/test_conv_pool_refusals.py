@@ -103,6 +103,13 @@ def test_global_lp_pool_without_p_is_the_l2_norm():
     (_conv_transpose(X4, rand(2, 1, 2, 2), pads=[1, 1, 1]), X4, "pads [1, 1, 1] must have 4"),
     (single_node("MaxPool", ["x"], {"x": X4}, kernel_shape=[0, 2]), X4,
      "kernel_shape [0, 2] must hold positive values"),
+    # one value too few (all positive) and the right count with a 0
+    (_conv(X4, W4, strides=[2]), X4, "strides [2] must hold 2 positive values"),
+    (_conv(X4, W4, dilations=[1, 0]), X4, "dilations [1, 0] must hold 2 positive values"),
+    (_conv_transpose(X4, rand(2, 1, 2, 2), output_padding=[1]), X4,
+     "output_padding [1] must hold 2 non-negative values"),
+    (_conv_transpose(X4, rand(2, 1, 2, 2), output_padding=[0, -1]), X4,
+     "output_padding [0, -1] must hold 2 non-negative values"),
 ])
 def test_rules_of_onnx_itself_broken(model, x, reason):
     with pytest.raises(FormatError) as info:
