@@ -240,3 +240,21 @@ def test_spec_cast_of_numbers(value, data_type, want):
     from converter.lowering.onnx.context import NUMPY_TYPES, spec_cast
     got = spec_cast(value, data_type)
     assert got.dtype == NUMPY_TYPES[data_type] and got == want
+
+
+@pytest.mark.parametrize("layout", ["transposed", "big-endian", "plain"])
+def test_external_constants_are_little_endian_c_order_from_the_threshold_on(layout):
+    # a constant of exactly external_min_bytes is external; a non-contiguous or big-endian
+    # array is handed over as a contiguous little-endian copy with the same values, a plain
+    # one as itself
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    w = {"transposed": base.T, "big-endian": base.astype(">f4"), "plain": base}[layout]
+    b = GraphBuilder()
+    x = b.input("x", "float32", list(w.shape))
+    g = b.build({"y": b.add(x, b.constant(w, name="w"))})
+    lowered = lower(g, external_min_bytes=w.nbytes)
+    ext = lowered.external["w"]
+    assert ext.flags.c_contiguous and ext.dtype == np.dtype("<f4")
+    np.testing.assert_array_equal(ext, w)
+    assert np.shares_memory(ext, w) == (layout == "plain")
+    assert not lower(g, external_min_bytes=w.nbytes + 1).external
