@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from converter.builder import GraphBuilder
-from converter.errors import ConverterError, OpValidationError, UnsupportedError
+from converter.errors import ConverterError, UnsupportedError
 from converter.execute import run
-from converter.ir import Graph
 from converter.lowering.onnx import to_onnx
 from converter.lowering.onnx.context import LoweringContext
 from converter.lowering.onnx.registry import lowering_for, lowers
@@ -17,7 +16,7 @@ from .helpers import assert_exact
 
 
 def test_fresh_names_count_past_names_already_used():
-    ctx = LoweringContext(Graph(), 21)
+    ctx = LoweringContext(21)
     assert ctx.fresh("a") == "a"
     assert ctx.fresh("a") == "a_1"
     ctx.reserve("a_2")
@@ -28,7 +27,7 @@ def test_fresh_names_count_past_names_already_used():
 def test_reading_an_operand_not_lowered_yet_is_a_converter_error():
     b = GraphBuilder()
     x = b.input("x", "float32", [2])
-    ctx = LoweringContext(Graph(), 21)
+    ctx = LoweringContext(21)
     with pytest.raises(ConverterError, match="operand 'x' is read before it is lowered") as info:
         ctx.name_of(x)
     assert "lowering" in str(info.value)
@@ -36,13 +35,13 @@ def test_reading_an_operand_not_lowered_yet_is_a_converter_error():
 
 
 def test_reduce_over_no_axes_is_the_rule_s_job():
-    ctx = LoweringContext(Graph(), 21)
+    ctx = LoweringContext(21)
     with pytest.raises(ValueError, match="reduce\\(\\) over no axes"):
         ctx.reduce("ReduceSum", "x", [], True, "float32")
 
 
 def test_an_unknown_numpy_type_has_no_lowering_type():
-    ctx = LoweringContext(Graph(), 21)
+    ctx = LoweringContext(21)
     with pytest.raises(ConverterError, match="numpy dtype complex64 has no ONNX lowering type"):
         ctx.constant(np.zeros(2, np.complex64))
 

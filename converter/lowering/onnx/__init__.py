@@ -72,7 +72,7 @@ def lower(graph: Graph, opset: int | None = None, *,
         if packed:
             raise UnsupportedError([f"4-bit operand '{n}' needs ONNX opset 21 or later"
                                     for n in packed[:3]], fix="lower at opset 21+")
-    ctx = LoweringContext(graph, opset)
+    ctx = LoweringContext(opset)
     for name in (*graph.inputs, *graph.constants):
         ctx.reserve(name)
     output_names = {key: ctx.fresh(key if key not in graph.inputs and key not in graph.constants
