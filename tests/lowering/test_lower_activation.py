@@ -168,3 +168,27 @@ def test_gelu_is_onnx_gelu_from_opset_20(opset, gelu_node):
     x = b.input("x", "float32", [3])
     g = b.build({"y": b.gelu(x)})
     assert ("Gelu" in [n.op_type for n in to_onnx(g, opset=opset).graph.node]) == gelu_node
+
+
+@pytest.mark.parametrize("dtype, x_shape, slope_shape, kernel", [
+    ("float32", [2, 3], [3], True),       # ONNX PRelu: slope broadcasts to x one way
+    ("float16", [2, 3], [2, 3], True),
+    ("int32", [2, 3], [3], False),        # no float: max(0, x) + slope * min(0, x)
+    ("float32", [3], [2, 3], False),      # the slope widens the result to [2, 3]
+    ("float32", [2, 1], [2, 3], False),
+])
+def test_prelu_uses_onnx_prelu_only_where_it_means_the_same(dtype, x_shape, slope_shape, kernel):
+    from converter.execute import run
+    from converter.lowering.onnx import to_onnx
+
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-5, 5, x_shape).astype(dtype)
+    slopes = rng.integers(-3, 4, slope_shape).astype(dtype)
+    b = GraphBuilder()
+    x, s = b.input("x", dtype, x_shape), b.input("s", dtype, slope_shape)
+    g = b.build({"y": b.prelu(x, s)})
+    assert ("PRelu" in [n.op_type for n in to_onnx(g).graph.node]) == kernel
+    got = run(g, {"x": xs, "s": slopes})["y"]
+    want = np.where(xs >= 0, xs, slopes * xs)  # the spec: x where x >= 0, else slope * x
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    np.testing.assert_array_equal(got, want.astype(dtype))
