@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from converter.builder import GraphBuilder
+from converter.errors import ConverterError
 from converter.ops.activation import cast_number
 from converter.ops.registry import REQUIRED, get_op
 
@@ -129,6 +130,11 @@ def test_cast_number_follows_the_spec_casting_algorithm():
     assert cast_number(0.1, "float32") == float(np.float32(0.1)) != 0.1
     assert cast_number(2**200, "float32") == math.inf
     assert math.isnan(cast_number(math.nan, "float32"))
+    # integers beyond float64's range (float(x) overflows): infinities of their sign
+    assert cast_number(2**2000, "float32") == math.inf
+    assert cast_number(-(2**2000), "float16") == -math.inf
+    with pytest.raises(ConverterError, match="unknown data type 'int2'"):
+        cast_number(1, "int2")
 
 
 # -- prelu ------------------------------------------------------------------------------------
