@@ -166,6 +166,19 @@ def test_tf_crop_and_resize_extrapolates_outside_the_region():
     assert ops_of(graph) == ["gather", "where"]
 
 
+def test_tf_crop_and_resize_exclude_outside_skips_extrapolated_outputs():
+    # position 6 lies past the input (size 5): extrapolated, so its cubic taps (all outside)
+    # need no renormalizing; the other outputs land on input elements
+    x = np.array([[10, 11, 12, 13, 14]], np.float32)
+    model = single_node("Resize", ["x", "roi", "", "sizes"], {"x": x},
+                        {"roi": np.array([0.5, 1.5], np.float32),
+                         "sizes": np.array([3], np.int64)}, opset=19, axes=[1], mode="cubic",
+                        coordinate_transformation_mode="tf_crop_and_resize",
+                        extrapolation_value=-1.0, exclude_outside=1)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, [[12, 14, -1]])
+
+
 def test_tf_crop_and_resize_leaves_uncropped_unscaled_axes_alone():
     # roi [0, 1] on every axis: no cropping; only the width is scaled (by 2), so only the
     # width gets taps: one gather and one weighted sum
