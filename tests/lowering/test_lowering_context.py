@@ -22,6 +22,8 @@ def test_fresh_names_count_past_names_already_used():
     ctx.reserve("a_2")
     assert ctx.fresh("a") == "a_3"
     assert ctx.fresh("b") == "b"
+    # a counted name is taken too: asking for it as a base gives the next one
+    assert ctx.fresh("a_1") == "a_1_1"
 
 
 def test_reading_an_operand_not_lowered_yet_is_a_converter_error():
