@@ -26,6 +26,12 @@ def test_fresh_names_count_past_names_already_used():
     assert ctx.fresh("a_1") == "a_1_1"
 
 
+def test_a_node_s_explicit_output_names_are_taken():
+    ctx = LoweringContext(21)
+    assert ctx.node("Relu", ["x"], outputs=["y"]) == ["y"]
+    assert ctx.fresh("y") == "y_1"
+
+
 def test_reading_an_operand_not_lowered_yet_is_a_converter_error():
     b = GraphBuilder()
     x = b.input("x", "float32", [2])
