@@ -70,3 +70,29 @@ def test_rank_0_slice_and_tile_pass_the_scalar_through(op_name):
     g = b.build({"y": y})
     assert [n.op_type for n in to_onnx(g).graph.node] == ["Identity"]
     assert_exact(run(g, {"x": np.array(2.5, np.float32)})["y"], np.array(2.5), np.float32)
+
+
+def test_small_unnamed_constants_are_shared_and_others_are_not():
+    ctx = LoweringContext(21)
+    a = ctx.constant(np.arange(64, dtype=np.int64))
+    assert ctx.constant(np.arange(64, dtype=np.int64)) == a  # the same 64 values: one
+    assert ctx.constant(np.arange(64, dtype=np.int32)) != a  # another type
+    assert ctx.constant(np.arange(64, dtype=np.int64).reshape(8, 8)) != a  # another shape
+    big = ctx.constant(np.arange(65, dtype=np.int64))
+    assert ctx.constant(np.arange(65, dtype=np.int64)) != big  # past 64 values: not looked up
+    assert ctx.constant(np.arange(64, dtype=np.int64), name="w") == "w" != a  # a named one
+    assert ctx.constant(np.array(1.5), "float32") == ctx.constant(np.float32(1.5))
+    assert len(ctx.initializers) == 7
+
+
+def test_modular_widening_never_picks_a_float_type():
+    # wrap-around add/sub/mul need an integer type; with no wider integer kernel, uint32 runs
+    # as int32 (the same bits), never as float64 (which rounds past 2^53)
+    class OnlyInt32AndFloat64(LoweringContext):
+        def supports(self, onnx_op, dtype, constraint=None):
+            return dtype in ("int32", "float64")
+
+    ctx = OnlyInt32AndFloat64(21)
+    assert ctx.compute_type("Add", "uint32", widen="modular") == "int32"
+    assert ctx.compute_type("Add", "float16", widen="modular") == "float64"
+    assert ctx.compute_type("Max", "uint32", widen="value") == "float64"
