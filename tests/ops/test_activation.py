@@ -191,3 +191,17 @@ def test_softmax_axis_is_required():
 def test_softmax_needs_rank_1():
     b = GraphBuilder()
     fails(lambda: b.softmax(b.input("x", "float32", []), 0), "softmax", "input", "rank 0")
+
+
+@pytest.mark.parametrize("data_type, low, high", [
+    ("int8", -128, 127), ("uint8", 0, 255), ("int32", -2**31, 2**31 - 1),
+    ("uint32", 0, 2**32 - 1), ("int64", -2**63, 2**63 - 1), ("uint64", 0, 2**64 - 1),
+    ("int4", -8, 7), ("uint4", 0, 15),
+])
+def test_cast_number_saturates_at_both_ends_of_every_integer_type(data_type, low, high):
+    # the bounds themselves pass through; one past either end (as an integer or a float)
+    # saturates to it
+    assert cast_number(low, data_type) == low and cast_number(high, data_type) == high
+    assert cast_number(low - 1, data_type) == low and cast_number(high + 1, data_type) == high
+    assert cast_number(float(low) - 1.5, data_type) == low
+    assert cast_number(float(high) + 1.5, data_type) == high
