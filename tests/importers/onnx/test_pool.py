@@ -23,6 +23,18 @@ def test_max_pool_1d_ceil_mode_keeps_the_partial_window():
     assert pool.attrs["dilations"] == [1, 1]
 
 
+def test_ceil_mode_keeps_a_window_starting_in_the_beginning_padding_s_reach():
+    # 6 + 2 begin padding, kernel 3, stride 2: floor gives 3, ceil 4; the 4th window starts
+    # at padded index 6, before the end padding (which would start at 2 + 6 = 8), so ONNX
+    # keeps it
+    x = np.array([[[1, 7, 2, 8, 3, 9]]], np.float32)
+    model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[3], strides=[2], pads=[2, 0],
+                        ceil_mode=1)
+    _, (y,) = check(model, {"x": x})
+    # windows over [-inf -inf 1 7 2 8 3 9]: [-,-,1] [1,7,2] [2,8,3] [3,9]
+    np.testing.assert_array_equal(y, [[[1, 7, 8, 9]]])
+
+
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
 def test_ceil_mode_dropping_one_axis_and_keeping_the_other(op_type):
     # height: 4 + 1 padding, kernel 2, stride 2 -> ceil gives 3, but the 3rd window would start
