@@ -17,6 +17,8 @@ F32, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
     {"kernel_shape": [2, 3], "dilations": [2, 1], "strides": [1, 2]},
     {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1},
+    # width 6: ceil gives 3 windows, the last reaching one past the end (padded, never max)
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
     {"kernel_shape": [2, 2], "storage_order": 1},
 ])
 def test_max_pool_indices_match_onnx_runtime(attrs):
