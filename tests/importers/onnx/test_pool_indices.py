@@ -20,6 +20,10 @@ F32, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
     # width 6: ceil gives 3 windows, the last reaching one past the end (padded, never max)
     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
     {"kernel_shape": [2, 2], "storage_order": 1},
+    {"kernel_shape": [3, 3], "pads": [1, 0, 0, 1]},  # rows and columns padded differently
+    {"kernel_shape": [2, 2], "dilations": [1, 2]},   # columns dilated
+    {"kernel_shape": [1, 1]},                        # one tap
+    {"kernel_shape": [1, 2], "strides": [1, 2]},     # two taps
 ])
 def test_max_pool_indices_match_onnx_runtime(attrs):
     x = np.random.default_rng(2).permutation(2 * 3 * 7 * 6).astype(np.float32).reshape(
