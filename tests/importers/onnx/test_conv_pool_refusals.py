@@ -123,3 +123,23 @@ def test_conv_integer_computed_weights_with_a_zero_point_per_wrong_axis_size():
     model = single_node("ConvInteger", ["x", "w", "", "wz"], {"x": x, "w": w},
                         {"wz": np.array([1, 2, 3], U8)}, out_types=I32, opset=10)
     assert "zero point 'wz' has 3 values for an axis of 2" in refused(model, {"x": x, "w": w})
+
+
+def test_conv_filter_of_another_rank_is_refused():
+    x = rand(1, 2, 4, 4)
+    model = single_node("Conv", ["x", "w"], {"x": x, "w": rand(1, 2, 2)})
+    assert "filter rank 3 differs from input rank 4" in refused(model, {"x": x, "w": rand(1, 2, 2)})
+
+
+def test_conv_integer_computed_int8_weights_are_bounded_by_int8_s_whole_range():
+    # int8 weights known only at run time: each may be 127 - (-128) = 255 from its zero point
+    x, w = np.zeros((1, 300, 1, 1), U8), np.zeros((1, 300, 1, 1), np.int8)
+    model = single_node("ConvInteger", ["x", "w"], {"x": x, "w": w}, out_types=I32, opset=10)
+    assert "19507500" in refused(model, {"x": x, "w": w})
+
+
+def test_max_unpool_indices_of_another_shape_than_x_are_refused():
+    x, i = rand(1, 1, 2, 2), np.zeros((1, 1, 2, 1), np.int64)
+    model = single_node("MaxUnpool", ["x", "i"], {"x": x, "i": i}, opset=11,
+                        kernel_shape=[2, 2], strides=[2, 2])
+    assert "I [1, 1, 2, 1] does not match X [1, 1, 2, 2]" in refused(model, {"x": x, "i": i})
