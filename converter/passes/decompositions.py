@@ -33,15 +33,10 @@ from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import get_op
 
-__all__ = ["Emitter", "Declined", "decomposition", "detaching", "get_decomposition",
+__all__ = ["Emitter", "decomposition", "detaching", "get_decomposition",
            "get_detaching", "decomposable_ops", "foldable"]
 
 Rule = Callable[["Emitter", Operation], "Operand | Sequence[Operand]"]
-
-
-class Declined(Exception):
-    """A rule cannot replace this particular operation (an option it does not cover); the
-    message says why, and the pass reports it as a note."""
 
 
 @dataclass(frozen=True)
