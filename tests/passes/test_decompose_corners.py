@@ -243,3 +243,41 @@ def test_ops_the_target_has_are_left_alone_even_with_a_rule():
     after, result = same_after(graph, feeds, lacking("softsign"))
     assert graph.op_histogram()["gelu"] == 1 and "softsign" not in graph.op_histogram()
     assert result.counts["decomposed"] == 1
+
+
+# -- recurrent weights that are not constants, and one bias of two ---------------------------
+def _seeded(*shape, seed=0):
+    return (np.random.default_rng(seed).random(shape, dtype=np.float32) - 0.5)
+
+
+@pytest.mark.parametrize("direction", ["forward", "both"])
+def test_lstm_with_weights_fed_at_run_time_and_one_constant_bias(direction):
+    dirs, hidden, steps = (2 if direction == "both" else 1), 2, 3
+    b = GraphBuilder()
+    x = b.input("x", "float32", [steps, 1, 3])
+    w = b.input("w", "float32", [dirs, 4 * hidden, 3])
+    r = b.input("r", "float32", [dirs, 4 * hidden, hidden])
+    bias = b.input("bias", "float32", [dirs, 4 * hidden])
+    rbias = b.constant(_seeded(dirs, 4 * hidden, seed=4))
+    outs = b.lstm(x, w, r, steps, hidden, bias=bias, recurrentBias=rbias, direction=direction,
+                  returnSequence=True)
+    graph = b.build({f"y{i}": o for i, o in enumerate(outs)})
+    feeds = {"x": _seeded(steps, 1, 3, seed=1), "w": _seeded(dirs, 4 * hidden, 3, seed=2),
+             "r": _seeded(dirs, 4 * hidden, hidden, seed=3),
+             "bias": _seeded(dirs, 4 * hidden, seed=5)}
+    same_after(graph, feeds, lacking("lstm", "lstmCell"))
+    assert "lstm" not in graph.op_histogram() and "slice" in graph.op_histogram()
+
+
+@pytest.mark.parametrize("which", ["bias", "recurrentBias"])
+def test_gru_with_only_one_bias(which):
+    hidden, steps = 2, 2
+    b = GraphBuilder()
+    x = b.input("x", "float32", [steps, 1, 3])
+    w = b.constant(_seeded(1, 3 * hidden, 3, seed=2))
+    r = b.constant(_seeded(1, 3 * hidden, hidden, seed=3))
+    one = b.constant(_seeded(1, 3 * hidden, seed=4))
+    graph = b.build({"y": b.gru(x, w, r, steps, hidden, **{which: one})[0]})
+    feeds = {"x": _seeded(steps, 1, 3, seed=1)}
+    same_after(graph, feeds, lacking("gru", "gruCell"))
+    assert "gru" not in graph.op_histogram()
