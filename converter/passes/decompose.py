@@ -148,8 +148,6 @@ def _undo(graph: Graph, e: Emitter) -> None:
     for const in e.constants:
         if const.graph is graph and not const.uses() and not const.is_graph_output():
             graph.remove_operand(const)
-    e.ops.clear()
-    e.constants.clear()
 
 
 # -- the pass -----------------------------------------------------------------------------------

@@ -281,3 +281,34 @@ def test_gru_with_only_one_bias(which):
     feeds = {"x": _seeded(steps, 1, 3, seed=1)}
     same_after(graph, feeds, lacking("gru", "gruCell"))
     assert "gru" not in graph.op_histogram()
+
+
+def test_a_result_whose_op_is_decomposed_in_turn_is_followed(monkeypatch):
+    # A rule whose result comes from an op the target also lacks: softsign as softplus here
+    # (a stand-in rule), and softplus -> log(exp(x) + 1).
+    monkeypatch.setitem(decompositions._TABLE, "softsign",
+                        lambda e, op: e.softplus(op.input("input")))
+    graph, feeds = build(lambda b, x: b.softsign(x), f32(0, 1))
+    decompose(graph, lacking("softsign", "softplus"))
+    assert sorted(graph.op_histogram()) == ["add", "exp", "log"]
+    np.testing.assert_allclose(run(graph, feeds)["y0"], np.log1p(np.exp(f32(0, 1))),
+                               rtol=1e-6)
+
+
+def test_a_rule_passing_its_input_through_gets_an_identity(monkeypatch):
+    monkeypatch.setitem(decompositions._TABLE, "softsign", lambda e, op: op.input("input"))
+    graph, feeds = build(lambda b, x: b.softsign(x), f32(0, 1))
+    decompose(graph, lacking("softsign"))
+    assert graph.op_histogram() == {"identity": 1}
+    np.testing.assert_array_equal(run(graph, feeds)["y0"], f32(0, 1))
+
+
+def test_a_failed_nested_expansion_undoes_the_inner_one_too():
+    # reduceL2 -> sqrt(reduceSumSquare); reduceSumSquare expands (pow, reduceSum and a
+    # constant 2), then sqrt can be neither run nor decomposed: everything goes.
+    graph, _ = build(lambda b, x: b.reduceL2(x), f32(3, 4))
+    text = str(graph)
+    result = decompose(graph, lacking("reduceL2", "reduceSumSquare", "sqrt"))
+    assert str(graph) == text and not result.changed
+    [note] = result.notes
+    assert "its replacement needs sqrt" in note
