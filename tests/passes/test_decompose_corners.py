@@ -314,3 +314,75 @@ def test_a_failed_nested_expansion_undoes_the_inner_one_too():
     assert str(graph) == text and not result.changed
     [note] = result.notes
     assert "its replacement needs sqrt" in note
+
+
+# -- more option branches ---------------------------------------------------------------------
+def test_softmax_along_a_later_axis_keeps_the_reduced_dimension():
+    x = np.array([[0, np.log(3), 0], [1, 1, 1]], np.float32)
+    graph, feeds = build(lambda b, x: b.softmax(x, 1), x)
+    after, _ = same_after(graph, feeds, lacking("softmax"))
+    np.testing.assert_allclose(after["y0"], [[0.2, 0.6, 0.2], [1 / 3] * 3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("exclusive, want", [(False, [[1, 3], [10, 30]]), (True, [[0, 1], [0, 10]])])
+def test_integer_cumulative_sum_of_length_two(exclusive, want):
+    x = np.array([[1, 2], [10, 20]], np.int32)
+    graph, feeds = build(lambda b, x: b.cumulativeSum(x, 1, exclusive=exclusive), x)
+    after, _ = same_after(graph, feeds, lacking("cumulativeSum"))
+    np.testing.assert_array_equal(after["y0"], want)
+
+
+def test_layer_normalization_without_axes_and_epsilon_is_zero_over_zero():
+    # Each element is its own mean with variance 0: (x - x) / sqrt(0 + 0) is NaN by the
+    # spec's formula.
+    graph, feeds = build(lambda b, x: b.layerNormalization(x, axes=[], epsilon=0), f32(1, -2))
+    decompose(graph, lacking("layerNormalization"))
+    assert np.isnan(run(graph, feeds)["y0"]).all()
+
+
+def test_a_rule_returning_another_ops_result_gets_an_identity(monkeypatch):
+    monkeypatch.setitem(decompositions._TABLE, "softsign", lambda e, op: op.input("input"))
+    graph, feeds = build(lambda b, x: b.softsign(b.relu(x)), f32(-1, 2))
+    decompose(graph, lacking("softsign"))
+    assert graph.op_histogram() == {"relu": 1, "identity": 1}
+    np.testing.assert_array_equal(run(graph, feeds)["y0"], f32(0, 2))
+
+
+@pytest.mark.parametrize("levels, fits", [(4, True), (5, False)])
+def test_the_default_depth_limit_is_four_levels(monkeypatch, levels, fits):
+    # Stand-in rules: softsign -> softplus -> elu -> gelu -> tanh -> relu, each op lacking.
+    chain = ["softsign", "softplus", "elu", "gelu", "tanh", "relu"][:levels + 1]
+    for here, then in zip(chain, chain[1:]):
+        monkeypatch.setitem(decompositions._TABLE, here,
+                            lambda e, op, then=then: getattr(e, then)(op.input("input")))
+    graph, _ = build(lambda b, x: b.softsign(x), f32(1))
+    result = decompose(graph, lacking(*chain[:-1]))
+    if fits:
+        assert graph.op_histogram() == {chain[-1]: 1} and not result.notes
+    else:
+        assert graph.op_histogram() == {"softsign": 1}
+        [note] = result.notes
+        assert "nests deeper than 4 levels" in note
+
+
+def test_instance_normalization_scale_computed_at_run_time_is_detached():
+    from .test_constant_operands import target as coreml_like
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    x = b.input("x", "float32", [1, 3, 2, 4])
+    s = b.input("s", "float32", [3])
+    graph = b.build({"y": b.instanceNormalization(x, scale=b.abs(s))})
+    feeds = {"x": rng.standard_normal((1, 3, 2, 4)).astype(np.float32),
+             "s": f32(0.5, -2, 3)}
+    before = run(graph, feeds)["y"]
+    from converter.passes import PassContext, run_passes
+    tgt = coreml_like(constants={"instanceNormalization": ["scale", "bias"]})
+    [(_, result)] = run_passes(graph, ["constant_operands"], PassContext(target=tgt))
+    assert result.counts["detached instanceNormalization"] == 1
+    norm = next(op for op in graph.operations if op.op_type == "instanceNormalization")
+    assert norm.input("scale") is None
+    np.testing.assert_allclose(run(graph, feeds)["y"], before, rtol=1e-5, atol=1e-6)
+    xv = feeds["x"]
+    mean, var = xv.mean((2, 3), keepdims=True), xv.var((2, 3), keepdims=True)
+    want = (xv - mean) / np.sqrt(var + 1e-5) * np.abs(feeds["s"]).reshape(1, 3, 1, 1)
+    np.testing.assert_allclose(before, want, rtol=1e-4, atol=1e-5)
