@@ -16,7 +16,6 @@ from converter.passes.decompositions import Emitter, decomposition, detaching
 
 from .test_decompose import build, decompose, f32, lacking, same_after
 
-decompositions.decomposable_ops()  # fill the table now: tests below patch entries of it
 
 
 # -- rule branches ----------------------------------------------------------------------------
