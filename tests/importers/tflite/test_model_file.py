@@ -123,3 +123,42 @@ def test_lists_naming_missing_tensors_or_codes():
     with pytest.raises(FormatError, match="operator 1 has opcode index 2, but the model has 2 "
                                           "operator codes"):
         read_tflite(b.build())
+
+
+def test_each_kind_of_corruption_is_named_in_words():
+    import struct
+
+    from converter.importers.tflite.model_file import _what_broke
+
+    e = struct.error("unpack_from requires a buffer of at least 12 bytes for unpacking 4 bytes "
+                     "at offset 8 (actual buffer size is 10)")
+    assert _what_broke(e, 10) == "an offset points to byte 8, past the end of the file (10 bytes)"
+    assert _what_broke(struct.error("bad char in struct format"), 10) == \
+        "an offset is out of range (bad char in struct format)"
+    assert _what_broke(IndexError("index out of range"), 10) == \
+        "an offset or vector length points outside the file (10 bytes)"
+    assert _what_broke(ValueError("buffer is smaller than requested size"), 10) == \
+        "a vector runs past the end of the file (10 bytes)"
+    assert _what_broke(TypeError("bad number -4 for type uint32"), 10) == \
+        "an offset resolves to -4, outside the file (10 bytes)"
+    assert _what_broke(ValueError("negative count"), 10) == \
+        "a field has an impossible value (ValueError: negative count)"
+    assert _what_broke(TypeError("unhashable"), 10) == \
+        "a field has an impossible value (TypeError: unhashable)"
+
+
+def test_a_root_offset_past_the_end_and_too_few_bytes():
+    data = bytearray(_model().build())
+    data[0:4] = (len(data) - 3).to_bytes(4, "little")  # root + 4 > size
+    with pytest.raises(FormatError, match=rf"its root table offset {len(data) - 3} points past "
+                                          rf"the end of the file \({len(data)} bytes\)"):
+        read_tflite(bytes(data))
+    with pytest.raises(FormatError, match="the file has 7 bytes, too few for a flatbuffer"):
+        read_tflite(b"\0\0\0\0TFL")
+    with pytest.raises(FormatError, match="its file identifier is b'TFL2'"):
+        read_tflite(b"\x08\0\0\0TFL2" + bytes(8))
+    data[0:4] = (len(data) - 4).to_bytes(4, "little")  # the last 4 bytes: inside, read on
+    with pytest.raises(FormatError) as e:
+        read_tflite(bytes(data))
+    assert "corrupt or truncated TFLite flatbuffer" in str(e.value)
+    assert "root table offset" not in str(e.value)
