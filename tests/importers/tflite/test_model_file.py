@@ -162,3 +162,34 @@ def test_a_root_offset_past_the_end_and_too_few_bytes():
         read_tflite(bytes(data))
     assert "corrupt or truncated TFLite flatbuffer" in str(e.value)
     assert "root table offset" not in str(e.value)
+
+
+def test_optional_fields_signature_sparsity_variables_and_custom_options():
+    from converter.testing.tflite_fixtures import sparse_parameters
+
+    b = TfliteBuilder()
+    x = b.input("x", [1, 4])
+    b.subgraphs[0].tensors[x].shapeSignature = [-1, 4]
+    sparsity, stored = sparse_parameters(np.eye(4, dtype=np.float32))
+    b.constant("s", np.eye(4, dtype=np.float32), sparsity=sparsity, stored=stored)
+    b.tensor("state", [1, 4], variable=True)
+    q = b.tensor("q", [2], "int8", Quant([0.5, 0.25], [0]))
+    b.subgraphs[0].tensors[q].quantization.zeroPoint = None  # no zero points: all zero
+    e = b.tensor("e", [2], "int8", Quant([0.5], [0]))
+    b.subgraphs[0].tensors[e].quantization.scale = []  # min/max only: not quantized
+    words = b.constant("words", np.zeros(5, np.uint8), "uint8")
+    b.subgraphs[0].tensors[words].type = 5  # STRING: no fixed byte length
+    y = b.tensor("y", [1, 4])
+    b.op("CUSTOM:Thing", [x], [y], custom_options=b"\x01\x02")
+    b.op("ADD", [x, x], [y], fusedActivationFunction=1)
+    sg = read_tflite(b.build([y])).subgraphs[0]
+    xt, st, state, qt, et, wt, _ = sg.tensors
+    assert xt.signature == (-1, 4) and st.signature is None
+    assert st.sparsity is not None and st.data.size == stored.nbytes
+    assert state.is_variable and not xt.is_variable
+    assert qt.quant.zero_point.tolist() == [0, 0] and qt.quant.scale.tolist() == [0.5, 0.25]
+    assert et.quant is None
+    assert wt.type_name == "STRING" and wt.data.size == 5
+    custom, add = sg.operators
+    assert custom.custom_options == b"\x01\x02" and custom.options is None
+    assert add.custom_options is None and add.options.fusedActivationFunction == 1
