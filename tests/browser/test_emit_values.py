@@ -105,3 +105,60 @@ def test_a_fill_is_one_elements_bytes_repeated():
     text, weights = _constants_module(3, fill=-2)
     assert 'builder.constant({dataType: "int8", shape: [3]}, filled(3, new Uint8Array([254])))' \
         in text and weights == []
+
+
+def test_the_page_escapes_the_graph_name_and_the_module_file():
+    from converter.emit.html_page import page_html
+
+    b = GraphBuilder('<b>"x"</b>')
+    g = b.build({"y": b.relu(b.input("x", "float32", [1]))})
+    page = page_html(g, "m&'.js")
+    assert "&lt;b&gt;&quot;x&quot;&lt;/b&gt;" in page and '<b>"x"</b>' not in page
+    assert '"./m&\'.js"' in page and "m&amp;&#x27;.js" in page
+    assert "__TITLE__" not in page and "__MODULE__" not in page and "__MODULE_URL__" not in page
+
+
+def _transpose_op():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3])
+    g = b.build({"y": b.transpose(x, permutation=[1, 0], name="t")})
+    return g, g.operations[0]
+
+
+def test_the_generic_call_refuses_what_it_cannot_write():
+    from converter.emit.javascript import ModuleWriter, generic_call
+
+    g, op = _transpose_op()
+    writer = ModuleWriter(g, "m.weights")
+    assert generic_call(writer, op) == 'builder.transpose(x, {permutation: [1, 0], label: "t"})'
+    op.attrs["speed"] = 1
+    with pytest.raises(ConverterError, match="'speed' is not an argument or option of "
+                                             "transpose") as e:
+        generic_call(writer, op)
+    assert e.value.where == "transpose 't'"
+    del op.attrs["speed"]
+    op.inputs[0] = None
+    with pytest.raises(ConverterError, match="operand 'input' is missing"):
+        generic_call(writer, op)
+
+
+def test_a_missing_positional_argument_is_refused():
+    from converter.emit.javascript import ModuleWriter, generic_call
+
+    b = GraphBuilder("g")
+    x = b.input("x", "int32", [2, 6])
+    g = b.build({"s": b.slice(x, [0, 0], [2, 2], name="sl")})
+    op = g.operations[0]
+    del op.attrs["sizes"]
+    with pytest.raises(ConverterError, match="argument 'sizes' is missing"):
+        generic_call(ModuleWriter(g, "w"), op)
+
+
+def test_a_graph_without_inputs_has_empty_descriptors():
+    b = GraphBuilder("consts only")
+    k = b.constant(np.ones(2, np.float32), name="k")
+    text, _ = module_source(b.build({"y": b.relu(k)}))
+    assert "export const inputs = {};" in text
+    assert 'export const outputs = {\n  "y": {dataType: "float32", shape: [2]}\n};' in text
+    assert "const used = [];" in text and "unusedInputs: []" in text
+    assert "// unused inputs" not in text
