@@ -38,7 +38,8 @@ def test_refusals_say_what_the_path_is(tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.bind(str(tmp_path / "sock"))
-        with pytest.raises(FormatError, match=r"the graph file cannot be opened \(No such device or address\)$"):
+        with pytest.raises(FormatError, match=r"the graph file cannot be opened \(No such "
+                                              r"device or address\)$"):
             open_model_file(tmp_path / "sock", "graph file")
     finally:
         sock.close()
