@@ -193,3 +193,38 @@ def test_optional_fields_signature_sparsity_variables_and_custom_options():
     custom, add = sg.operators
     assert custom.custom_options == b"\x01\x02" and custom.options is None
     assert add.custom_options is None and add.options.fusedActivationFunction == 1
+
+
+# TFLite's TensorType codes (schema.fbs) with the storage of one element and the WebNN type
+# that holds it (None: not a numeric array / WebNN has none), as the schema defines them.
+TENSOR_TYPES = {
+    0: ("FLOAT32", "<f4", "float32"), 1: ("FLOAT16", "<f2", "float16"),
+    2: ("INT32", "<i4", "int32"), 3: ("UINT8", "u1", "uint8"), 4: ("INT64", "<i8", "int64"),
+    5: ("STRING", None, None), 6: ("BOOL", "u1", "uint8"), 7: ("INT16", "<i2", None),
+    8: ("COMPLEX64", None, None), 9: ("INT8", "i1", "int8"), 10: ("FLOAT64", "<f8", None),
+    11: ("COMPLEX128", None, None), 12: ("UINT64", "<u8", "uint64"),
+    13: ("RESOURCE", None, None), 14: ("VARIANT", None, None), 15: ("UINT32", "<u4", "uint32"),
+    16: ("UINT16", "<u2", None), 17: ("INT4", "u1", "int4"), 18: ("BFLOAT16", None, None),
+}
+
+
+def test_every_tensor_type_code_reads_as_the_schema_defines_it():
+    import dataclasses
+
+    from ai_edge_litert import schema_py_generated as schema
+
+    from converter.importers.tflite.model_file import OP_NAMES, TYPES, TypeInfo
+
+    assert {getattr(schema.TensorType, name): code for code, (name, _, _)
+            in TENSOR_TYPES.items()} == {code: code for code in TENSOR_TYPES}
+    for code, (name, storage, webnn) in TENSOR_TYPES.items():
+        info = TYPES[code]
+        assert (info.name, info.webnn) == (name, webnn), code
+        assert (None if info.numpy is None else info.numpy.str.replace("|", "")) == \
+            (None if storage is None else np.dtype(storage).str.replace("|", "")), code
+    assert OP_NAMES[3] == "CONV_2D" and OP_NAMES[0] == "ADD" and OP_NAMES[32] == "CUSTOM"
+    assert all(isinstance(k, int) and isinstance(v, str) for k, v in OP_NAMES.items())
+    with pytest.raises(dataclasses.FrozenInstanceError):  # records are values: frozen
+        TypeInfo("x", None, None).name = "y"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Quantization(np.ones(1), np.zeros(1), 0).axis = 1
