@@ -106,3 +106,21 @@ def test_an_alternate_run_that_fails_is_left_out(tmp_path):
     runs = source_alternates(path, {"i": np.array([2])}, set())
     assert {k: v["y"].tolist() for k, v in runs.items()} == {
         "ORT_ENABLE_ALL vs ORT_ENABLE_BASIC": [1.0], "input moved 1 ULP": [1.0]}
+
+
+def test_a_tflite_source_runs_on_litert_with_its_own_alternates(tmp_path):
+    from converter.testing.tflite_fixtures import TfliteBuilder
+
+    b = TfliteBuilder()
+    x = b.input("x", [2])
+    y = b.tensor("y", [2])
+    b.op("ADD", [x, b.constant("k", np.array([0.5, -1.0], np.float32))], [y])
+    path = b.save(tmp_path / "add.tflite", [y])
+    feeds = {"x": np.array([1.0, 2.0], np.float32)}
+    assert run_source(path, feeds)["y"].tolist() == [1.5, 1.0]
+    runs = source_alternates(path, feeds, {"x"})
+    assert sorted(runs) == ["LiteRT builtin kernels vs XNNPACK", "input moved 1 ULP"]
+    assert runs["LiteRT builtin kernels vs XNNPACK"]["y"].tolist() == [1.5, 1.0]
+    # each input moved up by one float32 ULP: 1 + 2**-23 and 2 + 2**-22, plus k exactly
+    moved = [1.5 + 2.0**-23, 1.0 + 2.0**-22]
+    assert runs["input moved 1 ULP"]["y"].tolist() == moved
