@@ -162,3 +162,23 @@ def test_a_graph_without_inputs_has_empty_descriptors():
     assert 'export const outputs = {\n  "y": {dataType: "float32", shape: [2]}\n};' in text
     assert "const used = [];" in text and "unusedInputs: []" in text
     assert "// unused inputs" not in text
+
+
+def test_outputs_and_unused_inputs_are_named_in_comments():
+    b = GraphBuilder("io")
+    x = b.input("x", "float32", [2])
+    b.input("spare\nx", "float32", [1])
+    text, _ = module_source(b.build({"out:0": b.relu(x)}))
+    assert '  // output "out:0": f32[2]' in text.splitlines()
+    assert '  // unused inputs: "spare\\nx"' in text.splitlines()
+
+
+def test_a_deep_chain_of_diamonds_is_walked_once_per_operand():
+    # y = x + x, forty times over: each operand is reached twice, so a walk that revisited
+    # operands would take 2**40 steps; visiting each once takes 41
+    b = GraphBuilder("diamonds")
+    y = b.input("x", "float32", [1])
+    for _ in range(40):
+        y = b.add(y, y)
+    text, _ = module_source(b.build({"y": y}))
+    assert 'const used = ["x"];' in text and "unusedInputs: []" in text
