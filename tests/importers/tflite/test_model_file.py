@@ -228,3 +228,8 @@ def test_every_tensor_type_code_reads_as_the_schema_defines_it():
         TypeInfo("x", None, None).name = "y"
     with pytest.raises(dataclasses.FrozenInstanceError):
         Quantization(np.ones(1), np.zeros(1), 0).axis = 1
+
+
+def test_a_models_repr_leaves_out_its_weights():
+    m = read_tflite(_model().build())
+    assert "buffers=" not in repr(m) and "description='two ops'" in repr(m)
