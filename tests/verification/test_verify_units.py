@@ -210,3 +210,17 @@ def test_a_further_opinion_is_compared_with_the_source_and_a_missing_output_refu
                                              "one") as e:
         verify(path, graph=g)
     assert e.value.where == "graph 'other'"
+
+
+def test_verify_a_tflite_source_on_litert(tmp_path):
+    from converter.testing.tflite_fixtures import TfliteBuilder
+
+    b = TfliteBuilder()
+    x = b.input("x", [2])
+    y = b.tensor("y", [2])
+    b.op("ADD", [x, b.constant("k", np.array([0.5, -1.0], np.float32))], [y])
+    path = b.save(tmp_path / "add.tflite", [y])
+    report = verify(path, feeds={"x": np.array([1.0, 2.0], np.float32)}, oracle="never")
+    assert report.passed and report.source_runtime == "litert"
+    assert report.session_options == "LiteRT with its default kernels (XNNPACK)"
+    assert report.outputs[0].max_abs == 0.0 and report.outputs[0].name == "y"
