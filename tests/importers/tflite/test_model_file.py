@@ -233,3 +233,41 @@ def test_every_tensor_type_code_reads_as_the_schema_defines_it():
 def test_a_models_repr_leaves_out_its_weights():
     m = read_tflite(_model().build())
     assert "buffers=" not in repr(m) and "description='two ops'" in repr(m)
+
+
+def test_eight_bytes_are_enough_to_be_looked_at():
+    with pytest.raises(FormatError) as e:
+        read_tflite(b"\x00\x00\x00\x00TFL3")  # 8 bytes, the right identifier: parsed
+    assert "too few" not in str(e.value) and "TFLite schema version 0" in str(e.value)
+
+
+def test_buffer_offsets_0_and_1_mean_inline_data_and_2_a_place_in_the_file():
+    b = _model()
+    b.buffers[1].offset, b.buffers[1].size = 1, 0  # reserved: the data is inline
+    assert read_tflite(b.build()).subgraphs[0].tensors[1].data.tolist() == list(range(8))
+    b = _model()
+    b.buffers[1].data, b.buffers[1].offset, b.buffers[1].size = None, 2, 8
+    data = b.build()
+    assert read_tflite(data).subgraphs[0].tensors[1].data.tobytes() == data[2:10]
+
+
+def test_empty_and_one_byte_buffers():
+    b = TfliteBuilder()
+    b.input("x", [1])
+    b.constant("one", np.array([7], np.uint8))
+    empty = b.buffer(b"")
+    m = read_tflite(b.build())
+    assert m.buffers[1].tolist() == [7] and m.buffers[empty] is None
+
+
+def test_a_model_without_subgraphs_an_unshaped_tensor_and_an_omitted_output():
+    b = TfliteBuilder()
+    b.subgraphs = []
+    with pytest.raises(FormatError, match="the model has no subgraph"):
+        read_tflite(b.build())
+    b = TfliteBuilder()
+    x = b.input("x", [2])
+    b.subgraphs[0].tensors[x].shape = None  # no shape: a scalar, as LiteRT allocates it
+    b.op("UNPACK", [x], [-1])
+    sg = read_tflite(b.build()).subgraphs[0]
+    assert sg.tensors[0].shape == () and sg.operators[0].outputs == (-1,)
