@@ -271,3 +271,12 @@ def test_a_model_without_subgraphs_an_unshaped_tensor_and_an_omitted_output():
     b.op("UNPACK", [x], [-1])
     sg = read_tflite(b.build()).subgraphs[0]
     assert sg.tensors[0].shape == () and sg.operators[0].outputs == (-1,)
+
+
+def test_a_tensor_naming_buffer_1_of_a_model_with_only_buffer_0():
+    b = TfliteBuilder()
+    x = b.input("x", [1])
+    b.subgraphs[0].tensors[x].buffer = 1
+    with pytest.raises(FormatError, match="tensor 0 'x' names buffer 1, but the model has 1 "
+                                          "buffers"):
+        read_tflite(b.build())
