@@ -224,3 +224,9 @@ def test_verify_a_tflite_source_on_litert(tmp_path):
     assert report.passed and report.source_runtime == "litert"
     assert report.session_options == "LiteRT with its default kernels (XNNPACK)"
     assert report.outputs[0].max_abs == 0.0 and report.outputs[0].name == "y"
+
+
+def test_the_default_seed_is_zero(tmp_path):
+    path = _relu_model(tmp_path / "m.onnx")
+    report = verify(path, oracle="never")
+    assert report.seed == 0 and report.to_json()["seed"] == 0 and report.passed
