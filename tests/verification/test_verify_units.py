@@ -230,3 +230,13 @@ def test_the_default_seed_is_zero(tmp_path):
     path = _relu_model(tmp_path / "m.onnx")
     report = verify(path, oracle="never")
     assert report.seed == 0 and report.to_json()["seed"] == 0 and report.passed
+
+
+def test_the_source_kinds_table_cannot_be_changed_by_accident():
+    import dataclasses
+
+    from converter import verification
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verification._SOURCES[".onnx"].runtime = "other"
+    assert verification._SOURCES[".onnx"].runtime == "onnxruntime"
