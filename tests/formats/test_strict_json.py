@@ -74,12 +74,3 @@ def test_text_must_be_utf8_and_says_where_it_is_not(tmp_path):
     path.write_bytes("é".encode())
     assert read_text(path, "graph file") == "é"
 
-
-def test_a_weights_file_of_just_its_header_holds_no_tensors(tmp_path):
-    from converter.formats.weights import WeightsFile
-
-    from .conftest import write_weights_file
-
-    manifest, weights = write_weights_file(tmp_path, "t", {})
-    assert weights.stat().st_size == 8
-    assert WeightsFile(manifest, weights).entries == {}
