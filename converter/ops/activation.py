@@ -58,7 +58,7 @@ def cast_number(x: int | float, data_type: str) -> int | float:
         try:
             value = float(x)
         except OverflowError:  # a bigint beyond double range is beyond any float's range
-            return math.copysign(math.inf, x)
+            return math.inf if x > 0 else -math.inf  # (copysign would convert x to float)
         with np.errstate(over="ignore"):
             return float(np.float32(value) if data_type == "float32" else np.float16(value))
     if data_type not in _INT_RANGES:

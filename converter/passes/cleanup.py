@@ -210,9 +210,7 @@ def cleanup(graph: Graph, ctx: PassContext) -> PassResult:
     changed = True
     while changed:
         changed = False
-        for op in list(graph.operations):
-            if op.graph is not graph:
-                continue  # removed by an earlier rewrite in this sweep
+        for op in list(graph.operations):  # each rule removes only the op it rewrites
             if _is_no_op(op):
                 if bypass(graph, op, op.inputs[0]):
                     counts["identities" if op.op_type == "identity" else "no_ops"] += 1

@@ -115,9 +115,8 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     def count(key: str) -> None:
         counts[key] = counts.get(key, 0) + 1
 
+    # Folding removes only ops before `op` (what computed its operand), already visited.
     for op in list(graph.operations):
-        if op.graph is not graph:
-            continue
         pending = computed_operands(op, target)
         for name in pending:
             if fold_operand(graph, op.input(name)) is not None:

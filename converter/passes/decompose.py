@@ -18,7 +18,7 @@ from typing import Callable
 from ..errors import ConverterError
 from ..ir import Graph, Operand, Operation
 from . import PassContext, PassResult, graph_pass
-from .decompositions import Declined, Emitter, Rule, get_decomposition
+from .decompositions import Emitter, Rule, get_decomposition
 
 __all__ = ["Expander", "CannotExpand", "MAX_DEPTH"]
 
@@ -93,9 +93,6 @@ class Expander:
                 e.ops.extend(child.ops)
                 e.constants.extend(child.constants)
                 results = [child.replaced.get(id(r), r) for r in results]
-        except Declined as why:
-            _undo(self.graph, e)
-            raise CannotExpand(str(why)) from None
         except BaseException:
             _undo(self.graph, e)
             raise
@@ -151,8 +148,6 @@ def _undo(graph: Graph, e: Emitter) -> None:
     for const in e.constants:
         if const.graph is graph and not const.uses() and not const.is_graph_output():
             graph.remove_operand(const)
-    e.ops.clear()
-    e.constants.clear()
 
 
 # -- the pass -----------------------------------------------------------------------------------
@@ -172,7 +167,7 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     counts: dict[str, int] = {}
     notes: list[str] = []
     for op in list(graph.operations):
-        if op.graph is not graph or not wanted(op.op_type):
+        if not wanted(op.op_type):  # (an expansion replaces only its own op)
             continue
         try:
             expander.expand(op)

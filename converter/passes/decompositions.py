@@ -33,15 +33,10 @@ from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import get_op
 
-__all__ = ["Emitter", "Declined", "decomposition", "detaching", "get_decomposition",
+__all__ = ["Emitter", "decomposition", "detaching", "get_decomposition",
            "get_detaching", "decomposable_ops", "foldable"]
 
 Rule = Callable[["Emitter", Operation], "Operand | Sequence[Operand]"]
-
-
-class Declined(Exception):
-    """A rule cannot replace this particular operation (an option it does not cover); the
-    message says why, and the pass reports it as a note."""
 
 
 @dataclass(frozen=True)
@@ -84,28 +79,15 @@ def detaching(*op_types: str, operands: tuple[str, ...]):
     return register
 
 
-def _load() -> None:
-    # Importing the family modules fills the table.
-    from . import (  # noqa: F401
-        decompositions_activation,
-        decompositions_normalization,
-        decompositions_recurrent,
-        decompositions_reduction,
-    )
-
-
 def get_decomposition(op_type: str) -> Rule | None:
-    _load()
     return _TABLE.get(op_type)
 
 
 def get_detaching(op_type: str) -> Detaching | None:
-    _load()
     return _DETACHING.get(op_type)
 
 
 def decomposable_ops() -> list[str]:
-    _load()
     return sorted(_TABLE)
 
 
@@ -249,3 +231,12 @@ class Emitter:
 def foldable(x: Operand) -> bool:
     """Whether x's value can be rearranged here (a constant of a byte-addressable type)."""
     return x.is_constant and dtypes.info(x.data_type).bits >= 8
+
+
+# The family modules fill the table (they import the names above, so they come last).
+from . import (  # noqa: E402,F401
+    decompositions_activation,
+    decompositions_normalization,
+    decompositions_recurrent,
+    decompositions_reduction,
+)

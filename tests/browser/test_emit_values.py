@@ -105,3 +105,80 @@ def test_a_fill_is_one_elements_bytes_repeated():
     text, weights = _constants_module(3, fill=-2)
     assert 'builder.constant({dataType: "int8", shape: [3]}, filled(3, new Uint8Array([254])))' \
         in text and weights == []
+
+
+def test_the_page_escapes_the_graph_name_and_the_module_file():
+    from converter.emit.html_page import page_html
+
+    b = GraphBuilder('<b>"x"</b>')
+    g = b.build({"y": b.relu(b.input("x", "float32", [1]))})
+    page = page_html(g, "m&'.js")
+    assert "&lt;b&gt;&quot;x&quot;&lt;/b&gt;" in page and '<b>"x"</b>' not in page
+    assert '"./m&\'.js"' in page and "m&amp;&#x27;.js" in page
+    assert "__TITLE__" not in page and "__MODULE__" not in page and "__MODULE_URL__" not in page
+
+
+def _transpose_op():
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 3])
+    g = b.build({"y": b.transpose(x, permutation=[1, 0], name="t")})
+    return g, g.operations[0]
+
+
+def test_the_generic_call_refuses_what_it_cannot_write():
+    from converter.emit.javascript import ModuleWriter, generic_call
+
+    g, op = _transpose_op()
+    writer = ModuleWriter(g, "m.weights")
+    assert generic_call(writer, op) == 'builder.transpose(x, {permutation: [1, 0], label: "t"})'
+    op.attrs["speed"] = 1
+    with pytest.raises(ConverterError, match="'speed' is not an argument or option of "
+                                             "transpose") as e:
+        generic_call(writer, op)
+    assert e.value.where == "transpose 't'"
+    del op.attrs["speed"]
+    op.inputs[0] = None
+    with pytest.raises(ConverterError, match="operand 'input' is missing"):
+        generic_call(writer, op)
+
+
+def test_a_missing_positional_argument_is_refused():
+    from converter.emit.javascript import ModuleWriter, generic_call
+
+    b = GraphBuilder("g")
+    x = b.input("x", "int32", [2, 6])
+    g = b.build({"s": b.slice(x, [0, 0], [2, 2], name="sl")})
+    op = g.operations[0]
+    del op.attrs["sizes"]
+    with pytest.raises(ConverterError, match="argument 'sizes' is missing"):
+        generic_call(ModuleWriter(g, "w"), op)
+
+
+def test_a_graph_without_inputs_has_empty_descriptors():
+    b = GraphBuilder("consts only")
+    k = b.constant(np.ones(2, np.float32), name="k")
+    text, _ = module_source(b.build({"y": b.relu(k)}))
+    assert "export const inputs = {};" in text
+    assert 'export const outputs = {\n  "y": {dataType: "float32", shape: [2]}\n};' in text
+    assert "const used = [];" in text and "unusedInputs: []" in text
+    assert "// unused inputs" not in text
+
+
+def test_outputs_and_unused_inputs_are_named_in_comments():
+    b = GraphBuilder("io")
+    x = b.input("x", "float32", [2])
+    b.input("spare\nx", "float32", [1])
+    text, _ = module_source(b.build({"out:0": b.relu(x)}))
+    assert '  // output "out:0": f32[2]' in text.splitlines()
+    assert '  // unused inputs: "spare\\nx"' in text.splitlines()
+
+
+def test_a_deep_chain_of_diamonds_is_walked_once_per_operand():
+    # y = x + x, forty times over: each operand is reached twice, so a walk that revisited
+    # operands would take 2**40 steps; visiting each once takes 41
+    b = GraphBuilder("diamonds")
+    y = b.input("x", "float32", [1])
+    for _ in range(40):
+        y = b.add(y, y)
+    text, _ = module_source(b.build({"y": y}))
+    assert 'const used = ["x"];' in text and "unusedInputs: []" in text

@@ -73,3 +73,4 @@ def test_text_must_be_utf8_and_says_where_it_is_not(tmp_path):
                                         "at byte 6)")
     path.write_bytes("é".encode())
     assert read_text(path, "graph file") == "é"
+

@@ -162,3 +162,34 @@ def test_render_of_plain_outputs_non_finite_values_and_keyword_names():
     assert ('    [y, z] = f(_true, lo="-Infinity", hi="Infinity", n="NaN", b=false, t=[1, 2], '
             'i=-3);') in lines
     assert "  outputs { y; _true; }" in lines
+
+
+def test_loads_verifies_the_graph_unless_told_not_to():
+    import json
+
+    from converter.errors import GraphInvalidError
+    from converter.formats import webnn_json, webnn_text
+
+    text = 'webnn_graph "t" v1 {\n  inputs { x: f32[1]; }\n  outputs { x; }\n}\n'
+    with pytest.raises(GraphInvalidError):
+        webnn_text.loads(text)
+    assert webnn_text.loads(text, verify=False).problems()
+    doc = {"format": "webnn-graph-json", "version": 2, "name": "t",
+           "inputs": {"x": {"dataType": "float32", "shape": [1]}}, "nodes": [],
+           "outputs": {"x": "x"}}
+    with pytest.raises(GraphInvalidError):
+        webnn_json.loads(json.dumps(doc))
+    assert webnn_json.loads(json.dumps(doc), verify=False).problems()
+
+
+def test_tokens_and_directives_are_immutable_values():
+    import dataclasses
+
+    from converter.formats._text_lexer import Directive, Token
+
+    token, directive = Token("ident", "x", "x", 1, 1), Directive("name", "x", "y", 1, 1)
+    assert hash(token) == hash(Token("ident", "x", "x", 1, 1)) and hash(directive) is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        token.text = "y"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        directive.value = "z"

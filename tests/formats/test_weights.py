@@ -183,3 +183,9 @@ def test_safe_key_turns_paths_into_names():
     assert safe_key("/model/conv/w") == "model/conv/w"
     assert safe_key("..\\x/../y") == "_/x/_/y"
     assert safe_key("C:/w") == "C_/w"
+
+
+def test_a_weights_file_of_just_its_header_holds_no_tensors(tmp_path):
+    manifest, weights = write_weights_file(tmp_path, "t", {})
+    assert weights.stat().st_size == 8
+    assert WeightsFile(manifest, weights).entries == {}

@@ -31,9 +31,59 @@ def test_to_onnx_keeps_names_and_passes_the_onnx_checker():
     assert to_onnx(_small_graph(), opset=18).opset_import[0].version == 18
 
 
+def test_each_op_writes_its_output_name_directly_in_nodes_named_after_it():
+    # no Cast or Identity is added for float and int32 inputs and outputs; the nodes' names
+    # trace back to the WebNN operations
+    model = to_onnx(_small_graph())
+    nodes = [(n.op_type, n.name, list(n.output)) for n in model.graph.node]
+    assert nodes == [("Add", "add/Add#", ["sum"]), ("Neg", "neg/Neg#", ["neg"])]
+
+
+def test_one_result_under_two_output_names_gets_an_identity_of_no_operation():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    y = b.neg(x)
+    g = b.build({"a": y, "b": y})
+    model = to_onnx(g)
+    nodes = [(n.op_type, n.name, list(n.input), list(n.output)) for n in model.graph.node]
+    # the Identity comes after every operation, so no operation's name is on it
+    assert nodes[-1] == ("Identity", "Identity#", ["a"], ["b"])
+    got = run(g, {"x": np.array([1, -3], np.float32)})
+    assert_exact(got["a"], [-1, 3], np.float32)
+    assert_exact(got["b"], [-1, 3], np.float32)
+
+
+def test_an_unused_constant_is_not_emitted():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    b.constant(np.full(2, 7, np.float32), name="unused")
+    g = b.build({"y": b.add(x, b.constant(np.array([1.5, -2], np.float32), name="k"))})
+    assert [t.name for t in to_onnx(g).graph.initializer] == ["k"]
+    assert_exact(run(g, {"x": np.array([1, 2], np.float32)})["y"], [2.5, 0], np.float32)
+
+
 def test_unsupported_opset_is_refused():
     with pytest.raises(ConverterError, match="opset 12 is not supported"):
         to_onnx(_small_graph(), opset=12)
+
+
+def test_the_newest_opset_onnx_knows_is_accepted_and_the_next_is_not():
+    newest = onnx.defs.onnx_opset_version()
+    assert to_onnx(_small_graph(), opset=newest).opset_import[0].version == newest
+    with pytest.raises(ConverterError, match=f"opset {newest + 1} is not supported"):
+        to_onnx(_small_graph(), opset=newest + 1)
+
+
+def test_outputs_named_like_an_input_or_a_constant_get_an_output_suffix():
+    b = GraphBuilder()
+    x = b.input("x", "float32", [2])
+    c = b.constant(np.ones(2, np.float32), name="c")
+    g = b.build({"x": b.neg(x), "c": b.add(x, c), "y": b.abs(x)})
+    model = to_onnx(g)
+    assert [o.name for o in model.graph.output] == ["x_output", "c_output", "y"]
+    got = run(g, {"x": np.array([1, -2], np.float32)})
+    assert_exact(got["x"], [-1, 2], np.float32)
+    assert_exact(got["c"], [2, -1], np.float32)
 
 
 def test_run_reports_every_feed_problem_at_once():
@@ -175,3 +225,36 @@ def test_what_older_opsets_cannot_express_is_refused_by_name():
                                          b.constant("int4", [1], [0]))})
     with pytest.raises(UnsupportedError, match="4-bit operand 'q' needs ONNX opset 21"):
         to_onnx(g, opset=20)
+
+
+@pytest.mark.parametrize("value, data_type, want", [
+    (float("nan"), "int32", 0), (float("inf"), "int8", 127), (float("-inf"), "uint8", 0),
+    (2.5, "int32", 2), (3.5, "int32", 4), (-2.5, "int8", -2),  # half to even
+    (300.7, "uint8", 255), (-129.2, "int8", -128), (70000, "int16", 32767),
+    (-(2 ** 70), "int64", -(2 ** 63)), (2 ** 2000, "float32", float("inf")),
+    (-(2 ** 2000), "float64", float("-inf")), (2 ** 1001, "float64", 2.0 ** 1001),
+    (1e300, "float16", float("inf")),
+    (0.1, "float32", np.float32(0.1)),
+])
+def test_spec_cast_of_numbers(value, data_type, want):
+    from converter.lowering.onnx.context import NUMPY_TYPES, spec_cast
+    got = spec_cast(value, data_type)
+    assert got.dtype == NUMPY_TYPES[data_type] and got == want
+
+
+@pytest.mark.parametrize("layout", ["transposed", "big-endian", "plain"])
+def test_external_constants_are_little_endian_c_order_from_the_threshold_on(layout):
+    # a constant of exactly external_min_bytes is external; a non-contiguous or big-endian
+    # array is handed over as a contiguous little-endian copy with the same values, a plain
+    # one as itself
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    w = {"transposed": base.T, "big-endian": base.astype(">f4"), "plain": base}[layout]
+    b = GraphBuilder()
+    x = b.input("x", "float32", list(w.shape))
+    g = b.build({"y": b.add(x, b.constant(w, name="w"))})
+    lowered = lower(g, external_min_bytes=w.nbytes)
+    ext = lowered.external["w"]
+    assert ext.flags.c_contiguous and ext.dtype == np.dtype("<f4")
+    np.testing.assert_array_equal(ext, w)
+    assert np.shares_memory(ext, w) == (layout == "plain")
+    assert not lower(g, external_min_bytes=w.nbytes + 1).external

@@ -139,3 +139,56 @@ def test_activations_chain_in_one_graph():
     got = execute(b, {"y": y, "z": b.clamp(y, maxValue=2)}, {"x": np.array([-3, -1, 0, 2], F32)})
     assert_exact(got["y"], [3, 1, 0, 0], np.float32)
     assert_exact(got["z"], [2, 1, 0, 0], np.float32)
+
+
+@pytest.mark.parametrize("dtype, kernel", [("float32", False), ("float16", True)])
+def test_sigmoid_is_written_out_in_float32_only(dtype, kernel):
+    # ONNX Runtime's float32 Sigmoid is up to 91 ULP from the spec's formula near -5.3; its
+    # float16 Sigmoid (computed wider) is within float16's budget
+    from converter.lowering.onnx import to_onnx
+
+    b = GraphBuilder()
+    x = b.input("x", dtype, [3])
+    g = b.build({"y": b.sigmoid(x)})
+    kinds = [n.op_type for n in to_onnx(g).graph.node]
+    assert ("Sigmoid" in kinds) == kernel and ("Exp" in kinds) == (not kernel)
+    xs = np.array([-5.3, 0, 2], dtype)
+    from converter.execute import run
+
+    got = run(g, {"x": xs})["y"]
+    np.testing.assert_allclose(got.astype(np.float64), 1 / (1 + np.exp(-xs.astype(np.float64))),
+                               rtol=1e-6 if dtype == "float32" else 2e-3)
+
+
+@pytest.mark.parametrize("opset, gelu_node", [(19, False), (20, True), (21, True)])
+def test_gelu_is_onnx_gelu_from_opset_20(opset, gelu_node):
+    from converter.lowering.onnx import to_onnx
+
+    b = GraphBuilder()
+    x = b.input("x", "float32", [3])
+    g = b.build({"y": b.gelu(x)})
+    assert ("Gelu" in [n.op_type for n in to_onnx(g, opset=opset).graph.node]) == gelu_node
+
+
+@pytest.mark.parametrize("dtype, x_shape, slope_shape, kernel", [
+    ("float32", [2, 3], [3], True),       # ONNX PRelu: slope broadcasts to x one way
+    ("float16", [2, 3], [2, 3], True),
+    ("int32", [2, 3], [3], False),        # no float: max(0, x) + slope * min(0, x)
+    ("float32", [3], [2, 3], False),      # the slope widens the result to [2, 3]
+    ("float32", [2, 1], [2, 3], False),
+])
+def test_prelu_uses_onnx_prelu_only_where_it_means_the_same(dtype, x_shape, slope_shape, kernel):
+    from converter.execute import run
+    from converter.lowering.onnx import to_onnx
+
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-5, 5, x_shape).astype(dtype)
+    slopes = rng.integers(-3, 4, slope_shape).astype(dtype)
+    b = GraphBuilder()
+    x, s = b.input("x", dtype, x_shape), b.input("s", dtype, slope_shape)
+    g = b.build({"y": b.prelu(x, s)})
+    assert ("PRelu" in [n.op_type for n in to_onnx(g).graph.node]) == kernel
+    got = run(g, {"x": xs, "s": slopes})["y"]
+    want = np.where(xs >= 0, xs, slopes * xs)  # the spec: x where x >= 0, else slope * x
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    np.testing.assert_array_equal(got, want.astype(dtype))

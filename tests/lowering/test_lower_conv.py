@@ -130,3 +130,29 @@ def test_conv_transpose2d_filter_layouts_and_nhwc(layout, perm):
                           strides=[2, 1], inputLayout="nhwc", filterLayout=layout)
     got = run1(b, y, {"x": x.transpose(0, 2, 3, 1)})
     assert_ulp(got.transpose(0, 3, 1, 2), want, 2 * 2 * 2 * 2)
+
+
+@pytest.mark.parametrize("op_type, options", [
+    ("conv2d", ("padding", "strides", "dilations")),
+    ("convTranspose2d", ("padding", "strides", "dilations", "outputPadding")),
+    ("averagePool2d", ("windowDimensions", "padding", "strides", "dilations")),
+    ("maxPool2d", ("windowDimensions", "padding", "strides", "dilations")),
+])
+def test_options_given_as_none_lower_as_the_spec_s_defaults(op_type, options):
+    # None in an operation's attrs means "not given" (an importer may write it so): the
+    # lowering then uses the spec's defaults, and the numbers are those of the plain call
+    from converter.builder import GraphBuilder
+    from converter.execute import run
+
+    xs = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    ws = np.array([[[[1, -2], [3, 0.5]]]], np.float32)
+    b = GraphBuilder()
+    x = b.input("x", "float32", [1, 1, 4, 4])
+    w = b.input("w", "float32", [1, 1, 2, 2])
+    operands = [x] if "Pool" in op_type else [x, w]
+    plain = getattr(b, op_type)(*operands)
+    given_none = b.graph.add_operation(op_type, operands, {o: None for o in options}).output
+    g = b.build({"plain": plain, "none": given_none})
+    got = run(g, {"x": xs, "w": ws})
+    assert got["none"].shape == got["plain"].shape
+    np.testing.assert_array_equal(got["none"], got["plain"])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from converter.builder import GraphBuilder
+from converter.errors import ConverterError
 from converter.ops.activation import cast_number
 from converter.ops.registry import REQUIRED, get_op
 
@@ -129,6 +130,11 @@ def test_cast_number_follows_the_spec_casting_algorithm():
     assert cast_number(0.1, "float32") == float(np.float32(0.1)) != 0.1
     assert cast_number(2**200, "float32") == math.inf
     assert math.isnan(cast_number(math.nan, "float32"))
+    # integers beyond float64's range (float(x) overflows): infinities of their sign
+    assert cast_number(2**2000, "float32") == math.inf
+    assert cast_number(-(2**2000), "float16") == -math.inf
+    with pytest.raises(ConverterError, match="unknown data type 'int2'"):
+        cast_number(1, "int2")
 
 
 # -- prelu ------------------------------------------------------------------------------------
@@ -185,3 +191,17 @@ def test_softmax_axis_is_required():
 def test_softmax_needs_rank_1():
     b = GraphBuilder()
     fails(lambda: b.softmax(b.input("x", "float32", []), 0), "softmax", "input", "rank 0")
+
+
+@pytest.mark.parametrize("data_type, low, high", [
+    ("int8", -128, 127), ("uint8", 0, 255), ("int32", -2**31, 2**31 - 1),
+    ("uint32", 0, 2**32 - 1), ("int64", -2**63, 2**63 - 1), ("uint64", 0, 2**64 - 1),
+    ("int4", -8, 7), ("uint4", 0, 15),
+])
+def test_cast_number_saturates_at_both_ends_of_every_integer_type(data_type, low, high):
+    # the bounds themselves pass through; one past either end (as an integer or a float)
+    # saturates to it
+    assert cast_number(low, data_type) == low and cast_number(high, data_type) == high
+    assert cast_number(low - 1, data_type) == low and cast_number(high + 1, data_type) == high
+    assert cast_number(float(low) - 1.5, data_type) == low
+    assert cast_number(float(high) + 1.5, data_type) == high

@@ -198,6 +198,13 @@ def test_conv_transpose2d_every_layout_with_output_padding(input_layout, filter_
     assert out == expected
 
 
+def test_conv_transpose2d_hwoi_filter_reads_each_axis_from_its_own_place():
+    # hwoi [kH 3, kW 1, out 2, in 4]: every size differs from its neighbours' so a swapped
+    # axis shows; (3 - 1) + 3 = 5 rows, (5 - 1) + 1 = 5 columns, 2 channels
+    assert _shape("convTranspose2d", [1, 4, 3, 5], [3, 1, 2, 4], filterLayout="hwoi") == \
+        (1, 2, 5, 5)
+
+
 def test_conv_transpose2d_defaults():
     # (3 - 1) * 1 + 3 = 5 per spatial axis; output channels = filter's 2 * groups 1.
     assert _shape("convTranspose2d", [1, 1, 3, 3], [1, 2, 3, 3]) == (1, 2, 5, 5)

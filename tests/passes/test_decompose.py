@@ -211,6 +211,9 @@ OPTION_CASES = {
     "bn-rank1-scale": (lambda b, x: b.batchNormalization(
         x, b.constant(rand(5)), b.constant(np.abs(rand(5)) + 0.1), axis=0,
         scale=b.constant(rand(5))), "batchNormalization", (5,)),
+    "instance-nchw-scale-bias": (lambda b, x: b.instanceNormalization(
+        x, scale=b.constant(rand(3)), bias=b.constant(rand(3))), "instanceNormalization",
+        (2, 3, 4, 5)),
     "instance-nhwc-bias": (lambda b, x: b.instanceNormalization(
         x, bias=b.constant(rand(3)), layout="nhwc"), "instanceNormalization", (2, 4, 5, 3)),
     "layer-unsorted-axes": (lambda b, x: b.layerNormalization(

@@ -106,3 +106,46 @@ def test_an_alternate_run_that_fails_is_left_out(tmp_path):
     runs = source_alternates(path, {"i": np.array([2])}, set())
     assert {k: v["y"].tolist() for k, v in runs.items()} == {
         "ORT_ENABLE_ALL vs ORT_DISABLE_ALL": [1.0], "input moved 1 ULP": [1.0]}
+
+
+def test_a_tflite_source_runs_on_litert_with_its_own_alternates(tmp_path):
+    from converter.testing.tflite_fixtures import TfliteBuilder
+
+    b = TfliteBuilder()
+    x = b.input("x", [2])
+    y = b.tensor("y", [2])
+    b.op("ADD", [x, b.constant("k", np.array([0.5, -1.0], np.float32))], [y])
+    path = b.save(tmp_path / "add.tflite", [y])
+    feeds = {"x": np.array([1.0, 2.0], np.float32)}
+    assert run_source(path, feeds)["y"].tolist() == [1.5, 1.0]
+    runs = source_alternates(path, feeds, {"x"})
+    assert sorted(runs) == ["LiteRT builtin kernels vs XNNPACK", "input moved 1 ULP"]
+    assert runs["LiteRT builtin kernels vs XNNPACK"]["y"].tolist() == [1.5, 1.0]
+    # each input moved up by one float32 ULP: 1 + 2**-23 and 2 + 2**-22, plus k exactly
+    moved = [1.5 + 2.0**-23, 1.0 + 2.0**-22]
+    assert runs["input moved 1 ULP"]["y"].tolist() == moved
+
+
+@pytest.mark.parametrize("count, external", [(1 << 18, True), ((1 << 18) - 1, False)])
+def test_weights_of_exactly_one_mib_are_read_from_the_file(tmp_path, count, external):
+    import onnxruntime as ort
+
+    from converter import source_runs
+
+    # 4 bytes each: 1 MiB, or 4 bytes less; small integers, so every partial sum is exact
+    w = (np.arange(count) % 4).astype(np.float32)
+    path = _save(tmp_path / "m.onnx", [H.make_node("ReduceSum", ["w"], ["y"], keepdims=0)],
+                 [], [H.make_tensor_value_info("y", TP.FLOAT, [])], [nh.from_array(w, "w")])
+    view = source_runs._external_view(path, ort.SessionOptions())
+    assert isinstance(view, bytes) == external
+    if external:  # the weight left out of the bytes, located in the file
+        model = onnx.ModelProto()
+        model.ParseFromString(view)
+        (tensor,) = model.graph.initializer
+        assert tensor.data_location == TP.EXTERNAL and not tensor.raw_data
+        entries = {e.key: e.value for e in tensor.external_data}
+        data = path.read_bytes()
+        at, size = int(entries["offset"]), int(entries["length"])
+        assert entries["location"] == "m.onnx" and size == w.nbytes
+        assert data[at:at + size] == w.tobytes()
+    assert run_onnx(path, {})["y"] == np.float32(w.sum(dtype=np.float64))

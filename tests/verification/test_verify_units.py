@@ -172,3 +172,71 @@ def test_verify_on_given_feeds_reports_them_as_given(tmp_path):
     assert sorted(always.noise_runs) == ["ORT_ENABLE_ALL vs ORT_DISABLE_ALL",
                                          "input moved 1 ULP"]
     assert always.outputs[0].extra["decidedBy"] == "webnn vs source within the budget"
+
+
+def _add_model(path):
+    model = H.make_model(H.make_graph(
+        [H.make_node("Add", ["x", "k"], ["y"])], "m",
+        [H.make_tensor_value_info("x", TP.FLOAT, [2]),
+         H.make_tensor_value_info("k", TP.FLOAT, [2])],
+        [H.make_tensor_value_info("y", TP.FLOAT, [2])]), opset_imports=[H.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return path
+
+
+def test_an_input_fixed_at_conversion_is_fed_to_the_source(tmp_path):
+    path = _add_model(tmp_path / "add.onnx")
+    k = np.array([10.0, 20.0], np.float32)
+    report = verify(path, known_inputs={"k": k}, feeds={"x": np.array([1, 2], np.float32)},
+                    oracle="never")
+    assert report.passed
+    assert report.inputs["k"] == {"shape": [2], "range": "fixed at conversion",
+                                  "made": "fixed at conversion (--const)"}
+    assert report.outputs[0].max_abs == 0.0
+
+
+def test_a_further_opinion_is_compared_with_the_source_and_a_missing_output_refused(tmp_path):
+    import converter
+
+    path = _add_model(tmp_path / "add.onnx")
+    report = verify(path, also={"again": str(path)}, oracle="never")
+    assert report.passed and [o.name for o in report.others["again"]] == ["y"]
+    assert report.others["again"][0].max_abs == 0.0
+    assert report.to_json()["others"]["again"][0]["passed"] is True
+    b = converter.GraphBuilder("other")
+    g = b.build({"z": b.add(b.input("x", "float32", [2]), b.input("k", "float32", [2]))})
+    with pytest.raises(ConverterError, match="no output 'y' in the graph where the source has "
+                                             "one") as e:
+        verify(path, graph=g)
+    assert e.value.where == "graph 'other'"
+
+
+def test_verify_a_tflite_source_on_litert(tmp_path):
+    from converter.testing.tflite_fixtures import TfliteBuilder
+
+    b = TfliteBuilder()
+    x = b.input("x", [2])
+    y = b.tensor("y", [2])
+    b.op("ADD", [x, b.constant("k", np.array([0.5, -1.0], np.float32))], [y])
+    path = b.save(tmp_path / "add.tflite", [y])
+    report = verify(path, feeds={"x": np.array([1.0, 2.0], np.float32)}, oracle="never")
+    assert report.passed and report.source_runtime == "litert"
+    assert report.session_options == "LiteRT with its default kernels (XNNPACK)"
+    assert report.outputs[0].max_abs == 0.0 and report.outputs[0].name == "y"
+
+
+def test_the_default_seed_is_zero(tmp_path):
+    path = _relu_model(tmp_path / "m.onnx")
+    report = verify(path, oracle="never")
+    assert report.seed == 0 and report.to_json()["seed"] == 0 and report.passed
+
+
+def test_the_source_kinds_table_cannot_be_changed_by_accident():
+    import dataclasses
+
+    from converter import verification
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verification._SOURCES[".onnx"].runtime = "other"
+    assert verification._SOURCES[".onnx"].runtime == "onnxruntime"

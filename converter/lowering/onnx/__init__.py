@@ -25,7 +25,7 @@ from ... import dtypes
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph, Operand
 from .context import ONNX_TYPES, LoweringContext
-from .registry import all_lowerings, lowering_for
+from .registry import lowering_for
 
 __all__ = ["to_onnx", "lower", "LoweredModel", "DEFAULT_OPSET", "MIN_OPSET"]
 
@@ -72,7 +72,7 @@ def lower(graph: Graph, opset: int | None = None, *,
         if packed:
             raise UnsupportedError([f"4-bit operand '{n}' needs ONNX opset 21 or later"
                                     for n in packed[:3]], fix="lower at opset 21+")
-    ctx = LoweringContext(graph, opset)
+    ctx = LoweringContext(opset)
     for name in (*graph.inputs, *graph.constants):
         ctx.reserve(name)
     output_names = {key: ctx.fresh(key if key not in graph.inputs and key not in graph.constants
@@ -90,7 +90,7 @@ def lower(graph: Graph, opset: int | None = None, *,
 
     external: dict[str, np.ndarray] = {}
     for name, operand in graph.constants.items():
-        if not operand.uses() and not operand.is_graph_output():
+        if not operand.uses():  # (a graph output is always an operation's result)
             continue  # an unused constant would only make ORT warn
         _emit_constant(ctx, name, operand, external, external_min_bytes)
         ctx.bind(operand, name)
@@ -100,7 +100,6 @@ def lower(graph: Graph, opset: int | None = None, *,
         if operand.data_type not in _BYTE_CARRIED:  # those get a Cast to the output name
             output_keys.setdefault(id(operand), output_names[key])
 
-    all_lowerings()  # import every family once, up front
     for op in graph.operations:
         ctx.op = op
         start = len(ctx.nodes)
@@ -159,8 +158,7 @@ def _rename(ctx: LoweringContext, old: str, new: str, start: int) -> None:
             for i, v in enumerate(seq):
                 if v == old:
                     seq[i] = new
-    ctx.types[new] = ctx.types.pop(old, None) or ""
-    ctx.reserve(new)
+    # (`new` came from ctx.fresh, so it is already taken; the caller records its type)
 
 
 def _emit_constant(ctx: LoweringContext, name: str, operand: Operand,

@@ -16,7 +16,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ...errors import ConverterError, UnsupportedError
-from ...ir import Graph, Operand, Operation
+from ...ir import Operand, Operation
 from . import kernels
 
 __all__ = ["LoweringContext", "Keep", "ONNX_TYPES", "NUMPY_TYPES", "spec_cast"]
@@ -71,10 +71,13 @@ def spec_cast(x: float | int, data_type: str):
     Returns a numpy scalar of the data type."""
     dt = NUMPY_TYPES[data_type]
     if dt.kind == "f":
-        if isinstance(x, int) and abs(x) > 2**1000:
-            x = math.copysign(math.inf, x)
+        if isinstance(x, int):
+            try:
+                x = float(x)  # rounds to nearest, as the cast does
+            except OverflowError:  # beyond float64's range
+                x = math.inf if x > 0 else -math.inf
         with np.errstate(over="ignore"):
-            return dt.type(np.float64(x)) if dt != np.float64 else dt.type(x)
+            return dt.type(np.float64(x))
     info = np.iinfo(dt)
     if isinstance(x, float):
         if math.isnan(x):
@@ -88,8 +91,7 @@ def spec_cast(x: float | int, data_type: str):
 class LoweringContext:
     """Emits the ONNX nodes and initializers for one WebNN graph."""
 
-    def __init__(self, graph: Graph, opset: int):
-        self.graph = graph
+    def __init__(self, opset: int):
         self.opset = opset
         self.nodes: list = []
         self.initializers: list[TensorProto] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...errors import OpValidationError
 from ...ir import Operation
 from .context import LoweringContext
-from .registry import lowers, opt
+from .registry import lowers
 
 NHWC_TO_NCHW = (0, 3, 1, 2)
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -40,9 +40,9 @@ def _inputs(ctx: LoweringContext, op: Operation, layouts: dict[str, tuple[int, .
 def conv2d(ctx: LoweringContext, op: Operation) -> list[str]:
     x, xv, wv, bv, nhwc = _inputs(ctx, op, _CONV_FILTER)
     y = ctx.typed("Conv", [xv, wv, bv], x.data_type,
-                  pads=onnx_pads(opt(op, "padding", [0, 0, 0, 0])),
-                  strides=list(opt(op, "strides", [1, 1])),
-                  dilations=list(opt(op, "dilations", [1, 1])),
+                  pads=onnx_pads(op.attr("padding")),
+                  strides=list(op.attr("strides")),
+                  dilations=list(op.attr("dilations")),
                   group=int(op.attr("groups")))
     return [ctx.transpose(y, NCHW_TO_NHWC) if nhwc else y]
 
@@ -50,10 +50,10 @@ def conv2d(ctx: LoweringContext, op: Operation) -> list[str]:
 @lowers("convTranspose2d")
 def conv_transpose2d(ctx: LoweringContext, op: Operation) -> list[str]:
     x, xv, wv, bv, nhwc = _inputs(ctx, op, _CONV_TRANSPOSE_FILTER)
-    padding = list(opt(op, "padding", [0, 0, 0, 0]))
-    strides = list(opt(op, "strides", [1, 1]))
-    dilations = list(opt(op, "dilations", [1, 1]))
-    out_padding = list(opt(op, "outputPadding", [0, 0]))
+    padding = list(op.attr("padding"))
+    strides = list(op.attr("strides"))
+    dilations = list(op.attr("dilations"))
+    out_padding = list(op.attr("outputPadding"))
     sizes = op.attr("outputSizes")
     if sizes is not None:
         # Explicit sizes replace outputPadding: the padding is what makes the formula reach them

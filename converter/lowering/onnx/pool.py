@@ -31,9 +31,9 @@ def _geometry(op: Operation):
     in_hw = list(x.shape[1:3] if nhwc else x.shape[2:4])
     out_hw = list(op.output.shape[1:3] if nhwc else op.output.shape[2:4])
     window = list(opt(op, "windowDimensions", in_hw))
-    strides = list(opt(op, "strides", [1, 1]))
-    dilations = list(opt(op, "dilations", [1, 1]))
-    padding = list(opt(op, "padding", [0, 0, 0, 0]))
+    strides = list(op.attr("strides"))
+    dilations = list(op.attr("dilations"))
+    padding = list(op.attr("padding"))
     begin = [padding[0], padding[2]]
     end = []
     for i in range(2):

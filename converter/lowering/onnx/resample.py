@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from ...ir import Operation
 from .context import Keep, LoweringContext
-from .registry import lowers, opt
+from .registry import lowers
 
 
 @lowers("resample2d")
 def resample2d(ctx: LoweringContext, op: Operation) -> list[str]:
     x = op.input("input")
     dt = x.data_type
-    axes = [int(a) for a in opt(op, "axes", [2, 3])]
+    axes = [int(a) for a in op.attr("axes")]
     out_shape = list(op.output.shape)
     linear = op.attr("mode") == "linear"
     xv = ctx.name_of(x)

@@ -23,6 +23,18 @@ def test_max_pool_1d_ceil_mode_keeps_the_partial_window():
     assert pool.attrs["dilations"] == [1, 1]
 
 
+def test_ceil_mode_keeps_a_window_starting_in_the_beginning_padding_s_reach():
+    # 6 + 2 begin padding, kernel 3, stride 2: floor gives 3, ceil 4; the 4th window starts
+    # at padded index 6, before the end padding (which would start at 2 + 6 = 8), so ONNX
+    # keeps it
+    x = np.array([[[1, 7, 2, 8, 3, 9]]], np.float32)
+    model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[3], strides=[2], pads=[2, 0],
+                        ceil_mode=1)
+    _, (y,) = check(model, {"x": x})
+    # windows over [-inf -inf 1 7 2 8 3 9]: [-,-,1] [1,7,2] [2,8,3] [3,9]
+    np.testing.assert_array_equal(y, [[[1, 7, 8, 9]]])
+
+
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
 def test_ceil_mode_dropping_one_axis_and_keeping_the_other(op_type):
     # height: 4 + 1 padding, kernel 2, stride 2 -> ceil gives 3, but the 3rd window would start
@@ -81,6 +93,34 @@ def test_lp_pool_p2_is_l2_pool():
     graph, (y,) = check(model, {"x": x})
     np.testing.assert_allclose(y, [[[[5.0]]]])  # sqrt(9 + 16)
     assert ops_of(graph) == ["l2Pool2d"]
+
+
+def test_lp_pool_without_p_is_l2_pool():
+    x = np.array([[[[3, 4]]]], np.float32)
+    model = single_node("LpPool", ["x"], {"x": x}, kernel_shape=[1, 2])  # p defaults to 2
+    graph, (y,) = check(model, {"x": x})
+    np.testing.assert_allclose(y, [[[[5.0]]]])
+    assert ops_of(graph) == ["l2Pool2d"]
+
+
+@pytest.mark.parametrize("p", [0, -1])
+def test_lp_pool_p_not_positive_is_refused(p):
+    x = np.array([[[[3, 4]]]], np.float32)
+    model = single_node("LpPool", ["x"], {"x": x}, kernel_shape=[1, 2], p=p)
+    assert f"p={float(p)} is not a norm order" in refused(model, {"x": x})
+
+
+def test_4d_max_pool_pools_each_leading_axis_in_turn():
+    # four spatial axes: the last two in one maxPool2d, then axes 1 and 0 one at a time
+    x = np.random.default_rng(5).permutation(2 * 3 * 4 * 3 * 3).astype(np.float32).reshape(
+        1, 2, 3, 4, 3, 3)  # distinct values
+    model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[2, 2, 2, 2],
+                        strides=[1, 2, 1, 1])
+    graph, (y,) = check(model, {"x": x}, ort=False)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (2, 2, 2, 2), axis=(2, 3, 4, 5))
+    want = windows[:, :, :, ::2].max(axis=(-4, -3, -2, -1))
+    np.testing.assert_array_equal(y, want)
+    assert ops_of(graph).count("maxPool2d") == 3
 
 
 def test_lp_pool_other_p_pools_a_power_of_the_input():

@@ -166,6 +166,19 @@ def test_tf_crop_and_resize_extrapolates_outside_the_region():
     assert ops_of(graph) == ["gather", "where"]
 
 
+def test_tf_crop_and_resize_exclude_outside_skips_extrapolated_outputs():
+    # position 6 lies past the input (size 5): extrapolated, so its cubic taps (all outside)
+    # need no renormalizing; the other outputs land on input elements
+    x = np.array([[10, 11, 12, 13, 14]], np.float32)
+    model = single_node("Resize", ["x", "roi", "", "sizes"], {"x": x},
+                        {"roi": np.array([0.5, 1.5], np.float32),
+                         "sizes": np.array([3], np.int64)}, opset=19, axes=[1], mode="cubic",
+                        coordinate_transformation_mode="tf_crop_and_resize",
+                        extrapolation_value=-1.0, exclude_outside=1)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, [[12, 14, -1]])
+
+
 def test_tf_crop_and_resize_leaves_uncropped_unscaled_axes_alone():
     # roi [0, 1] on every axis: no cropping; only the width is scaled (by 2), so only the
     # width gets taps: one gather and one weighted sum
@@ -314,6 +327,42 @@ def test_resize_opset_10_upsampling():
                         {"s": np.array([1, 1, 2, 2], np.float32)}, opset=10)
     _, (y,) = check(model, {"x": x})
     assert y.shape == (1, 1, 4, 6)
+
+
+def test_nearest_mode_is_checked_only_for_nearest_resizes():
+    x = rand(1, 1, 2, 3)
+    model, _ = _resize(x, scales=[1, 1, 2, 2], mode="nearest", nearest_mode="halfway")
+    assert "nearest_mode 'halfway' is unknown" in refused(model, {"x": x})
+    # a linear resize never rounds to a neighbour, so the attribute is not read
+    _, run = _resize(x, scales=[1, 1, 2, 2], mode="linear", nearest_mode="halfway", ort=False)
+    _, (y,) = run()
+    _, plain = _resize(x, scales=[1, 1, 2, 2], mode="linear")
+    np.testing.assert_array_equal(y, plain()[1][0])
+
+
+@pytest.mark.parametrize("transform, out", [
+    ("pytorch_half_pixel", 1), ("pytorch_half_pixel", 2), ("align_corners", 1),
+    ("align_corners", 2), ("tf_crop_and_resize", 1), ("tf_crop_and_resize", 2)])
+def test_transforms_on_one_and_two_outputs_match_onnx_runtime(transform, out):
+    # one output is each transform's special case (pytorch: position 0; align_corners: 0;
+    # tf_crop_and_resize: the roi's middle); two outputs take the general formula
+    x = np.array([[[[1, 5, 2, 9, 4]]]], np.float32)
+    names = ["x", "roi", "", "sizes"] if transform == "tf_crop_and_resize" else \
+        ["x", "", "", "sizes"]
+    weights = {"sizes": np.array([1, 1, 1, out], np.int64)}
+    if transform == "tf_crop_and_resize":
+        weights["roi"] = np.array([0, 0, 0, 0.25, 1, 1, 1, 0.75], np.float32)
+    model = single_node("Resize", names, {"x": x}, weights, opset=19, mode="linear",
+                        coordinate_transformation_mode=transform)
+    _, (y,) = check(model, {"x": x})
+    assert y.shape == (1, 1, 1, out)
+
+
+def test_resize_opset_10_has_no_cubic_mode():
+    x = rand(1, 1, 2, 3)
+    model = single_node("Resize", ["x", "s"], {"x": x},
+                        {"s": np.array([1, 1, 2, 2], np.float32)}, opset=10, mode="cubic")
+    assert "mode 'cubic' is not a Resize-10 mode" in refused(model, {"x": x})
 
 
 # -- SpaceToDepth, DepthToSpace --------------------------------------------------------------

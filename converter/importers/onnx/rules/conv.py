@@ -382,6 +382,9 @@ def largest_weight_sum(ctx: ImportContext, w: str, w_zp: str | None, reduce_axes
         return terms * (hi - lo)
     zp = np.zeros(1, np.int64) if wz is None else wz.astype(np.int64)
     if zp.ndim == 1 and zp.size > 1:  # per-axis: one zero point per output channel / column
+        if zp.size != wk.shape[zp_axis]:
+            raise Unsupported(f"zero point '{w_zp}' has {zp.size} values for an axis of "
+                              f"{wk.shape[zp_axis]}")
         shape = [1] * wk.ndim
         shape[zp_axis] = zp.size
         zp = zp.reshape(shape)

@@ -362,7 +362,10 @@ def resize_10(ctx: ImportContext, node: OnnxNode):
     scales = _known_list(ctx, node.input(1), "scales")
     out, factors = _output_geometry(node, x.shape, scales, None, list(range(x.rank)))
     rounding = "floor" if all(f >= 1 for f in factors) else "ceil"
-    method = _Method(node.attr("mode", "nearest"), "asymmetric", rounding)
+    mode = node.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):  # cubic (and its cubic_coeff_a) came in opset 11
+        raise Unsupported(f"mode '{mode}' is not a Resize-10 mode (nearest or linear)")
+    method = _Method(mode, "asymmetric", rounding)
     return [_resize(ctx, x, out, factors, method)]
 
 
