@@ -80,3 +80,23 @@ def test_the_page_says_when_a_file_does_not_fit_the_input(browser_limits, page_f
     finally:
         page.close()
     assert status == ("Error: Error: wrong.npy: numpy type <f8 has no WebNN data type")
+
+
+def test_the_page_times_ten_dispatches_and_states_the_device(browser_limits, page_folder):
+    """The page's timing says what it measured: the total of ten dispatches and one read, and
+    the mean per dispatch; and it states the device asked for and what the context reports."""
+    folder, _ = page_folder
+    page = _open(folder)
+    try:
+        page.check("#timing-runs")
+        page.click("#run")
+        page.wait_for_function("window.webnnResult !== undefined")
+        result = page.evaluate("window.webnnResult")
+        context = page.inner_text("#context")
+    finally:
+        page.close()
+    timings = result["timings"]
+    total = timings["10 more dispatches + one read (total)"]
+    assert total > 0 and timings["per dispatch (mean)"] == total / 10
+    assert context.startswith("Device requested: the browser's default; the context reports")
+    assert result["context"]["requested"] == "default"
