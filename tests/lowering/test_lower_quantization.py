@@ -103,3 +103,16 @@ def test_4bit_graph_inputs_and_outputs_travel_one_value_per_byte(dtype, carrier)
     got = execute(b, {"d": d, "q": q}, {"x": np.array([1, 3, 7], carrier)})
     assert_exact(got["d"], [0, 1, 3], np.float32)
     assert_exact(got["q"], [1, 3, 7], carrier)
+
+
+@pytest.mark.parametrize("dtype,carrier,zero,want", [
+    # x / 1 + zero, rounded half to even, then clamped to [-8, 7] or [0, 15]
+    ("int4", np.int8, -1, [-8, -8, -1, 1, 5, 7]),  # -7.5 -> -8 - 1 = -9 -> -8
+    ("uint4", np.uint8, 8, [0, 0, 8, 10, 14, 15]),
+])
+def test_quantize_to_4bit_saturates_at_both_ends_of_the_range(dtype, carrier, zero, want):
+    b = GraphBuilder()
+    x = b.input("x", "float32", [6])
+    q = b.quantizeLinear(x, b.constant(np.array([1], np.float32)), b.constant(dtype, [1], [zero]))
+    got = run1(b, q, {"x": np.array([-100, -7.5, -0.5, 1.5, 6.5, 100], np.float32)})
+    assert_exact(got, want, carrier)
