@@ -258,3 +258,20 @@ def test_external_constants_are_little_endian_c_order_from_the_threshold_on(layo
     np.testing.assert_array_equal(ext, w)
     assert np.shares_memory(ext, w) == (layout == "plain")
     assert not lower(g, external_min_bytes=w.nbytes + 1).external
+
+
+def test_a_big_endian_constant_held_as_such_goes_external_as_little_endian():
+    # The builder converts big-endian arrays, but ConstantData holds whatever it is given (a
+    # weights file read as '>f4'): the external copy must be little-endian with the same values,
+    # and ONNX Runtime must compute with them.
+    b = GraphBuilder()
+    x = b.input("x", "float32", [3, 4])
+    w = b.constant(np.zeros((3, 4), np.float32), name="w")
+    g = b.build({"y": b.add(x, w)})
+    big = np.arange(12, dtype=">f4").reshape(3, 4)
+    g.constants["w"].constant = ConstantData("float32", (3, 4), array=big)
+    ext = lower(g, external_min_bytes=big.nbytes).external["w"]
+    assert ext.dtype == np.dtype("<f4") and ext.dtype.byteorder != ">"
+    np.testing.assert_array_equal(ext, np.arange(12, dtype=np.float32).reshape(3, 4))
+    got = run(g, {"x": np.ones((3, 4), np.float32)})["y"]
+    assert_exact(got, np.arange(1, 13, dtype=np.float32).reshape(3, 4), np.float32)
