@@ -275,3 +275,21 @@ def test_a_big_endian_constant_held_as_such_goes_external_as_little_endian():
     np.testing.assert_array_equal(ext, np.arange(12, dtype=np.float32).reshape(3, 4))
     got = run(g, {"x": np.ones((3, 4), np.float32)})["y"]
     assert_exact(got, np.arange(1, 13, dtype=np.float32).reshape(3, 4), np.float32)
+
+
+def test_constants_read_from_the_temporary_file_land_at_their_aligned_offsets(monkeypatch):
+    # Small thresholds (the real ones need 32 MiB of weights) send both constants through the
+    # external-data file; the first is 1200 bytes, so the second starts after 64 KiB - 1200
+    # bytes of padding, and ONNX Runtime must read each at its recorded offset.
+    from converter.lowering.onnx import executor
+    monkeypatch.setattr(executor, "_EXTERNAL_MIN_BYTES", 1000)
+    monkeypatch.setattr(executor, "_VIA_FILE_MIN_BYTES", 2000)
+    w1 = np.arange(300, dtype=np.float32)
+    w2 = np.arange(300, dtype=np.float32)[::-1] * 3
+    b = GraphBuilder()
+    x = b.input("x", "float32", [300])
+    g = b.build({"y": b.add(b.add(x, b.constant(w1, name="w1")), b.constant(w2, name="w2")),
+                 "z": b.mul(x, b.constant(w2 + 1, name="w3"))})
+    got = executor.prepare(g)({"x": np.ones(300, np.float32)})
+    assert_exact(got["y"], 1 + w1 + w2, np.float32)
+    assert_exact(got["z"], w2 + 1, np.float32)
