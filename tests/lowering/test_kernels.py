@@ -47,3 +47,14 @@ def test_constraint_defaults_to_t1_and_can_be_named():
     assert not supports("IsNaN", "bool", 13)
     assert supports("IsNaN", "bool", 13, "T2")
     assert not supports("IsNaN", "float", 13, "T2")
+
+
+def test_the_table_read_afresh_holds_default_domain_cpu_kernels_only():
+    # `_kernel_table` is cached after the first call: read it again from onnxruntime here.
+    from converter.lowering.onnx.kernels import _kernel_table
+    table = _kernel_table.__wrapped__()
+    assert table["Gelu"] == [(20, 2**31 - 1, {"T": frozenset({"float"})})]
+    assert (14, 2**31 - 1, {"T": frozenset({"int8"})}) in table["Relu"]
+    assert (9, 12, {"T1": frozenset({"float16"}), "T2": frozenset({"bool"})}) in table["IsNaN"]
+    assert "FusedConv" not in table and "QLinearAdd" not in table  # com.microsoft ops
+    assert "HardSwish" not in table  # a function op: no kernel of its own
