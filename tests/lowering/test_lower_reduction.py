@@ -140,3 +140,11 @@ def test_uint64_max_min_and_arg_max_keep_unsigned_order():
     assert_exact(got["min"], 3, np.uint64)
     assert_exact(got["amax"], [2, 0], np.int32)
     assert_exact(got["amin"], [0, 1], np.int32)
+
+
+@pytest.mark.parametrize("name", ["reduceMax", "reduceMean", "reduceMin", "reduceProduct",
+                                  "reduceSum"])
+def test_empty_axes_leave_each_element_exactly_as_it_is(name):
+    # -200 would not survive a detour through exp (0 in float32) and log (-inf)
+    x = np.array([-200.0, 0.1, 90.0], np.float32)
+    assert_exact(_reduce(name, x, axes=[]), x, np.float32)
