@@ -293,3 +293,20 @@ def test_constants_read_from_the_temporary_file_land_at_their_aligned_offsets(mo
     got = executor.prepare(g)({"x": np.ones(300, np.float32)})
     assert_exact(got["y"], 1 + w1 + w2, np.float32)
     assert_exact(got["z"], w2 + 1, np.float32)
+
+
+def test_a_fresh_process_finds_every_lowering_rule_through_the_registry_alone():
+    # The rule modules register themselves when imported; the registry imports them on first
+    # use, so importing only the registry is enough (checked in a process that imported nothing).
+    import subprocess
+    import sys
+    code = ("from converter.lowering.onnx.registry import all_lowerings, lowering_for;"
+            "print(lowering_for('conv2d').__name__, len(all_lowerings()) > 90)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["conv2d", "True"]
+    code = ("from converter.lowering.onnx.registry import all_lowerings;"
+            "print('gruCell' in all_lowerings())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True"]
