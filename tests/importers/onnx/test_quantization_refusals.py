@@ -43,6 +43,12 @@ F = np.float32
      "input type int32: WebNN quantizes float32 or float16"),
     (_q(XF, np.ones(1, F), np.zeros(1, np.int32)), XF,
      "WebNN quantizes to int8, uint8, int4 and uint4 only"),
+    (_dq(X8, np.ones(1, F), output_dtype=6), X8,
+     "output_dtype INT32: WebNN dequantizes to float32 or float16"),
+    (_q(XF, np.ones(1, F), np.zeros(1, np.int8), precision=6), XF,
+     "precision INT32: WebNN divides in float32 or float16 only"),
+    (_q(XF, np.ones(1, F), output_dtype=6), XF,
+     "quantizing to INT32: WebNN quantizes to int8, uint8, int4 and uint4 only"),
 ])
 def test_quantization_refusals(model, x, reason):
     assert reason in refused(model, {"x": x})
