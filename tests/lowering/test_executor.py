@@ -258,3 +258,55 @@ def test_external_constants_are_little_endian_c_order_from_the_threshold_on(layo
     np.testing.assert_array_equal(ext, w)
     assert np.shares_memory(ext, w) == (layout == "plain")
     assert not lower(g, external_min_bytes=w.nbytes + 1).external
+
+
+def test_a_big_endian_constant_held_as_such_goes_external_as_little_endian():
+    # The builder converts big-endian arrays, but ConstantData holds whatever it is given (a
+    # weights file read as '>f4'): the external copy must be little-endian with the same values,
+    # and ONNX Runtime must compute with them.
+    b = GraphBuilder()
+    x = b.input("x", "float32", [3, 4])
+    w = b.constant(np.zeros((3, 4), np.float32), name="w")
+    g = b.build({"y": b.add(x, w)})
+    big = np.arange(12, dtype=">f4").reshape(3, 4)
+    g.constants["w"].constant = ConstantData("float32", (3, 4), array=big)
+    ext = lower(g, external_min_bytes=big.nbytes).external["w"]
+    assert ext.dtype == np.dtype("<f4") and ext.dtype.byteorder != ">"
+    np.testing.assert_array_equal(ext, np.arange(12, dtype=np.float32).reshape(3, 4))
+    got = run(g, {"x": np.ones((3, 4), np.float32)})["y"]
+    assert_exact(got, np.arange(1, 13, dtype=np.float32).reshape(3, 4), np.float32)
+
+
+def test_constants_read_from_the_temporary_file_land_at_their_aligned_offsets(monkeypatch):
+    # Small thresholds (the real ones need 32 MiB of weights) send both constants through the
+    # external-data file; the first is 1200 bytes, so the second starts after 64 KiB - 1200
+    # bytes of padding, and ONNX Runtime must read each at its recorded offset.
+    from converter.lowering.onnx import executor
+    monkeypatch.setattr(executor, "_EXTERNAL_MIN_BYTES", 1000)
+    monkeypatch.setattr(executor, "_VIA_FILE_MIN_BYTES", 2000)
+    w1 = np.arange(300, dtype=np.float32)
+    w2 = np.arange(300, dtype=np.float32)[::-1] * 3
+    b = GraphBuilder()
+    x = b.input("x", "float32", [300])
+    g = b.build({"y": b.add(b.add(x, b.constant(w1, name="w1")), b.constant(w2, name="w2")),
+                 "z": b.mul(x, b.constant(w2 + 1, name="w3"))})
+    got = executor.prepare(g)({"x": np.ones(300, np.float32)})
+    assert_exact(got["y"], 1 + w1 + w2, np.float32)
+    assert_exact(got["z"], w2 + 1, np.float32)
+
+
+def test_a_fresh_process_finds_every_lowering_rule_through_the_registry_alone():
+    # The rule modules register themselves when imported; the registry imports them on first
+    # use, so importing only the registry is enough (checked in a process that imported nothing).
+    import subprocess
+    import sys
+    code = ("from converter.lowering.onnx.registry import all_lowerings, lowering_for;"
+            "print(lowering_for('conv2d').__name__, len(all_lowerings()) > 90)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["conv2d", "True"]
+    code = ("from converter.lowering.onnx.registry import all_lowerings;"
+            "print('gruCell' in all_lowerings())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True"]

@@ -156,3 +156,21 @@ def test_options_given_as_none_lower_as_the_spec_s_defaults(op_type, options):
     got = run(g, {"x": xs, "w": ws})
     assert got["none"].shape == got["plain"].shape
     np.testing.assert_array_equal(got["none"], got["plain"])
+
+
+def test_conv_transpose2d_output_sizes_with_nhwc_padding_and_a_non_square_filter():
+    # in 3x4, filter 2x3 (hwoi), strides [2, 3], dilations [1, 2], padding [1, 0, 0, 2]:
+    # the formula gives H (3-1)*2 + (2-1)*1 + 1 - 1 - 0 = 5, W (4-1)*3 + (3-1)*2 + 1 - 0 - 2 = 12;
+    # outputSizes [5, 13] is output padding 0 on H and 1 on W.
+    x, w = _rand(1, 2, 3, 4), _rand(2, 1, 2, 3)  # w as iohw
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [1, 3, 4, 2])
+    y = b.convTranspose2d(xi, b.constant(np.ascontiguousarray(w.transpose(2, 3, 1, 0))),
+                          strides=[2, 3], dilations=[1, 2], padding=[1, 0, 0, 2],
+                          outputSizes=[5, 13], inputLayout="nhwc", filterLayout="hwoi")
+    got = run1(b, y, {"x": np.ascontiguousarray(x.transpose(0, 2, 3, 1))})
+    assert got.shape == (1, 5, 13, 1)
+    want = ref.conv_transpose2d(x, w, padding=(1, 0, 0, 2), strides=(2, 3), dilations=(1, 2),
+                                output_padding=(0, 1))
+    assert_ulp(got.transpose(0, 3, 1, 2), want, 2 * 3 * 2 * 2)
+

@@ -110,3 +110,17 @@ def test_scatter_nd_negative_and_clamped_coordinates():
     got = _scatter("scatterND", np.zeros((2, 3), np.float32), [[-1, -1], [5, -5]], [7, 9], "int64")
     # [-1, -1] is [1, 2]; [5, -5] clamps to [1, -3] = [1, 0]
     assert_exact(got, [[0, 0, 0], [9, 0, 7]], np.float32)
+
+
+def test_gather_nd_int32_coordinates_in_a_rank_3_indices_tensor():
+    # indices [2, 1, 2]: the last dimension (2) is the coordinate length, int32 widened to
+    # int64; the second coordinate is clamped to dimension 1's size 3, not dimension 0's 2
+    x3 = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    got = _gather("gatherND", x3, [[[0, 2]], [[1, -1]]], "int32")
+    assert_exact(got, [[[4, 5]], [[10, 11]]], np.float32)
+
+
+def test_scatter_nd_int32_coordinates_in_a_rank_3_indices_tensor():
+    # indices [1, 1, 2], updates [1, 1]: [0, 2] gets 5 (2 is inside dimension 1, of size 3)
+    got = _scatter("scatterND", np.zeros((2, 3), np.float32), [[[0, 2]]], [[5]], "int32")
+    assert_exact(got, [[0, 0, 5], [0, 0, 0]], np.float32)

@@ -133,3 +133,35 @@ def test_float16_layer_normalization():
     want = (x16 - mean) / np.sqrt(((x16 - mean) ** 2).mean(1, keepdims=True) + 1e-5)
     assert got.dtype == np.float16
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+
+
+def test_batch_normalization_rank_2_on_axis_0_broadcasts_down_the_rows():
+    # axis 0 of a [2, 3] input: mean/variance/scale/bias are per row, reshaped to [2, 1]
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [2, 3])
+    c = lambda v: b.constant(np.array(v, np.float32))  # noqa: E731
+    y = b.batchNormalization(xi, c([1, 10]), c([4, 16]), axis=0, epsilon=0.0,
+                             scale=c([2, 3]), bias=c([1, -1]))
+    got = run1(b, y, {"x": np.array([[1, 3, 5], [10, 14, 2]], np.float32)})
+    # row 0: 2 * (x - 1) / 2 + 1; row 1: 3 * (x - 10) / 4 - 1
+    assert_exact(got, [[1, 3, 5], [-1, 2, -7]], np.float32)
+
+
+def test_batch_normalization_on_axis_1_is_one_onnx_batch_normalization_from_rank_2():
+    # ONNX Runtime folds BatchNormalization into a preceding Conv; written out it is not, so
+    # axis 1 lowers to the ONNX op for every rank from 2 (and its numbers are ONNX's).
+    from converter.lowering.onnx import to_onnx
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [2, 3])
+    c = b.constant(np.ones(3, np.float32))
+    model = to_onnx(b.build({"y": b.batchNormalization(xi, c, c, axis=1)}))
+    assert [n.op_type for n in model.graph.node] == ["BatchNormalization"]
+
+
+def test_layer_normalization_of_nothing_with_epsilon_0_is_0_over_0():
+    # axes []: each element is its own mean with variance 0, so the spec's formula divides
+    # 0 by sqrt(0 + 0)
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [3])
+    got = run1(b, b.layerNormalization(xi, axes=[], epsilon=0.0), {"x": np.ones(3, np.float32)})
+    assert np.isnan(got).all()

@@ -147,3 +147,42 @@ def test_int64_max_pool_by_taps_with_padding_strides_and_dilations(options):
                       options.get("dilations", (1, 1)))
     assert got.dtype == np.int64 and got.shape == want.shape
     np.testing.assert_array_equal(got, want.astype(np.int64))
+
+
+@pytest.mark.parametrize("op_type", ["averagePool2d", "l2Pool2d", "maxPool2d"])
+def test_nhwc_pool_without_window_dimensions_pools_the_whole_plane(op_type):
+    # windowDimensions absent (None): the window is the input's [H, W], read from the nhwc shape
+    x = np.array([[[[1, -2], [3, 4], [0, 2]], [[-1, 6], [2, 0], [1, 2]]]], np.float32)  # 1x2x3x2
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [1, 2, 3, 2])
+    y = b.graph.add_operation(op_type, [xi], {"layout": "nhwc", "windowDimensions": None}).output
+    got = run1(b, y, {"x": x})
+    plane = x.reshape(6, 2)
+    want = {"averagePool2d": plane.mean(0), "maxPool2d": plane.max(0),
+            "l2Pool2d": np.sqrt((plane.astype(np.float64) ** 2).sum(0))}[op_type]
+    assert_ulp(got, want.reshape(1, 1, 1, 2).astype(np.float32), 8)
+
+
+def test_average_pool_at_opset_18_runs_without_the_dilations_attribute():
+    # AveragePool has no dilations before opset 19: [1, 1] is dropped, not refused
+    from converter.lowering.onnx.executor import prepare
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [1, 1, 4, 4])
+    g = b.build({"y": b.averagePool2d(xi, windowDimensions=[2, 2], strides=[2, 2])})
+    got = prepare(g, 18)({"x": x})["y"]
+    assert_exact(got, [[[[2.5, 4.5], [10.5, 12.5]]]], np.float32)
+
+
+def test_nhwc_average_pool_with_padding_as_wide_as_the_window_divides_by_real_counts():
+    # padding >= window: the input is padded first and each window's sum divided by its count
+    # of real elements, a [OH, OW] table that must broadcast over nhwc's channels too
+    x = RNG.random((1, 2, 3, 3)).astype(np.float32)
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [1, 3, 3, 2])
+    # (dilation 3 on H: every window still reaches a real row)
+    y = b.averagePool2d(xi, windowDimensions=[2, 2], padding=[2, 2, 0, 1], dilations=[3, 1],
+                        layout="nhwc")
+    got = run1(b, y, {"x": np.ascontiguousarray(x.transpose(0, 2, 3, 1))})
+    want = ref.pool2d("avg", x, (2, 2), padding=(2, 2, 0, 1), dilations=(3, 1))
+    assert_ulp(got.transpose(0, 3, 1, 2), want, 8)

@@ -103,3 +103,29 @@ def test_4bit_graph_inputs_and_outputs_travel_one_value_per_byte(dtype, carrier)
     got = execute(b, {"d": d, "q": q}, {"x": np.array([1, 3, 7], carrier)})
     assert_exact(got["d"], [0, 1, 3], np.float32)
     assert_exact(got["q"], [1, 3, 7], carrier)
+
+
+@pytest.mark.parametrize("dtype,carrier,zero,want", [
+    # x / 1 + zero, rounded half to even, then clamped to [-8, 7] or [0, 15]
+    ("int4", np.int8, -1, [-8, -8, -1, 1, 5, 7]),  # -7.5 -> -8 - 1 = -9 -> -8
+    ("uint4", np.uint8, 8, [0, 0, 8, 10, 14, 15]),
+])
+def test_quantize_to_4bit_saturates_at_both_ends_of_the_range(dtype, carrier, zero, want):
+    b = GraphBuilder()
+    x = b.input("x", "float32", [6])
+    q = b.quantizeLinear(x, b.constant(np.array([1], np.float32)), b.constant(dtype, [1], [zero]))
+    got = run1(b, q, {"x": np.array([-100, -7.5, -0.5, 1.5, 6.5, 100], np.float32)})
+    assert_exact(got, want, carrier)
+
+
+def test_blockwise_along_the_first_axis_of_several():
+    # input [4, 3], scale/zeroPoint [2, 3]: each scale covers a 2x1 block (two rows, one column)
+    b = GraphBuilder()
+    x = b.input("x", "int8", [4, 3])
+    scale = b.constant(np.array([[1, 2, 0.5], [4, 0.25, 2]], np.float32))
+    zero = b.constant(np.array([[0, 1, 2], [3, -1, 0]], np.int8))
+    d = b.dequantizeLinear(x, scale, zero)
+    got = execute(b, {"d": d, "q": b.quantizeLinear(d, scale, zero)},
+                  {"x": np.arange(1, 13, dtype=np.int8).reshape(4, 3)})
+    assert_exact(got["d"], [[1, 2, 0.5], [4, 8, 2], [16, 2.25, 18], [28, 3, 24]], np.float32)
+    assert_exact(got["q"], np.arange(1, 13).reshape(4, 3), np.int8)

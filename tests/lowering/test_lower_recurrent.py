@@ -247,3 +247,21 @@ def test_float16_gru_cell():
     got = execute(b, {"y": y}, {"x": x.astype(np.float16)})["y"]
     assert got.dtype == np.float16
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+
+
+def test_cells_with_only_one_of_bias_and_recurrent_bias():
+    # the absent one is zeros of one direction's [1, gates * H] (a cell has one direction)
+    x, h, c = _r(B, I), _r(B, H), _r(B, H)
+    gw, gr, gb = _r(3 * H, I), _r(3 * H, H), _r(3 * H)
+    lw, lr, lrb = _r(4 * H, I), _r(4 * H, H), _r(4 * H)
+    b = GraphBuilder()
+    xi = b.input("x", "float32", [B, I])
+    g = b.gruCell(xi, b.constant(gw), b.constant(gr), b.constant(h), H, bias=b.constant(gb))
+    lh, lc = b.lstmCell(xi, b.constant(lw), b.constant(lr), b.constant(h), b.constant(c), H,
+                        recurrentBias=b.constant(lrb))
+    got = execute(b, {"g": g, "lh": lh, "lc": lc}, {"x": x})
+    x64 = x.astype(np.float64)
+    _close(got["g"], ref.gru_cell(x64, gw, gr, h, gb, np.zeros(3 * H), True))
+    want_h, want_c = ref.lstm_cell(x64, lw, lr, h, c, np.zeros(4 * H), lrb, np.zeros(3 * H))
+    _close(got["lh"], want_h)
+    _close(got["lc"], want_c)

@@ -140,3 +140,22 @@ def test_uint64_max_min_and_arg_max_keep_unsigned_order():
     assert_exact(got["min"], 3, np.uint64)
     assert_exact(got["amax"], [2, 0], np.int32)
     assert_exact(got["amin"], [0, 1], np.int32)
+
+
+@pytest.mark.parametrize("name", ["reduceMax", "reduceMean", "reduceMin", "reduceProduct",
+                                  "reduceSum"])
+def test_empty_axes_leave_each_element_exactly_as_it_is(name):
+    # -200 would not survive a detour through exp (0 in float32) and log (-inf)
+    x = np.array([-200.0, 0.1, 90.0], np.float32)
+    assert_exact(_reduce(name, x, axes=[]), x, np.float32)
+
+
+def test_integer_product_of_an_odd_count_and_sums_keeping_dimensions():
+    # int32 reductions fold pairwise in the integer type; an odd count is padded with the
+    # fold's identity (1 for a product, 0 for a sum)
+    m = np.array([[2, 3, 4], [-1, 5, 6]], np.int32)
+    assert_exact(_reduce("reduceProduct", m, "int32", axes=[1]), [24, -30], np.int32)
+    assert_exact(_reduce("reduceSum", m, "int32", axes=[1], keepDimensions=True), [[9], [10]],
+                 np.int32)
+    assert_exact(_reduce("reduceProduct", m, "int32", axes=[0], keepDimensions=True),
+                 [[-2, 15, 24]], np.int32)

@@ -139,3 +139,16 @@ def test_pad_of_a_scalar_is_the_scalar():
     b = converter.GraphBuilder()
     g = b.build({"y": b.pad(b.input("x", "float32", []), [], [])})
     assert converter.run(g, {"x": np.array(3.5, np.float32)})["y"] == np.float32(3.5)
+
+
+def test_reverse_a_long_axis_reaches_its_first_element():
+    # The slice runs from -1 down past the start (end INT64_MIN): every one of 300 elements.
+    x = np.arange(300, dtype=np.float32)
+    assert_exact(_one("reverse", x), x[::-1], np.float32)
+
+
+def test_concat_of_one_input_is_that_input():
+    b = GraphBuilder()
+    xi = b.input("x", "int32", [2, 2])
+    got = run1(b, b.concat([xi], 1), {"x": np.array([[1, 2], [3, 4]], np.int32)})
+    assert_exact(got, [[1, 2], [3, 4]], np.int32)

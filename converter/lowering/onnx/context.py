@@ -245,7 +245,7 @@ class LoweringContext:
     # -- common shapes of nodes ----------------------------------------------------------------
     def transpose(self, value: str, perm: Sequence[int]) -> str:
         perm = [int(p) for p in perm]
-        if perm == sorted(perm):
+        if perm == list(range(len(perm))):  # only the identity is skipped: a bad perm fails
             return value
         return self.node("Transpose", [value], perm=perm, dtype=self.types.get(value))
 

@@ -6,7 +6,6 @@ out). A transpose of a constant filter is folded by ONNX Runtime when the sessio
 """
 from __future__ import annotations
 
-from ...errors import OpValidationError
 from ...ir import Operation
 from .context import LoweringContext
 from .registry import lowers
@@ -66,12 +65,8 @@ def conv_transpose2d(ctx: LoweringContext, op: Operation) -> list[str]:
         for i in range(2):
             base = ((in_hw[i] - 1) * strides[i] + (k_hw[i] - 1) * dilations[i] + 1
                     - padding[2 * i] - padding[2 * i + 1])
-            extra = int(sizes[i]) - base
-            if extra < 0:
-                raise OpValidationError("convTranspose2d", "outputSizes",
-                                        f"size {sizes[i]} is below the computed {base}",
-                                        node=op.name)
-            out_padding.append(extra)
+            # convTranspose2d's shape rule keeps outputSizes within [base, base + stride).
+            out_padding.append(int(sizes[i]) - base)
     y = ctx.typed("ConvTranspose", [xv, wv, bv], x.data_type,
                   pads=onnx_pads(padding), strides=strides, dilations=dilations,
                   output_padding=out_padding, group=int(op.attr("groups")))

@@ -60,7 +60,7 @@ def not_equal(ctx: LoweringContext, op: Operation) -> list[str]:
 
 @lowers(*_LOGICAL)
 def logical(ctx: LoweringContext, op: Operation) -> list[str]:
-    a, b = (to_bool(ctx, ctx.name_of(x)) for x in op.inputs[:2])
+    a, b = (to_bool(ctx, ctx.name_of(x)) for x in op.inputs)
     return [to_uint8(ctx, ctx.node(_LOGICAL[op.op_type], [a, b], dtype="bool"))]
 
 
@@ -95,7 +95,7 @@ def identity(ctx: LoweringContext, op: Operation) -> list[str]:
 
 @lowers("where")
 def where(ctx: LoweringContext, op: Operation) -> list[str]:
-    cond, t, f = op.inputs[:3]
+    cond, t, f = op.inputs
     c = to_bool(ctx, ctx.name_of(cond))
     ct = ctx.compute_type("Where", t.data_type, widen="bits", constraint="T")
     tv = ctx.cast(ctx.name_of(t), ct, t.data_type)

@@ -4,6 +4,7 @@ the ONNX spec; ONNX Runtime runs each model as a second witness."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
 from .test_shape_ops import F, F32, I64, check, make, ops, unsupported
@@ -69,10 +70,11 @@ def test_scatter_elements_axis_1_with_a_negative_index():
           {"y": [[1, 1.5, 3, 2.5, 5]]})
 
 
-def test_scatter_opset10_is_scatter_elements():
+@pytest.mark.parametrize("opset", [9, 10])  # Scatter came in opset 9
+def test_scatter_opset10_is_scatter_elements(opset):
     x = np.zeros((2, 2), F32)
     m = make([helper.make_node("Scatter", ["x", "i", "u"], ["y"])],
-             {"x": (F, [2, 2]), "i": (I64, [1, 2]), "u": (F, [1, 2])}, {"y": F}, opset=10)
+             {"x": (F, [2, 2]), "i": (I64, [1, 2]), "u": (F, [1, 2])}, {"y": F}, opset=opset)
     check(m, {"x": x, "i": np.array([[1, 0]], np.int64), "u": np.array([[7, 8]], F32)},
           {"y": [[0, 8], [7, 0]]})
 

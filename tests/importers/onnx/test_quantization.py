@@ -339,3 +339,20 @@ def test_matmul_nbits_2_bits_is_unsupported():
     with pytest.raises(UnsupportedError) as info:
         import_model(model)
     assert "bits=2" in str(info.value)
+
+
+def test_qlinear_matmul_per_row_a_and_per_column_b_by_the_spec_formula():
+    # ONNX: a's scale/zero point may be per row (its axis -2), b's per column (axis -1);
+    # y = saturate(round((a - az) @ (b - bz) * as * bs / ys) + yz), worked out here in float64.
+    a = np.array([[130, 120, 128], [100, 140, 90]], np.uint8)
+    b = np.array([[3, 0, -2, 7], [1, 5, 4, -1], [0, 2, 6, 3]], np.int8)
+    inits = {"as": np.array([0.5, 0.25], np.float32), "az": np.array([128, 100], np.uint8),
+             "bs": np.array([0.25, 1, 0.5, 2], np.float32), "bz": np.array([1, 0, -1, 2], np.int8),
+             "ys": np.array(0.5, np.float32), "yz": np.array(100, np.uint8)}
+    m = _model([helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys",
+                                                   "yz"], ["y"])],
+               {"a": a, "b": b}, {"y": np.uint8}, inits)
+    _, (y,) = _webnn(m, {"a": a, "b": b})
+    acc = (a.astype(np.float64) - inits["az"][:, None]) @ (b.astype(np.float64) - inits["bz"])
+    want = np.clip(np.round(acc * inits["as"][:, None] * inits["bs"] / 0.5) + 100, 0, 255)
+    np.testing.assert_array_equal(y, want.astype(np.uint8))

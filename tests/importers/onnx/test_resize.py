@@ -419,3 +419,44 @@ def test_backend_resize_cases_with_constant_scales():
         feeds = {x_name: _array(inputs[0])}
         _, (y,) = imported(model, feeds)
         np.testing.assert_allclose(y, _array(expected[0]), rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+# -- Resize-10: scales only, asymmetric coordinates --------------------------------------------
+def _resize_10(x, scales, **attrs):
+    model = single_node("Resize", ["x", "scales"], {"x": x},
+                        {"scales": np.array(scales, np.float32)}, opset=10, **attrs)
+    return model
+
+
+@pytest.mark.parametrize("scales, attrs", [
+    ([1, 1, 2, 3], {}),                       # nearest upsampling: floor of the asymmetric x
+    ([1, 1, 0.5, 0.5], {}),                   # nearest downsampling
+    ([1, 1, 2, 1.5], {"mode": "linear"}),
+    ([1, 1, 0.5, 0.5], {"mode": "linear"}),   # no antialias in opset 10: two taps, not four
+])
+def test_resize_10_matches_onnx_runtime(scales, attrs):
+    x = np.arange(1, 1 + 4 * 6, dtype=np.float32).reshape(1, 1, 4, 6)
+    check(_resize_10(x, scales, **attrs), {"x": x}, atol=1e-5, rtol=1e-5)
+
+
+def test_resize_10_linear_downsampling_by_two_takes_every_other_element():
+    # asymmetric: output i reads input 2i exactly, so no blend (an antialias filter would blend)
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    _, (y,) = check(_resize_10(x, [1, 1, 0.5, 0.5], mode="linear"), {"x": x})
+    np.testing.assert_array_equal(y[0, 0], [[0, 2], [8, 10]])
+
+
+def test_resize_10_refuses_cubic_which_came_in_opset_11():
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    assert "mode 'cubic' is not a Resize-10 mode" in refused(
+        _resize_10(x, [1, 1, 2, 2], mode="cubic"), {"x": x})
+
+
+def test_resize_11_takes_cubic():
+    # opset 11 is the first of the general rule: cubic with half_pixel, as ONNX Runtime does
+    # (roi is a required input until opset 13: an empty one)
+    model = single_node("Resize", ["x", "roi", "scales"], {"x": X},
+                        {"roi": np.zeros(0, np.float32),
+                         "scales": np.array([1, 1, 2, 2], np.float32)}, opset=11, mode="cubic")
+    _, (y,) = check(model, {"x": X}, atol=1e-5, rtol=1e-5)
+    assert y.shape == (1, 1, 4, 4) and not np.isin(y, X).all()  # blended, not nearest

@@ -79,7 +79,7 @@ def _target_shape(ctx: ImportContext, name: str, x_shape, axis: int, block_size:
     return tuple(shape), x_shape[axis] % block_size != 0
 
 
-def to_input_rank(ctx: ImportContext, name: str, x_shape, axis: int = 1, block_size: int = 0,
+def to_input_rank(ctx: ImportContext, name: str, x_shape, axis: int, block_size: int,
                   what: str = "scale") -> Operand:
     """ONNX's scalar / per-axis / blocked scale or zero point as WebNN's input-rank operand."""
     target, repeat = _target_shape(ctx, name, x_shape, axis, block_size, what)
