@@ -233,3 +233,43 @@ def test_the_region_rules_decide_and_the_numbers_stay(case):
     if passed:  # only the transpose into the conv and the one out of the pool
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == 2
+
+
+@pytest.mark.parametrize("case", ["unpermuted transpose", "layer norm, default axes",
+                                  "instance norm, nhwc", "instance norm, channels",
+                                  "two exits", "mean of the shape's product"])
+def test_more_region_rules_decide_and_the_numbers_stay(case):
+    passes = case in ("unpermuted transpose", "layer norm, default axes", "instance norm, nhwc",
+                      "two exits")
+
+    def build():
+        b = GraphBuilder("region")
+        batch = 1 if case == "unpermuted transpose" else 2
+        x = b.input("x", "float32", [batch, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        outputs = {}
+        if case == "unpermuted transpose":  # reversing [1, 120, 1] keeps every element's place
+            inner = b.relu(b.transpose(b.reshape(y, [1, 120, 1])))
+        elif case == "layer norm, default axes":  # every axis after the first: the sample
+            inner = b.layerNormalization(b.reshape(y, [2, 120, 1]))
+        elif case == "instance norm, nhwc":  # channels last, one channel: the whole sample
+            inner = b.instanceNormalization(b.reshape(y, [2, 120, 1, 1]), layout="nhwc")
+        elif case == "instance norm, channels":  # 4 channels: per channel, positions matter
+            inner = b.instanceNormalization(b.reshape(y, [2, 1, 30, 4]), layout="nhwc")
+        elif case == "two exits":  # both exits are reshapes back: the region is passed whole
+            inner = b.reshape(y, [2, 120])
+            outputs["z"] = b.averagePool2d(b.reshape(b.sigmoid(inner), [2, 4, 6, 5]),
+                                           windowDimensions=[3, 3], strides=[1, 1])
+        else:  # a reduction over part of the sample
+            flat = b.reshape(y, [2, 4, 30])
+            inner = b.sub(flat, b.reduceMax(flat, axes=[1], keepDimensions=True))
+        back = b.reshape(inner, [x.shape[0], 4, 6, 5])
+        outputs["y"] = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                       strides=[1, 1])
+        return b.build(outputs)
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts.get("order_free_regions_passed", 0) == (1 if passes else 0)
+    if passes:  # into the conv, and out of each pool
+        assert result.counts["transposes_after_inside"] == 0
+        assert result.counts["transposes_after"] == (3 if case == "two exits" else 2)
