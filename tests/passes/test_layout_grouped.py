@@ -9,12 +9,14 @@ import pytest
 import converter
 from converter.builder import GraphBuilder
 from converter.importers.onnx import import_model
+from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes
 from converter.passes.layout_grouped import GroupedRegion
+from converter.targets import Target
 from converter.targets.pipeline import convert_for_target
 
 from . import cnn_blocks
-from .layout_helpers import check_numbers, conv, seeded
+from .layout_helpers import check_numbers, conv, feeds_for, same_values, seeded, types
 
 
 def _group_norm(kind: str, groups: int = 2):
@@ -149,3 +151,41 @@ def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
     if case == "whole sample":  # passed another way: only the boundary transposes are left
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == 2
+
+
+@pytest.mark.parametrize("case", ["instance, no scale", "instance, scale only",
+                                  "layer norm, default axes"])
+def test_group_norm_forms_by_their_parts(case):
+    def build():
+        b = GraphBuilder(f"forms_{case}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        if case == "instance, no scale":  # ONNX's rank-3 InstanceNormalization, no affine
+            normed = b.instanceNormalization(b.reshape(y, [2, 2, 60, 1]))
+        elif case == "instance, scale only":
+            normed = b.instanceNormalization(b.reshape(y, [2, 2, 60, 1]),
+                                             scale=b.constant(seeded((2,), 7)))
+        else:  # no axes: every axis after the batch, so the whole sample (not grouped)
+            normed = b.layerNormalization(b.reshape(y, [2, 2, 60]))
+        back = b.reshape(normed, [2, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    before = build()
+    feeds = feeds_for(before)
+    want = converter.run(before, feeds)
+    after = build()
+    # The rewrite into layerNormalization, mul and add is made only for a target that has them.
+    target = Target(name="t", limits={"preferredInputLayout": "nhwc", "layerNormalization": {},
+                                      "mul": {}, "add": {}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+    same_values(converter.run(after, feeds), want)
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["transposes_after"] == 2
+    if case.startswith("instance"):
+        assert result.counts["instance_norms_as_layer_norms"] == 1
+        assert result.counts["grouped_regions_relaid"] == 1
+        assert types(after).count("mul") == (1 if case == "instance, scale only" else 0)
+        assert "add" not in types(after)
+    else:
+        assert "grouped_regions_relaid" not in result.counts
