@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import converter
 from converter.builder import GraphBuilder
+from converter.passes import PassContext, run_passes
 from converter.passes.layout_chains import atomize, chain_permutation
+from converter.targets import Target
 
 from .layout_helpers import layout_pass, seeded, types
 
@@ -118,3 +121,32 @@ def test_atomize_splits_an_axis_where_a_later_reshape_needs_it():
     # Size-1 axes hold no atoms, before and after.
     size, source, axes = atomize([1, 6, 1], [("transpose", [2, 1, 0]), ("reshape", [1, 2, 3])])
     assert [size[a] for a in source] == [2, 3] and axes[0] == []
+
+
+def _shuffle_build():
+    b = GraphBuilder("shuffle_ranks")
+    x = b.input("x", "float32", [1, 8, 3, 5])
+    y = b.reshape(x, [1, 2, 2, 2, 3, 5])
+    y = b.transpose(y, permutation=[0, 3, 4, 1, 5, 2])
+    y = b.reshape(y, [1, 2, 6, 10])
+    return b.build({"y": b.transpose(y, permutation=[0, 2, 3, 1])})
+
+
+@pytest.mark.parametrize("op,low,high,collapsed", [
+    ("transpose", 4, 4, 1),  # the one transpose has x's atoms [2, 4, 3, 5]: rank 4
+    ("transpose", 0, 3, 0), ("transpose", 5, 6, 0),
+    ("reshape", 4, 4, 1),  # the atoms, x and the result are rank 4
+    ("reshape", 0, 3, 0), ("reshape", 5, 8, 0)])
+def test_a_chain_collapses_only_into_ranks_the_target_takes(op, low, high, collapsed):
+    before = _shuffle_build()
+    feeds = {"x": seeded((1, 8, 3, 5))}
+    want = converter.run(before, feeds)
+    after = _shuffle_build()
+    ranks = {"rankRange": {"min": low, "max": high}}
+    target = Target(name="t", limits={"preferredInputLayout": "nhwc",
+                                      op: {"input": ranks, "output": ranks}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+
+    assert result.counts.get("transpose_chains_collapsed", 0) == collapsed
+    assert types(after).count("transpose") == (1 if collapsed else 2)
+    np.testing.assert_array_equal(converter.run(after, feeds)["y"], want["y"])
