@@ -19,6 +19,10 @@ def _build(case):
         if case == "merge":  # two transposes: one, pushed to the output
             inner = b.transpose(b.transpose(x, permutation=[0, 2, 3, 1]), permutation=[1, 0, 2, 3])
             return b.build({"y": b.relu(inner)})
+        if case == "identity":  # moves nothing: its reader reads x
+            return b.build({"y": b.relu(b.transpose(x, permutation=[0, 1, 2, 3]))})
+        if case == "identity output":  # an output must stay a result: kept, as a reshape
+            return b.build({"y": b.transpose(x, permutation=[0, 1, 2, 3])})
         if case == "unit":  # moves only a size-1 axis: a reshape
             w = b.input("w", "float32", [2, 1, 4, 5])
             return b.build({"y": b.relu(b.transpose(w, permutation=[0, 2, 1, 3]))})
@@ -32,6 +36,8 @@ EXPECTED = {
     "pair": ({"transpose_pairs_cancelled": 1, "transposes_after": 0}, ["relu"]),
     "merge": ({"transposes_merged": 1, "pushed_down": 1, "transposes_after": 1},
               ["relu", "transpose"]),
+    "identity": ({"identity_transposes_removed": 1, "transposes_after": 0}, ["relu"]),
+    "identity output": ({"transposes_made_reshapes": 1, "transposes_after": 0}, ["reshape"]),
     "unit": ({"transposes_made_reshapes": 1, "pushed_down": 1, "transposes_after": 0},
              ["relu", "reshape"]),
     "constant": ({"constants_transposed": 1, "pushed_down": 1, "transposes_after": 1},
