@@ -520,3 +520,30 @@ def test_a_transpose_above_packed_int4_weights_stays_where_it_is():
     feeds = feeds_for(build())
     w = (np.arange(32).reshape(4, 8) % 8 - 4).astype(np.float32) * 0.5
     np.testing.assert_allclose(converter.run(after, feeds)["y"], feeds["x"] @ w.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["weights an input", "aTranspose", "another reader",
+                                  "second operand", "flattened output", "rank-3 weights"])
+def test_a_flattening_head_keeps_its_weights_when_they_cannot_be_permuted(case):
+    def build():
+        b = GraphBuilder("dense_kept")
+        x = b.input("x", "float32", [2, 6, 5, 3])
+        f = b.reshape(conv(b, x, 3, 4, "nhwc", k=3), [2, 4 * 3 * 4])
+        if case == "weights an input":
+            out = {"y": b.gemm(f, b.input("w", "float32", [48, 5]))}
+        elif case == "aTranspose":  # the flattened map is read as its transpose
+            out = {"y": b.gemm(f, b.constant(seeded((2, 5), 7)), aTranspose=True)}
+        elif case == "another reader":
+            out = {"y": b.matmul(f, b.constant(seeded((48, 2), 9))), "r": b.relu(f)}
+        elif case == "second operand":  # the map is the weights, not the rows met
+            out = {"y": b.matmul(b.constant(seeded((3, 2), 9)), f)}
+        elif case == "flattened output":
+            out = {"y": b.matmul(f, b.constant(seeded((48, 2), 9))), "f": f}
+        else:  # a batched matmul: the weights are not one 2-D matrix
+            out = {"y": b.matmul(f, b.constant(seeded((3, 48, 2), 9)))}
+        return b.build(out)
+
+    graph, result = check_numbers(build, "nchw")
+    assert "dense_weights_permuted" not in result.counts
+    # The transpose before the flattening stays (the elements must meet the weights' rows).
+    assert result.counts["transposes_after_inside"] == 1
