@@ -12,11 +12,13 @@ import pytest
 
 import converter
 from converter.builder import GraphBuilder
+from converter.errors import ConverterError
+from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes, source_layouts
 from converter.passes.layout_perms import compose, extend, inverse, keeps_element_order
 from converter.passes.layout_rules import missing_rules, rule_for
 from converter.formats.webnn_text import dumps
-
+from converter.targets import Target
 
 from .layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, assert_in_layout, check_numbers, cnn,
     conv, feeds_for, layout_pass, only, same_values, seeded, types)
@@ -547,3 +549,34 @@ def test_a_flattening_head_keeps_its_weights_when_they_cannot_be_permuted(case):
     assert "dense_weights_permuted" not in result.counts
     # The transpose before the flattening stays (the elements must meet the weights' rows).
     assert result.counts["transposes_after_inside"] == 1
+
+
+def test_an_unknown_layout_is_refused_before_anything_changes():
+    graph = cnn("nchw")
+    text = dumps(graph)
+    bad = Target(name="odd", limits={"preferredInputLayout": "nwhc"})
+    with pytest.raises(ConverterError, match="target 'odd' prefers layout 'nwhc'"):
+        run_passes(graph, ["layout"], PassContext(target=bad))
+    with pytest.raises(ConverterError, match="unknown io layout 'ncwh'"):
+        layout_pass(graph, "nhwc", io="ncwh")
+    assert dumps(graph) == text
+
+
+def test_a_presented_output_keeps_its_name_on_its_operand():
+    # An output whose operand has the output's name (as ONNX models have): after presenting
+    # it in nhwc, the operand named 'y' is still the output, now the transposed one.
+    def build():
+        b = GraphBuilder("named")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        mask = b.input("mask", "float32", [1, 1, 4, 4])  # reaches no layout-bearing op
+        graph = b.build({"y": conv(b, x, 3, 4, "nchw"), "m": b.relu(mask)})
+        graph.rename(graph.outputs["y"], "y")
+        return graph
+
+    graph, result = check_numbers(build, "nchw", io="nhwc", inputs={"x": NCHW_TO_NHWC},
+                                  outputs={"y": NCHW_TO_NHWC})
+    assert graph.outputs["y"].name == "y" and graph.outputs["y"].shape == (1, 6, 5, 4)
+    assert graph.outputs["y"].producer.op_type == "transpose"
+    assert graph.operand("y") is graph.outputs["y"]
+    assert any("output 'm': its layout is unknown" in n for n in result.notes)
+    assert result.counts["outputs_presented"] == 1
