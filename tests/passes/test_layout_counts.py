@@ -55,3 +55,19 @@ def test_each_step_is_counted_once(case, layout):
     steps = {k: v for k, v in result.counts.items() if not k.startswith("transposes_")}
     assert steps == {k: v for k, v in counts.items() if not k.startswith("transposes_")}
     assert result.counts["transposes_after_inside"] == 0
+
+
+@pytest.mark.parametrize("perm,passes", [([1, 0, 2, 3], True),  # the last two axes stay
+                                         ([0, 1, 3, 2], False),  # rows and columns swap
+                                         ([0, 2, 1, 3], False)])  # another axis's rows
+def test_a_transpose_passes_triangular_only_when_the_matrix_axes_stay(perm, passes):
+    def build():
+        b = GraphBuilder("triangular")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        inner = b.transpose(x, permutation=perm)
+        return b.build({"y": b.triangular(inner, upper=True, diagonal=1)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == (["triangular", "transpose"] if passes
+                            else ["transpose", "triangular"])
+    assert result.counts.get("pushed_down", 0) == (1 if passes else 0)
