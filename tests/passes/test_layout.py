@@ -12,11 +12,13 @@ import pytest
 
 import converter
 from converter.builder import GraphBuilder
+from converter.errors import ConverterError
+from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes, source_layouts
 from converter.passes.layout_perms import compose, extend, inverse, keeps_element_order
 from converter.passes.layout_rules import missing_rules, rule_for
 from converter.formats.webnn_text import dumps
-
+from converter.targets import Target
 
 from .layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, assert_in_layout, check_numbers, cnn,
     conv, feeds_for, layout_pass, only, same_values, seeded, types)
@@ -520,3 +522,61 @@ def test_a_transpose_above_packed_int4_weights_stays_where_it_is():
     feeds = feeds_for(build())
     w = (np.arange(32).reshape(4, 8) % 8 - 4).astype(np.float32) * 0.5
     np.testing.assert_allclose(converter.run(after, feeds)["y"], feeds["x"] @ w.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["weights an input", "aTranspose", "another reader",
+                                  "second operand", "flattened output", "rank-3 weights"])
+def test_a_flattening_head_keeps_its_weights_when_they_cannot_be_permuted(case):
+    def build():
+        b = GraphBuilder("dense_kept")
+        x = b.input("x", "float32", [2, 6, 5, 3])
+        f = b.reshape(conv(b, x, 3, 4, "nhwc", k=3), [2, 4 * 3 * 4])
+        if case == "weights an input":
+            out = {"y": b.gemm(f, b.input("w", "float32", [48, 5]))}
+        elif case == "aTranspose":  # the flattened map is read as its transpose
+            out = {"y": b.gemm(f, b.constant(seeded((2, 5), 7)), aTranspose=True)}
+        elif case == "another reader":
+            out = {"y": b.matmul(f, b.constant(seeded((48, 2), 9))), "r": b.relu(f)}
+        elif case == "second operand":  # the map is the weights, not the rows met
+            out = {"y": b.matmul(b.constant(seeded((3, 2), 9)), f)}
+        elif case == "flattened output":
+            out = {"y": b.matmul(f, b.constant(seeded((48, 2), 9))), "f": f}
+        else:  # a batched matmul: the weights are not one 2-D matrix
+            out = {"y": b.matmul(f, b.constant(seeded((3, 48, 2), 9)))}
+        return b.build(out)
+
+    graph, result = check_numbers(build, "nchw")
+    assert "dense_weights_permuted" not in result.counts
+    # The transpose before the flattening stays (the elements must meet the weights' rows).
+    assert result.counts["transposes_after_inside"] == 1
+
+
+def test_an_unknown_layout_is_refused_before_anything_changes():
+    graph = cnn("nchw")
+    text = dumps(graph)
+    bad = Target(name="odd", limits={"preferredInputLayout": "nwhc"})
+    with pytest.raises(ConverterError, match="target 'odd' prefers layout 'nwhc'"):
+        run_passes(graph, ["layout"], PassContext(target=bad))
+    with pytest.raises(ConverterError, match="unknown io layout 'ncwh'"):
+        layout_pass(graph, "nhwc", io="ncwh")
+    assert dumps(graph) == text
+
+
+def test_a_presented_output_keeps_its_name_on_its_operand():
+    # An output whose operand has the output's name (as ONNX models have): after presenting
+    # it in nhwc, the operand named 'y' is still the output, now the transposed one.
+    def build():
+        b = GraphBuilder("named")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        mask = b.input("mask", "float32", [1, 1, 4, 4])  # reaches no layout-bearing op
+        graph = b.build({"y": conv(b, x, 3, 4, "nchw"), "m": b.relu(mask)})
+        graph.rename(graph.outputs["y"], "y")
+        return graph
+
+    graph, result = check_numbers(build, "nchw", io="nhwc", inputs={"x": NCHW_TO_NHWC},
+                                  outputs={"y": NCHW_TO_NHWC})
+    assert graph.outputs["y"].name == "y" and graph.outputs["y"].shape == (1, 6, 5, 4)
+    assert graph.outputs["y"].producer.op_type == "transpose"
+    assert graph.operand("y") is graph.outputs["y"]
+    assert any("output 'm': its layout is unknown" in n for n in result.notes)
+    assert result.counts["outputs_presented"] == 1

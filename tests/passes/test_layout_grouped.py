@@ -9,11 +9,14 @@ import pytest
 import converter
 from converter.builder import GraphBuilder
 from converter.importers.onnx import import_model
+from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes
+from converter.passes.layout_grouped import GroupedRegion
+from converter.targets import Target
 from converter.targets.pipeline import convert_for_target
 
 from . import cnn_blocks
-from .layout_helpers import check_numbers, conv, seeded
+from .layout_helpers import check_numbers, conv, feeds_for, same_values, seeded, types
 
 
 def _group_norm(kind: str, groups: int = 2):
@@ -106,3 +109,83 @@ def test_twelve_poolformer_blocks_keep_no_interior_transposes():
     [key] = want
     np.testing.assert_allclose(converter.run(graph, feeds)[key], want[key], rtol=1e-5,
                                atol=1e-5)
+
+
+def test_a_regrouped_shape_and_its_outside_operands_by_hand():
+    # Entry [2, 2, 60] of y = transpose(x [2, 6, 5, 4], nhwc -> nchw): in x the entry's axes
+    # are [N, H*W, G, C/G]; axis 2 (the group's elements) is free, spread over new axes 1, 3.
+    region = GroupedRegion(None, [2, 30, 2, 2], {0: [0], 1: [2], 2: [1, 3]}, {2})
+    assert region.stat_shape() == [2, 1, 2, 1]
+    assert region.moved([1, 2, 1]) == [1, 1, 2, 1]  # per group: onto the group axis
+    assert region.moved([2, 1]) == [1, 1, 2, 1]  # broadcast from the right
+    assert region.moved([2, 1, 1]) == [2, 1, 1, 1]  # per sample
+    assert region.moved([2, 2, 1]) == [2, 1, 2, 1]
+    assert region.moved([]) == [1, 1, 1, 1]  # a scalar
+    assert region.moved([1, 1, 60]) is None  # varies along the free axis
+    assert region.moved([1, 2, 2, 1]) is None  # a higher rank broadcasts the region
+
+
+@pytest.mark.parametrize("case", ["no keepDimensions", "two free sets", "scale", "whole sample"])
+def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
+    def build():
+        b = GraphBuilder(f"grouped_{case}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, 2, 2, 30])
+        if case == "no keepDimensions":
+            mean = b.reshape(b.reduceMean(flat, axes=[3]), [2, 2, 2, 1])
+            inner = b.sub(flat, mean)
+        elif case == "two free sets":  # statistics over different axes
+            inner = b.sub(b.sub(flat, b.reduceMean(flat, axes=[3], keepDimensions=True)),
+                          b.reduceMean(flat, axes=[2, 3], keepDimensions=True))
+        elif case == "scale":  # a layer norm's scale varies along the free axis
+            inner = b.layerNormalization(flat, scale=b.constant(seeded((30,), 6)), axes=[3])
+        else:  # every non-batch axis: layout_order_free's region, not a grouped one
+            inner = b.sub(flat, b.reduceMean(flat, axes=[1, 2, 3], keepDimensions=True))
+        back = b.reshape(inner, [2, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "grouped_regions_relaid" not in result.counts
+    if case == "whole sample":  # passed another way: only the boundary transposes are left
+        assert result.counts["transposes_after_inside"] == 0
+        assert result.counts["transposes_after"] == 2
+
+
+@pytest.mark.parametrize("case", ["instance, no scale", "instance, scale only",
+                                  "layer norm, default axes"])
+def test_group_norm_forms_by_their_parts(case):
+    def build():
+        b = GraphBuilder(f"forms_{case}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        if case == "instance, no scale":  # ONNX's rank-3 InstanceNormalization, no affine
+            normed = b.instanceNormalization(b.reshape(y, [2, 2, 60, 1]))
+        elif case == "instance, scale only":
+            normed = b.instanceNormalization(b.reshape(y, [2, 2, 60, 1]),
+                                             scale=b.constant(seeded((2,), 7)))
+        else:  # no axes: every axis after the batch, so the whole sample (not grouped)
+            normed = b.layerNormalization(b.reshape(y, [2, 2, 60]))
+        back = b.reshape(normed, [2, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    before = build()
+    feeds = feeds_for(before)
+    want = converter.run(before, feeds)
+    after = build()
+    # The rewrite into layerNormalization, mul and add is made only for a target that has them.
+    target = Target(name="t", limits={"preferredInputLayout": "nhwc", "layerNormalization": {},
+                                      "mul": {}, "add": {}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+    same_values(converter.run(after, feeds), want)
+    assert result.counts["transposes_after_inside"] == 0
+    assert result.counts["transposes_after"] == 2
+    if case.startswith("instance"):
+        assert result.counts["instance_norms_as_layer_norms"] == 1
+        assert result.counts["grouped_regions_relaid"] == 1
+        assert types(after).count("mul") == (1 if case == "instance, scale only" else 0)
+        assert "add" not in types(after)
+    else:
+        assert "grouped_regions_relaid" not in result.counts

@@ -11,6 +11,7 @@ import converter
 from converter.builder import GraphBuilder
 from converter.importers.onnx import import_model
 from converter.passes.layout import count_transposes
+from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample
 from converter.targets.check import check
 from converter.targets.pipeline import convert_for_target
 from converter.formats.webnn_text import dumps
@@ -172,3 +173,103 @@ def test_a_group_norm_on_the_graph_input_takes_the_transpose_up_to_the_input():
     assert result.counts["transposes_after_inside"] == 0
     assert result.counts["order_free_regions_passed"] == 1
     assert types(after)[:2] == ["transpose", "reshape"]  # x -> nhwc -> the region
+
+
+# -- the region's shape rules, derived by hand ---------------------------------------------
+def test_the_sample_boundary_is_the_last_axis_whose_prefix_is_the_batch():
+    assert _boundary([2, 1, 3, 4], 2) == 2  # size-1 axes after the batch still index samples
+    assert _boundary([2, 3, 4], 2) == 1
+    assert _boundary([1, 1, 6], 1) == 2
+    assert _boundary([6, 4], 2) is None  # 6 samples-and-more: no axis ends at 2
+    assert _boundary([2, 3], 6) == 2  # the whole tensor is the batch
+    assert _boundary([4, 3], 1) == 0  # batch 1: even no axis
+
+
+def test_a_per_sample_operand_is_one_over_every_sample_axis():
+    assert _per_sample([2, 1, 1], 3, 1)
+    assert _per_sample([1], 3, 1)  # broadcast from the right
+    assert not _per_sample([2, 1, 3], 3, 1)
+    assert _per_sample([2, 1, 3], 3, 3)  # every axis indexes samples
+    assert not _per_sample([1, 1, 1, 1], 3, 1)  # a higher rank broadcasts the region itself
+
+
+def test_a_reduction_covers_the_sample_when_it_holds_every_non_unit_sample_axis():
+    assert _covers_sample([2, 3, 4], [1, 2], 1)
+    assert _covers_sample([2, 1, 4], [2], 1)  # the size-1 axis need not be reduced
+    assert not _covers_sample([2, 3, 4], [2], 1)
+    assert _covers_sample([2, 3, 4], None, 1)  # no axes: every axis
+    assert _covers_sample([2, 3, 4], [], 3)  # nothing left in a sample
+
+
+@pytest.mark.parametrize("case", ["relu", "per-sample scale", "output inside", "broadcast",
+                                  "partial layer norm"])
+def test_the_region_rules_decide_and_the_numbers_stay(case):
+    def build():
+        b = GraphBuilder(f"region_{case}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, 1, 120])
+        outputs = {}
+        if case == "relu":
+            inner = b.relu(flat)
+        elif case == "per-sample scale":  # the same for every element of a sample
+            inner = b.mul(flat, b.constant(seeded((2, 1, 1), 4)))
+        elif case == "output inside":  # a region tensor the caller reads in y's order
+            inner = b.relu(flat)
+            outputs["inner"] = inner
+        elif case == "broadcast":  # the region tensor repeats along a new axis
+            inner = b.reduceMean(b.add(flat, b.constant(seeded((2, 2, 1), 5))), axes=[1],
+                                 keepDimensions=True)
+        else:  # normalised over part of each sample: positions matter
+            inner = b.layerNormalization(b.reshape(flat, [2, 4, 30]), axes=[2])
+        back = b.reshape(inner, [2, 4, 6, 5])
+        outputs["y"] = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                       strides=[1, 1])
+        return b.build(outputs)
+
+    after, result = check_numbers(build, "nhwc")
+    passed = result.counts.get("order_free_regions_passed", 0)
+    assert passed == (1 if case in ("relu", "per-sample scale") else 0)
+    if passed:  # only the transpose into the conv and the one out of the pool
+        assert result.counts["transposes_after_inside"] == 0
+        assert result.counts["transposes_after"] == 2
+
+
+@pytest.mark.parametrize("case", ["unpermuted transpose", "layer norm, default axes",
+                                  "instance norm, nhwc", "instance norm, channels",
+                                  "two exits", "mean of the shape's product"])
+def test_more_region_rules_decide_and_the_numbers_stay(case):
+    passes = case in ("unpermuted transpose", "layer norm, default axes", "instance norm, nhwc",
+                      "two exits")
+
+    def build():
+        b = GraphBuilder("region")
+        batch = 1 if case == "unpermuted transpose" else 2
+        x = b.input("x", "float32", [batch, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        outputs = {}
+        if case == "unpermuted transpose":  # reversing [1, 120, 1] keeps every element's place
+            inner = b.relu(b.transpose(b.reshape(y, [1, 120, 1])))
+        elif case == "layer norm, default axes":  # every axis after the first: the sample
+            inner = b.layerNormalization(b.reshape(y, [2, 120, 1]))
+        elif case == "instance norm, nhwc":  # channels last, one channel: the whole sample
+            inner = b.instanceNormalization(b.reshape(y, [2, 120, 1, 1]), layout="nhwc")
+        elif case == "instance norm, channels":  # 4 channels: per channel, positions matter
+            inner = b.instanceNormalization(b.reshape(y, [2, 1, 30, 4]), layout="nhwc")
+        elif case == "two exits":  # both exits are reshapes back: the region is passed whole
+            inner = b.reshape(y, [2, 120])
+            outputs["z"] = b.averagePool2d(b.reshape(b.sigmoid(inner), [2, 4, 6, 5]),
+                                           windowDimensions=[3, 3], strides=[1, 1])
+        else:  # a reduction over part of the sample
+            flat = b.reshape(y, [2, 4, 30])
+            inner = b.sub(flat, b.reduceMax(flat, axes=[1], keepDimensions=True))
+        back = b.reshape(inner, [x.shape[0], 4, 6, 5])
+        outputs["y"] = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                       strides=[1, 1])
+        return b.build(outputs)
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts.get("order_free_regions_passed", 0) == (1 if passes else 0)
+    if passes:  # into the conv, and out of each pool
+        assert result.counts["transposes_after_inside"] == 0
+        assert result.counts["transposes_after"] == (3 if case == "two exits" else 2)

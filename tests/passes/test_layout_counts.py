@@ -1,0 +1,73 @@
+"""The layout pass's counts (what it reports in the conversion report) on graphs small enough
+to say by hand what each step must do, with the numbers checked against the graph before."""
+from __future__ import annotations
+
+import pytest
+
+from converter.builder import GraphBuilder
+
+from .layout_helpers import check_numbers, seeded, types
+
+
+def _build(case):
+    def build():
+        b = GraphBuilder(case)
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        if case == "pair":  # a transpose and its inverse: nothing moves
+            inner = b.transpose(b.transpose(x, permutation=[0, 2, 3, 1]), permutation=[0, 3, 1, 2])
+            return b.build({"y": b.relu(inner)})
+        if case == "merge":  # two transposes: one, pushed to the output
+            inner = b.transpose(b.transpose(x, permutation=[0, 2, 3, 1]), permutation=[1, 0, 2, 3])
+            return b.build({"y": b.relu(inner)})
+        if case == "identity":  # moves nothing: its reader reads x
+            return b.build({"y": b.relu(b.transpose(x, permutation=[0, 1, 2, 3]))})
+        if case == "identity output":  # an output must stay a result: kept, as a reshape
+            return b.build({"y": b.transpose(x, permutation=[0, 1, 2, 3])})
+        if case == "unit":  # moves only a size-1 axis: a reshape
+            w = b.input("w", "float32", [2, 1, 4, 5])
+            return b.build({"y": b.relu(b.transpose(w, permutation=[0, 2, 1, 3]))})
+        # a constant operand takes the transpose's inverse, folded
+        c = b.constant(seeded((2, 5, 3, 4), 3))
+        return b.build({"y": b.add(b.transpose(x, permutation=[0, 3, 1, 2]), c)})
+    return build
+
+
+EXPECTED = {
+    "pair": ({"transpose_pairs_cancelled": 1, "transposes_after": 0}, ["relu"]),
+    "merge": ({"transposes_merged": 1, "pushed_down": 1, "transposes_after": 1},
+              ["relu", "transpose"]),
+    "identity": ({"identity_transposes_removed": 1, "transposes_after": 0}, ["relu"]),
+    "identity output": ({"transposes_made_reshapes": 1, "transposes_after": 0}, ["reshape"]),
+    "unit": ({"transposes_made_reshapes": 1, "pushed_down": 1, "transposes_after": 0},
+             ["relu", "reshape"]),
+    "constant": ({"constants_transposed": 1, "pushed_down": 1, "transposes_after": 1},
+                 ["add", "transpose"]),
+}
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_each_step_is_counted_once(case, layout):
+    after, result = check_numbers(_build(case), layout)
+    counts, ops = EXPECTED[case]
+    assert types(after) == ops
+    assert {k: result.counts.get(k, 0) for k in counts} == counts
+    steps = {k: v for k, v in result.counts.items() if not k.startswith("transposes_")}
+    assert steps == {k: v for k, v in counts.items() if not k.startswith("transposes_")}
+    assert result.counts["transposes_after_inside"] == 0
+
+
+@pytest.mark.parametrize("perm,passes", [([1, 0, 2, 3], True),  # the last two axes stay
+                                         ([0, 1, 3, 2], False),  # rows and columns swap
+                                         ([0, 2, 1, 3], False)])  # another axis's rows
+def test_a_transpose_passes_triangular_only_when_the_matrix_axes_stay(perm, passes):
+    def build():
+        b = GraphBuilder("triangular")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        inner = b.transpose(x, permutation=perm)
+        return b.build({"y": b.triangular(inner, upper=True, diagonal=1)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == (["triangular", "transpose"] if passes
+                            else ["transpose", "triangular"])
+    assert result.counts.get("pushed_down", 0) == (1 if passes else 0)
