@@ -4,7 +4,7 @@
 
 Feeds are checked against the graph's inputs first (names, data types, shapes), and every
 problem is reported in one error. Results are keyed by the graph's output names. The ONNX
-Runtime executor itself is lowering/onnx/executor.py (`prepare` for repeated runs); feed
+Runtime executor itself is lowering/onnx/executor.py (`prepare` there for repeated runs); feed
 checks are ir/feeds.py.
 """
 from __future__ import annotations
@@ -15,9 +15,8 @@ import numpy as np
 
 from .errors import ConverterError
 from .ir import Graph
-from .ir.feeds import check_feeds
 
-__all__ = ["run", "prepare", "check_feeds", "RUNTIMES"]
+__all__ = ["run", "RUNTIMES"]
 
 RUNTIMES = ("ort", "chromium")
 
@@ -39,12 +38,3 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
     from .lowering.onnx.executor import run_on_ort
 
     return run_on_ort(graph, feeds, opset)
-
-
-def prepare(graph: Graph, opset: int | None = None):
-    """Lower `graph` once for ONNX Runtime; returns run(feeds) -> {output name: ndarray}, for
-    callers that run the same graph many times (a Session's steps). Imported on first use:
-    the lowering loads onnx, which commands that never run a graph should not pay for."""
-    from .lowering.onnx.executor import prepare as prepare_on_ort
-
-    return prepare_on_ort(graph, opset)

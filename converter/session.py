@@ -42,7 +42,7 @@ class Session:
 
             self._browser = ChromiumSession(graph)
         else:
-            from .execute import prepare
+            from .lowering.onnx.executor import prepare
 
             self._run = prepare(graph)
         self._state_outputs = {var.output for var in graph.state}
