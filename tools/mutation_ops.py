@@ -6,8 +6,9 @@ own fresh tree (the only thing that crosses a process boundary is the number).
 
 Kinds: arithmetic operator swaps, comparison flips, integer constant +1, True/False, and/or,
 dropped `not` and unary minus, negated `if`/`while` conditions, min/max swaps, the first two
-positional arguments of a call swapped, and removed statements (calls, augmented and
-attribute/subscript assignments, raise, continue, break).  Code that cannot change behaviour is
+positional arguments of a call swapped (unless the call is known to commute: `_commutative`),
+and removed statements (calls, augmented and attribute/subscript assignments, raise, continue,
+break).  Code that cannot change behaviour is
 never mutated: docstrings, annotations, f-strings, the arguments of a raised exception (only
 its message would change), and the order of two names in a module-level registration call
 (`@layout_rule("softmax", "cumulativeSum")` registers both either way).
@@ -213,7 +214,7 @@ class _Finder:
                         for a in pos[:2])
             if len(pos) >= 2 and not any(isinstance(a, ast.Starred) for a in pos[:2]) and \
                     ast.dump(pos[0]) != ast.dump(pos[1]) and \
-                    not (names and not self.owner_stack):
+                    not (names and not self.owner_stack) and not _commutative(node):
                 def argswap(node=node):
                     node.args[0], node.args[1] = node.args[1], node.args[0]
                 self._add(node, f"`{_short(node)}`: first two arguments swapped", argswap)
@@ -228,6 +229,24 @@ class _Finder:
                 self.expr(value)
             elif isinstance(value, ast.AST):
                 self.other(value)
+
+
+# Calls whose two operands commute, so swapping them is an equivalent mutant by construction:
+# element-wise ops made by the decomposition emitter (`e`) and the TFLite export context (`ctx`),
+# whose broadcasting and values are symmetric, and numpy's symmetric element-wise functions
+# (NaN-propagating, unlike Python's `max`/`min`, whose swaps are still generated).
+_COMMUTATIVE_METHODS = {"e": {"add", "mul", "max", "min", "equal", "logicalAnd", "logicalOr",
+                              "logicalXor"},
+                        "ctx": {"add", "mul", "maximum", "minimum"},
+                        "np": {"maximum", "minimum", "array_equal", "add", "multiply",
+                               "equal"}}
+
+
+def _commutative(call: ast.Call) -> bool:
+    func = call.func
+    return (len(call.args) == 2 and not call.keywords and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.attr in _COMMUTATIVE_METHODS.get(func.value.id, ()))
 
 
 def candidates(tree: ast.Module) -> list[Candidate]:
