@@ -1,0 +1,108 @@
+"""The layout pass's planning: where it moves a transpose when it has a choice, and how far its
+look ahead follows one. Each case is a graph where a wrong cost or a wrong stopping rule still
+computes the right numbers but leaves another count of transposes (or leaves them elsewhere),
+so each asserts the exact ops left as well as the numbers against the graph before."""
+from __future__ import annotations
+
+import pytest
+
+from converter.builder import GraphBuilder
+
+from .layout_helpers import check_numbers, seeded, types
+
+Q = [0, 3, 1, 2]  # c [2, 4, 5, 3] -> [2, 3, 4, 5]
+P = [0, 2, 1, 3]  # the transpose read by matmul: composed with Q it is no identity
+P_INVERSE_OF_Q = [0, 2, 3, 1]  # composed with Q: the identity
+
+
+def _up(case):
+    """transpose(add(a, transpose(c, Q)), p) read by a matmul, which stops it going down:
+    moving it up costs one transpose for the input a, and one for c unless c's transposes
+    compose to the identity, less the one it removes when transpose(c, Q) has no other reader."""
+    def build():
+        b = GraphBuilder(case)
+        a = b.input("a", "float32", [2, 3, 4, 5])
+        c = b.input("c", "float32", [2, 4, 5, 3])
+        tq = b.transpose(c, permutation=Q)
+        p = P_INVERSE_OF_Q if case.startswith("identity") else P
+        if case == "two inputs":
+            s = b.add(b.add(a, b.input("d", "float32", [2, 3, 4, 5])), tq)
+        else:
+            s = b.add(a, tq)
+        w = b.constant(seeded((5, 2) if p == P else (3, 2), 1))
+        outputs = {"y": b.matmul(b.transpose(s, permutation=p), w)}
+        if case.endswith("shared"):
+            outputs["q"] = tq
+        return b.build(outputs)
+    return build
+
+
+@pytest.mark.parametrize("case,ops,inside", [
+    # cost 1 (a) + 1 (c's two transposes compose to one, and transpose(c, Q) stays for q):
+    # more than the one transpose it removes, so it stays
+    ("shared", ["transpose", "add", "transpose", "matmul"], 1),
+    # cost 1 (a) + 1 - 1 (transpose(c, Q) goes): it moves up to the inputs
+    ("alone", ["transpose", "transpose", "add", "matmul"], 0),
+    # cost 1 (a) + 0 (c's transposes cancel; transpose(c, Q) stays for q): it moves up
+    ("identity shared", ["transpose", "transpose", "add", "matmul"], 0),
+    # cost 1 (a) + 1 (d) + 0: two new transposes for the one removed, so it stays
+    ("two inputs", ["transpose", "add", "add", "transpose", "matmul"], 1),
+])
+def test_pushing_up_counts_what_each_operand_costs(case, ops, inside):
+    after, result = check_numbers(_up(case), "nhwc")
+    assert sorted(types(after)) == sorted(ops)
+    assert types(after) == ops or case == "identity shared"
+    assert result.counts["transposes_after"] == ops.count("transpose")
+    assert result.counts["transposes_after_inside"] == inside
+    assert result.counts.get("pushed_up", 0) == (0 if inside else 1)
+
+
+# -- how far the look ahead goes ---------------------------------------------------------------
+LOOKAHEAD = 256  # layout_push._LOOKAHEAD: ops followed from the transpose's op
+
+
+def _long_chain(kind: str, steps: int):
+    """A transpose `steps` ops away from the graph input, read by a matmul (up), or a
+    transpose of the input shared by an output and a chain of `steps` ops after its first
+    reader (down)."""
+    def build():
+        b = GraphBuilder(f"{kind}_{steps}")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        if kind == "down":
+            t = b.transpose(x, permutation=[0, 2, 3, 1])
+            value = b.relu(t)
+            for _ in range(steps):
+                value = b.relu(value)
+            return b.build({"t": t, "y": value})
+        value = x
+        for _ in range(steps):
+            value = b.relu(value)
+        if kind == "region":  # a one-group GroupNorm: an order-free region, one step
+            normed = b.layerNormalization(b.reshape(value, [1, 1, 120]), axes=[2])
+            value = b.reshape(normed, [1, 4, 6, 5])
+        moved = b.transpose(value, permutation=[0, 2, 3, 1])
+        return b.build({"y": b.matmul(moved, b.constant(seeded((4, 2), 3)))})
+    return build
+
+
+@pytest.mark.parametrize("kind,steps,moves", [
+    ("unary", LOOKAHEAD, True), ("unary", LOOKAHEAD + 1, False),
+    ("region", LOOKAHEAD - 1, True), ("region", LOOKAHEAD, False),
+])
+def test_pushing_up_follows_at_most_the_look_ahead(kind, steps, moves):
+    after, result = check_numbers(_long_chain(kind, steps), "nhwc")
+    assert result.counts.get("pushed_up", 0) == (1 if moves else 0)
+    assert result.counts["transposes_after"] == 1
+    transpose = next(op for op in after.operations if op.op_type == "transpose")
+    # moved: it reads the input; else it stays in front of the matmul
+    assert (transpose.inputs[0] is after.inputs["x"]) == moves
+    assert transpose.output.consumers()[0].op_type == ("relu" if moves else "matmul")
+
+
+@pytest.mark.parametrize("steps,moves", [(LOOKAHEAD, True), (LOOKAHEAD + 1, False)])
+def test_pushing_a_shared_transpose_down_looks_ahead_at_most_so_far(steps, moves):
+    after, result = check_numbers(_long_chain("down", steps), "nhwc")
+    # moved: the output t keeps its transpose and the chain's end gets one, a copy that
+    # reaches a graph output; else the chain reads the one transpose
+    assert result.counts["transposes_after"] == (2 if moves else 1)
+    assert after.outputs["y"].producer.op_type == ("transpose" if moves else "relu")
