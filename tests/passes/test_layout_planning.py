@@ -106,3 +106,36 @@ def test_pushing_a_shared_transpose_down_looks_ahead_at_most_so_far(steps, moves
     # reaches a graph output; else the chain reads the one transpose
     assert result.counts["transposes_after"] == (2 if moves else 1)
     assert after.outputs["y"].producer.op_type == ("transpose" if moves else "relu")
+
+
+# -- names -------------------------------------------------------------------------------------
+def test_rewritten_ops_keep_their_node_names_and_results_their_operand_names():
+    def build():
+        from .layout_helpers import cnn
+        return cnn("nchw")
+
+    after, _ = check_numbers(build, "nhwc")
+    # each converted op keeps its node id; the flattening reshape (rewritten after the
+    # transpose in front of it moved) still gives the operand named 'reshape', and the head's
+    # result keeps 'gemm'
+    names = {op.name: op.op_type for op in after.operations}
+    for name, op_type in [("conv2d", "conv2d"), ("conv2d_1", "conv2d"), ("conv2d_2", "conv2d"),
+                          ("maxPool2d", "maxPool2d"), ("averagePool2d", "averagePool2d")]:
+        assert names[name] == op_type
+    assert after.operand("reshape").producer.op_type == "reshape"
+    assert after.operand("gemm") is after.outputs["y"]
+
+
+def test_a_transpose_moved_up_hands_its_name_to_the_op_that_replaces_it():
+    def build():
+        b = GraphBuilder("named_up")
+        a = b.input("a", "float32", [2, 3, 4, 5])
+        c = b.input("c", "float32", [2, 4, 5, 3])
+        s = b.add(a, b.transpose(c, permutation=Q))
+        moved = b.transpose(s, permutation=P, name="moved")
+        return b.build({"y": b.matmul(moved, b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts["pushed_up"] == 1
+    matmul = next(op for op in after.operations if op.op_type == "matmul")
+    assert matmul.inputs[0].name == "moved" and matmul.inputs[0].producer.op_type == "add"
