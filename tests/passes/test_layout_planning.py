@@ -8,7 +8,7 @@ import pytest
 
 from converter.builder import GraphBuilder
 
-from .layout_helpers import check_numbers, seeded, types
+from .layout_helpers import check_numbers, conv, seeded, types
 
 Q = [0, 3, 1, 2]  # c [2, 4, 5, 3] -> [2, 3, 4, 5]
 P = [0, 2, 1, 3]  # the transpose read by matmul: composed with Q it is no identity
@@ -139,3 +139,69 @@ def test_a_transpose_moved_up_hands_its_name_to_the_op_that_replaces_it():
     assert result.counts["pushed_up"] == 1
     matmul = next(op for op in after.operations if op.op_type == "matmul")
     assert matmul.inputs[0].name == "moved" and matmul.inputs[0].producer.op_type == "add"
+
+
+# -- tidying -----------------------------------------------------------------------------------
+def test_two_transposes_of_one_operand_by_one_permutation_merge_into_the_first():
+    def build():
+        b = GraphBuilder("duplicates")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        w = b.constant(seeded((3, 2), 1))
+        first = b.matmul(b.transpose(x, permutation=[0, 2, 3, 1]), w)
+        second = b.matmul(b.transpose(x, permutation=[0, 2, 3, 1]), w)
+        return b.build({"y": first, "z": second})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "matmul", "matmul"]
+    steps = {k: v for k, v in result.counts.items() if not k.startswith("transposes_")}
+    assert steps == {"duplicate_transposes_merged": 1}
+
+
+def test_a_transpose_nobody_reads_goes_and_is_counted():
+    def build():
+        b = GraphBuilder("dead")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        conv(b, x, 3, 4, "nchw")  # its result is read by nobody
+        return b.build({"y": b.relu(x)})
+
+    after, result = check_numbers(build, "nhwc")
+    # the conv goes to nhwc between two transposes; the one after it is read by nobody
+    assert types(after) == ["transpose", "conv2d", "relu"]
+    assert result.counts["dead_transposes_removed"] == 1
+    assert result.counts["transposes_after"] == 1
+
+
+# -- the source layout of inputs and outputs ---------------------------------------------------
+def test_source_layouts_compose_two_transposes_in_their_order():
+    from converter.passes.layout import source_layouts
+
+    # [1, 0, 2, 3] then [1, 3, 0, 2] is nhwc -> nchw; in the other order it is no layout
+    b = GraphBuilder("two_transposes")
+    x = b.input("x", "float32", [2, 5, 6, 3])
+    t = b.transpose(b.transpose(x, permutation=[1, 0, 2, 3]), permutation=[1, 3, 0, 2])
+    c = conv(b, t, 3, 4, "nchw")
+    # and back: [1, 0, 2, 3] then [1, 2, 3, 0] is nchw -> nhwc
+    y = b.transpose(b.transpose(c, permutation=[1, 0, 2, 3]), permutation=[1, 2, 3, 0])
+    assert source_layouts(b.build({"y": y})) == ({"x": "nhwc"}, {"y": "nhwc"})
+
+
+def test_source_layouts_stop_at_a_reshape_and_pass_missing_optional_operands():
+    from converter.passes.layout import source_layouts
+
+    b = GraphBuilder("stops")
+    x = b.input("x", "float32", [1, 3, 6, 5])
+    z = b.input("z", "float32", [1, 3, 5, 6])
+    c = conv(b, b.add(x, b.reshape(z, [1, 3, 6, 5])), 3, 4, "nchw")
+    normed = b.layerNormalization(c, axes=[1, 2, 3])  # no scale, no bias
+    # a reshape may reorder elements: z's layout is not traced through it
+    assert source_layouts(b.build({"y": normed})) == ({"x": "nchw", "z": None}, {"y": "nchw"})
+
+
+@pytest.mark.parametrize("io", ["nchw", "nhwc"])
+def test_an_interface_already_in_the_io_layout_is_not_presented_again(io):
+    from .layout_helpers import cnn
+
+    after, result = check_numbers(lambda: cnn(io, features=True), "nhwc", io=io)
+    assert "inputs_presented" not in result.counts and "outputs_presented" not in result.counts
+    assert "transposes_made_reshapes" not in result.counts
+    assert after.inputs["x"].shape == ((1, 3, 9, 7) if io == "nchw" else (1, 9, 7, 3))
