@@ -1,0 +1,58 @@
+"""When a transpose passes an order-free region (a one-group GroupNorm: layerNormalization over
+the whole sample between two reshapes): alone it always goes through; shared with a graph output
+only when the copy it leaves after the region goes on to an output. Exact ops and counts, and
+the numbers against the graph before."""
+from __future__ import annotations
+
+import pytest
+
+from converter.builder import GraphBuilder
+
+from .layout_helpers import check_numbers, seeded, types
+
+
+def _region(case):
+    def build():
+        b = GraphBuilder(case.replace(" ", "_"))
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        t = b.transpose(x, permutation=[0, 2, 3, 1])
+        normed = b.layerNormalization(b.reshape(t, [1, 1, 120]), axes=[2])
+        back = b.reshape(normed, [1, 6, 5, 4])
+        if "matmul" in case:  # opaque: a transpose after the region would stay there
+            end = b.matmul(back, b.constant(seeded((4, 2), 1)))
+        else:
+            end = b.relu(back)
+        outputs = {"y": end}
+        if "shared" in case:
+            outputs["t"] = t
+        return b.build(outputs)
+    return build
+
+
+REGION = ["reshape", "layerNormalization", "reshape"]
+EXPECTED = {
+    # through the region, then on through relu to the output
+    "alone relu": (REGION + ["relu", "transpose"], {"order_free_regions_passed": 1,
+                                                    "pushed_down": 1}),
+    # through the region (it reads x in x's order), then up again in front of the matmul:
+    # the region's input is the graph input, where the transpose costs nothing
+    "alone matmul": (["transpose"] + REGION + ["matmul"], {"order_free_regions_passed": 2,
+                                                           "pushed_up": 1}),
+    # t stays for its output; a copy goes through the region and on to y
+    "shared relu": (["transpose"] + REGION + ["relu", "transpose"],
+                    {"order_free_regions_passed": 1, "pushed_down": 1}),
+    # the copy would stay in front of the matmul: nothing moves
+    "shared matmul": (["transpose"] + REGION + ["matmul"], {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_a_transpose_passes_an_order_free_region_when_no_copy_is_left_inside(case):
+    after, result = check_numbers(_region(case), "nhwc")
+    ops, steps = EXPECTED[case]
+    assert types(after) == ops
+    assert {k: v for k, v in result.counts.items() if not k.startswith("transposes_")} == steps
+    assert result.counts["transposes_after_inside"] == 0
+    entry = next(op for op in after.operations if op.op_type == "reshape")
+    # moved on: the region reads x itself; else the transpose in front of it
+    assert entry.inputs[0].producer is (None if "relu" in case else after.operations[0])
