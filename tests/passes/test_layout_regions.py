@@ -8,7 +8,7 @@ import pytest
 
 from converter.builder import GraphBuilder
 
-from .layout_helpers import check_numbers, seeded, types
+from .layout_helpers import check_numbers, conv, seeded, types
 
 
 def _region(case):
@@ -56,3 +56,28 @@ def test_a_transpose_passes_an_order_free_region_when_no_copy_is_left_inside(cas
     entry = next(op for op in after.operations if op.op_type == "reshape")
     # moved on: the region reads x itself; else the transpose in front of it
     assert entry.inputs[0].producer is (None if "relu" in case else after.operations[0])
+
+
+# -- pushing up through a reshape that adds or drops size-1 axes -------------------------------
+@pytest.mark.parametrize("shape,new_shape,perm", [
+    ([2, 1, 3, 5], [2, 3, 1, 5], [0, 1, 3, 2]),
+    ([1, 3, 5], [1, 3, 1, 5], [0, 2, 1]),  # a conv1d's input: x's leading 1 stays first
+    ([1, 3, 5], [1, 3, 5, 1], [0, 2, 1]),
+    ([3, 1, 5, 1], [1, 3, 1, 5], [2, 3, 0, 1]),  # each size-1 axis follows the axis before it
+    ([1, 3, 1, 5, 1], [1, 3, 1, 5], [0, 3, 4, 1, 2]),
+])
+def test_a_transpose_moved_up_through_a_reshape_keeps_size_1_axes_behind_their_neighbour(
+        shape, new_shape, perm):
+    def build():
+        b = GraphBuilder("unit_axes")
+        x = b.input("x", "float32", shape)
+        y = conv(b, b.reshape(x, new_shape), 3, 4, "nchw")
+        return b.build({"y": b.matmul(y, b.constant(seeded((new_shape[3], 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts["pushed_up"] == 1
+    first, reshape = after.operations[:2]
+    assert first.op_type == "transpose" and first.inputs[0] is after.inputs["x"]
+    assert first.attr("permutation") == perm
+    nhwc = [new_shape[a] for a in (0, 2, 3, 1)]
+    assert reshape.op_type == "reshape" and reshape.attr("newShape") == nhwc
