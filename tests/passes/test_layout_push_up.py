@@ -1,0 +1,54 @@
+"""When the layout pass moves a transpose up to the graph input, and when it leaves it: the
+transposes in front of a matmul (which stops them going down) on graphs where the only
+difference is what else reads the operands on the way up. Exact ops, and the numbers against
+the graph before."""
+from __future__ import annotations
+
+import pytest
+
+from converter.builder import GraphBuilder
+
+from .layout_helpers import check_numbers, seeded, types
+
+P = [0, 2, 3, 1]
+
+
+def _graph(case):
+    def build():
+        b = GraphBuilder(case.replace(" ", "_"))
+        a = b.input("a", "float32", [2, 3, 4, 5])
+        w, w2 = b.constant(seeded((3, 2), 1)), b.constant(seeded((3, 2), 2))
+        if case == "two permutations":  # x read by transposes by two permutations
+            x = b.relu(a)
+            return b.build({"y": b.matmul(b.transpose(x, permutation=P), w),
+                            "z": b.matmul(b.transpose(x, permutation=[0, 3, 2, 1]), w2)})
+        if case == "two alike":  # x read by two transposes by one permutation
+            x = b.relu(a)
+            return b.build({"y": b.matmul(b.transpose(x, permutation=P), w),
+                            "z": b.matmul(b.transpose(x, permutation=P), w2)})
+        if case == "shared operand":  # relu(b) is also an output: it would have to stay
+            r = b.relu(b.input("b", "float32", [2, 3, 4, 5]))
+            s = b.add(b.constant(seeded((2, 3, 4, 5), 3)), r)
+            return b.build({"y": b.matmul(b.transpose(s, permutation=P), w), "z": r})
+        # an operand the permutation leaves alone (a [1] input) costs nothing
+        s = b.add(a, b.input("s", "float32", [1]))
+        return b.build({"y": b.matmul(b.transpose(s, permutation=P), w)})
+    return build
+
+
+EXPECTED = {
+    "two permutations": (["relu", "transpose", "matmul", "transpose", "matmul"], 0),
+    "two alike": (["transpose", "relu", "matmul", "matmul"], 1),
+    "shared operand": (["relu", "add", "transpose", "matmul"], 0),
+    "invariant operand": (["transpose", "add", "matmul"], 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_a_transpose_moves_up_only_when_every_reader_and_operand_allows_it(case):
+    after, result = check_numbers(_graph(case), "nhwc")
+    ops, pushed = EXPECTED[case]
+    assert types(after) == ops
+    assert result.counts.get("pushed_up", 0) == pushed
+    assert "duplicate_transposes_merged" not in result.counts
+    assert result.counts["transposes_after_inside"] == (0 if pushed else ops.count("transpose"))
