@@ -52,3 +52,32 @@ def test_a_transpose_moves_up_only_when_every_reader_and_operand_allows_it(case)
     assert result.counts.get("pushed_up", 0) == pushed
     assert "duplicate_transposes_merged" not in result.counts
     assert result.counts["transposes_after_inside"] == (0 if pushed else ops.count("transpose"))
+
+
+# -- pushing a shared transpose down: the look ahead at a transpose ----------------------------
+def _shared(case):
+    def build():
+        b = GraphBuilder(case.replace(" ", "_"))
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        t = b.transpose(x, permutation=P)  # shared: it is also the output t
+        r = b.relu(t)
+        if case == "stays":  # [0, 2, 1, 3] after P: no cancellation
+            return b.build({"t": t, "y": b.transpose(r, permutation=[0, 2, 1, 3])})
+        back = b.transpose(r, permutation=[0, 3, 1, 2])  # P's inverse
+        if case == "cancels before a matmul":
+            back = b.matmul(back, b.constant(seeded((5, 2), 1)))
+        return b.build({"t": t, "y": back})
+    return build
+
+
+@pytest.mark.parametrize("case,relu_reads_x,steps", [
+    ("cancels", True, {"pushed_down": 1, "transpose_pairs_cancelled": 1}),
+    ("cancels before a matmul", True, {"pushed_down": 1, "transpose_pairs_cancelled": 1}),
+    ("stays", False, {}),
+])
+def test_a_shared_transpose_goes_down_only_to_meet_its_inverse(case, relu_reads_x, steps):
+    after, result = check_numbers(_shared(case), "nhwc")
+    relu = next(op for op in after.operations if op.op_type == "relu")
+    assert (relu.inputs[0] is after.inputs["x"]) == relu_reads_x
+    assert {k: v for k, v in result.counts.items() if not k.startswith("transposes_")} == steps
+    assert result.counts["transposes_after"] == (1 if relu_reads_x else 2)
