@@ -1,0 +1,70 @@
+"""Smaller steps of the layout pass: how a rule's argument changes are merged, and when an
+instanceNormalization is rewritten as a layerNormalization with a per-channel scale and bias
+(by hand: the spec's instanceNormalization normalises over the spatial axes per channel)."""
+from __future__ import annotations
+
+import pytest
+
+import converter
+from converter.builder import GraphBuilder
+from converter.passes import PassContext, run_passes
+from converter.passes.layout_edit import merged_attrs
+from converter.targets import Target
+
+from .layout_helpers import feeds_for, same_values, seeded, types
+
+
+def test_a_rules_changes_replace_add_and_drop_arguments():
+    attrs = {"axes": [1], "epsilon": 1e-5, "layout": "nchw"}
+    assert merged_attrs(attrs, {"axes": [3], "keep": True, "layout": None}) == \
+        {"axes": [3], "epsilon": 1e-5, "keep": True}
+    assert merged_attrs(attrs, {"missing": None}) == attrs
+    assert attrs == {"axes": [1], "epsilon": 1e-5, "layout": "nchw"}  # not changed in place
+
+
+TARGET = {"layerNormalization": {}, "mul": {}, "add": {}}
+
+
+def _instance(case):
+    def build():
+        b = GraphBuilder(case.replace(" ", "_"))
+        nhwc = case.startswith("nhwc")
+        shape = [2, 60, 1, 3] if nhwc else [2, 3, 60, 1]
+        if case.endswith("no unit axis"):
+            shape = [2, 3, 6, 10]
+        x = b.reshape(b.input("x", "float32", [2, 180]), shape)
+        normed = b.instanceNormalization(x, scale=b.constant(seeded((3,), 1)),
+                                         bias=b.constant(seeded((3,), 2)), epsilon=1e-3,
+                                         layout="nhwc" if nhwc else "nchw")
+        return b.build({"y": normed})
+    return build
+
+
+@pytest.mark.parametrize("case,target,rewritten", [
+    ("nchw", "nhwc", True),
+    ("nhwc", "nchw", True),
+    ("nhwc", "nhwc", False),  # already in the target's layout
+    ("nchw no unit axis", "nhwc", False),  # no spatial axis of 1: not the rank-3 form
+])
+def test_an_instance_normalization_of_the_rank_3_form_becomes_a_layer_normalization(
+        case, target, rewritten):
+    before = _instance(case)()
+    feeds = feeds_for(before)
+    want = converter.run(before, feeds)
+    after = _instance(case)()
+    t = Target(name="t", limits={"preferredInputLayout": target, **TARGET})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=t))
+    same_values(converter.run(after, feeds), want)
+    assert ("instance_norms_as_layer_norms" in result.counts) == rewritten
+    if not rewritten:
+        assert "layerNormalization" not in types(after)
+        return
+    nhwc = case.startswith("nhwc")
+    layer = next(op for op in after.operations if op.op_type == "layerNormalization")
+    assert layer.attr("axes") == ([1, 2] if nhwc else [2, 3])
+    assert layer.attr("epsilon") == pytest.approx(1e-3)
+    per_channel = [1, 1, 1, 3] if nhwc else [1, 3, 1, 1]
+    shapes = [op.attr("newShape") for op in after.operations
+              if op.op_type == "reshape" and op.inputs[0].is_constant]
+    assert shapes == [per_channel, per_channel]  # the scale and the bias
+    assert types(after) == ["reshape", "layerNormalization", "reshape", "mul", "reshape", "add"]
