@@ -11,7 +11,7 @@ from converter.passes import PassContext, run_passes
 from converter.passes.layout_edit import merged_attrs
 from converter.targets import Target
 
-from .layout_helpers import feeds_for, same_values, seeded, types
+from .layout_helpers import NCHW_TO_NHWC, check_numbers, conv, feeds_for, same_values, seeded, types
 
 
 def test_a_rules_changes_replace_add_and_drop_arguments():
@@ -68,3 +68,18 @@ def test_an_instance_normalization_of_the_rank_3_form_becomes_a_layer_normalizat
               if op.op_type == "reshape" and op.inputs[0].is_constant]
     assert shapes == [per_channel, per_channel]  # the scale and the bias
     assert types(after) == ["reshape", "layerNormalization", "reshape", "mul", "reshape", "add"]
+
+
+def test_a_presented_inputs_transpose_is_the_graphs_first_op():
+    def build():
+        b = GraphBuilder("first")
+        m = b.input("m", "float32", [1, 1, 4, 4])  # its relu is the graph's first op
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        r = b.relu(m)
+        return b.build({"r": r, "y": b.matmul(conv(b, x, 3, 4, "nchw"),
+                                              b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nchw", io="nhwc", inputs={"x": NCHW_TO_NHWC})
+    assert result.counts["inputs_presented"] == 1
+    assert types(after) == ["transpose", "relu", "conv2d", "matmul"]
+    assert after.operations[0].inputs[0] is after.inputs["x"]
