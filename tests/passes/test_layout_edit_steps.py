@@ -11,7 +11,8 @@ from converter.passes import PassContext, run_passes
 from converter.passes.layout_edit import merged_attrs
 from converter.targets import Target
 
-from .layout_helpers import NCHW_TO_NHWC, check_numbers, conv, feeds_for, same_values, seeded, types
+from .layout_helpers import (NCHW_TO_NHWC, check_numbers, conv, feeds_for, same_values, seeded,
+                             types)
 
 
 def test_a_rules_changes_replace_add_and_drop_arguments():
