@@ -84,3 +84,39 @@ def test_a_presented_inputs_transpose_is_the_graphs_first_op():
     assert result.counts["inputs_presented"] == 1
     assert types(after) == ["transpose", "relu", "conv2d", "matmul"]
     assert after.operations[0].inputs[0] is after.inputs["x"]
+
+
+# -- every step of two rewrites, counted -------------------------------------------------------
+def _shuffle():
+    b = GraphBuilder("shuffle")
+    x = b.input("x", "float32", [1, 6, 5, 3])
+    c = conv(b, x, 6, 6, "nchw", seed=1)
+    r = b.reshape(c, [1, 2, 3, 5, 3])  # [n, groups, channels per group, h, w]
+    s = b.reshape(b.transpose(r, permutation=[0, 2, 1, 3, 4]), [1, 6, 5, 3])
+    return b.build({"y": conv(b, s, 6, 4, "nchw", seed=2)})
+
+
+def _head_with_bias():
+    b = GraphBuilder("head")
+    x = b.input("x", "float32", [1, 3, 4, 5])
+    flat = b.reshape(conv(b, x, 3, 4, "nchw"), [1, 80])
+    return b.build({"y": b.gemm(flat, b.constant(seeded((2, 80), 2)),
+                                c=b.constant(seeded((2,), 3)), bTranspose=True)})
+
+
+@pytest.mark.parametrize("build,ops,steps", [
+    # the conv's transposes move into the shuffle's; the shuffle's own transpose splits into
+    # one inside the groups, which stays, and one of whole groups, which cancels below
+    (_shuffle, ["transpose", "conv2d", "reshape", "transpose", "reshape", "conv2d", "transpose"],
+     {"constants_transposed": 2, "filters_relaid": 2, "layout_ops_converted": 2,
+      "pushed_down": 2, "transpose_pairs_cancelled": 1, "transposes_merged": 1,
+      "transposes_split": 1}),
+    # the gemm's weights (columns, with bTranspose) are permuted; its bias stays
+    (_head_with_bias, ["transpose", "conv2d", "reshape", "gemm"],
+     {"constants_transposed": 1, "dense_weights_permuted": 1, "filters_relaid": 1,
+      "layout_ops_converted": 1}),
+])
+def test_each_step_of_a_rewrite_is_done_once_and_leaves_nothing_dead(build, ops, steps):
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ops
+    assert {k: v for k, v in result.counts.items() if not k.startswith("transposes_")} == steps
