@@ -82,3 +82,38 @@ def test_a_shared_transpose_goes_down_only_to_meet_its_inverse(case, relu_reads_
     tallies = ("transposes_before", "transposes_after")
     assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == steps
     assert result.counts["transposes_after"] == (1 if relu_reads_x else 2)
+
+
+# -- pushing down: operands of a higher rank, and ops with two results -------------------------
+def test_a_transpose_goes_down_an_add_with_an_operand_of_higher_rank():
+    def build():
+        b = GraphBuilder("higher_rank")
+        x = b.input("x", "float32", [2, 4, 5])
+        z = b.constant(seeded((3, 2, 5, 4), 1))  # broadcast against transpose(x): [2, 5, 4]
+        return b.build({"y": b.add(b.transpose(x, permutation=[0, 2, 1]), z)})
+
+    after, result = check_numbers(build, "nhwc")
+    # the add works on x and z re-laid out; one transpose of its rank-4 result leaves
+    assert types(after) == ["add", "transpose"]
+    add, transpose = after.operations
+    assert add.inputs[0] is after.inputs["x"] and add.inputs[1].shape == (3, 2, 4, 5)
+    assert transpose.attr("permutation") == [0, 1, 3, 2]
+
+
+def test_a_transpose_goes_down_a_split_only_when_each_result_can_take_it_on():
+    def build(ends):
+        def graph():
+            b = GraphBuilder(f"split_{ends}")
+            x = b.input("x", "float32", [2, 3, 4, 6])
+            left, right = b.split(b.transpose(x, permutation=[0, 3, 1, 2]), 2, axis=1)
+            if ends == "matmul":  # each half read by a matmul: a transpose would stay there
+                w = b.constant(seeded((4, 2), 1))
+                return b.build({"y": b.matmul(left, w), "z": b.matmul(right, w)})
+            return b.build({"y": b.relu(left), "z": b.sigmoid(right)})
+        return graph
+
+    after, result = check_numbers(build("matmul"), "nhwc")
+    assert types(after) == ["transpose", "split", "matmul", "matmul"]
+    after, result = check_numbers(build("outputs"), "nhwc")
+    assert types(after) == ["split", "relu", "transpose", "sigmoid", "transpose"]
+    assert next(op for op in after.operations if op.op_type == "split").attr("axis") == 3
