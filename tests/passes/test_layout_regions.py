@@ -82,3 +82,38 @@ def test_a_transpose_moved_up_through_a_reshape_keeps_size_1_axes_behind_their_n
     assert first.attr("permutation") == perm
     nhwc = [new_shape[a] for a in (0, 2, 3, 1)]
     assert reshape.op_type == "reshape" and reshape.attr("newShape") == nhwc
+
+
+# -- pushing down through a reshape that regroups, with size-1 axes ---------------------------
+@pytest.mark.parametrize("new_shape,x_shape,perm", [
+    ([2, 5, 3, 1, 2, 3], [2, 2, 3, 5, 3, 1], [0, 3, 4, 5, 1, 2]),
+    ([2, 1, 5, 3, 6], [2, 1, 6, 5, 3], [0, 1, 3, 4, 2]),  # a size-1 axis follows the batch
+    ([2, 5, 3, 6, 1], [2, 6, 1, 5, 3], [0, 3, 4, 1, 2]),  # ... and the channels
+    ([1, 2, 5, 3, 6], [1, 2, 6, 5, 3], [0, 1, 3, 4, 2]),  # a leading one stays first
+    ([2, 15, 1, 6], [2, 6, 15, 1], [0, 2, 3, 1]),
+])
+def test_a_transpose_moved_down_a_reshape_keeps_size_1_axes_behind_their_neighbour(
+        new_shape, x_shape, perm):
+    def build():
+        b = GraphBuilder("regroup")
+        x = b.input("x", "float32", [2, 6, 5, 3])
+        moved = b.reshape(b.transpose(x, permutation=[0, 2, 3, 1]), new_shape)
+        return b.build({"y": b.relu(moved)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["reshape", "relu", "transpose"]
+    assert after.operations[0].attr("newShape") == x_shape
+    assert after.operations[2].attr("permutation") == perm
+
+
+def test_a_transpose_moved_down_a_reduction_that_drops_axes_keeps_their_order():
+    def build():
+        b = GraphBuilder("reduce")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        t = b.transpose(x, permutation=[0, 2, 3, 1])
+        return b.build({"y": b.reduceSum(t, axes=[0], keepDimensions=False)})
+
+    after, result = check_numbers(build, "nhwc")
+    # x summed over its batch is [3, 4, 5]; the result wants [4, 5, 3]: a 3-cycle
+    assert types(after) == ["reduceSum", "transpose"]
+    assert after.operations[1].attr("permutation") == [1, 2, 0]
