@@ -121,3 +121,29 @@ def test_each_step_of_a_rewrite_is_done_once_and_leaves_nothing_dead(build, ops,
     assert types(after) == ops
     tallies = ("transposes_before", "transposes_after")
     assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == steps
+
+
+def test_a_two_channel_depthwise_conv_gets_the_depthwise_filter_layout():
+    def build():
+        b = GraphBuilder("depthwise_2")
+        x = b.input("x", "float32", [1, 2, 7, 5])
+        y = b.conv2d(x, b.constant(seeded((2, 1, 3, 3), 1)), groups=2, padding=[1, 1, 1, 1])
+        return b.build({"y": b.relu(y)})
+
+    after, _ = check_numbers(build, "nhwc")
+    op = next(op for op in after.operations if op.op_type == "conv2d")
+    assert (op.attr("filterLayout"), op.inputs[1].shape) == ("ihwo", (1, 3, 3, 2))
+
+
+def test_an_operand_whose_moved_axes_are_all_2_long_is_not_taken_as_unmoved():
+    def build():
+        b = GraphBuilder("twos")
+        x = b.input("x", "float32", [1, 2, 2, 3])
+        z = b.input("z", "float32", [1, 2, 2, 1])  # not symmetric: swapping its axes matters
+        return b.build({"y": b.matmul(b.add(b.transpose(x, permutation=[0, 2, 1, 3]), z),
+                                      b.constant(seeded((3, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    # z is neither a transpose, a constant nor unmoved by the permutation: nothing moves
+    assert types(after) == ["transpose", "add", "matmul"]
+    assert after.operations[1].inputs[1] is after.inputs["z"]
