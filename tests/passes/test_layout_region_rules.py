@@ -1,0 +1,62 @@
+"""More of the order-free region's rules (layout_order_free.py), each decided on a small graph
+with the numbers checked against the graph before: which ops a region holds, and how the pass
+finds a region's start when it moves a transpose up through it."""
+from __future__ import annotations
+
+import pytest
+
+from converter.builder import GraphBuilder
+
+from .layout_helpers import check_numbers, conv, seeded, types
+
+
+@pytest.mark.parametrize("case,passes", [
+    ("combines with itself", True),  # add(relu(t), t): both operands are region tensors
+    ("layer norm, per-position scale", False),  # positions matter
+    ("instance norm, nchw", True),  # one channel: the whole sample
+])
+def test_the_region_holds_these_ops_or_not(case, passes):
+    def build():
+        b = GraphBuilder("region")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, 1, 120])
+        if case == "combines with itself":
+            inner = b.add(b.relu(flat), flat)
+        elif case == "layer norm, per-position scale":
+            inner = b.layerNormalization(flat, scale=b.constant(seeded((1, 120), 3)),
+                                         axes=[1, 2])
+        else:
+            inner = b.reshape(b.instanceNormalization(b.reshape(flat, [2, 1, 120, 1])),
+                              [2, 1, 120])
+        back = b.reshape(inner, [2, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts.get("order_free_regions_passed", 0) == (1 if passes else 0)
+    # passed: only the transposes into the conv and out of the pool; else the conv's and the
+    # pool's pairs stay
+    assert result.counts["transposes_after"] == (2 if passes else 4)
+
+
+def test_a_written_out_group_norm_on_the_input_takes_the_transpose_up_to_the_input():
+    # mean and variance written out, the region tensor the second operand of a mul and a
+    # relu after the normalization: finding the region's start walks through each of them
+    def build():
+        b = GraphBuilder("written_first")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        flat = b.reshape(x, [1, 120])
+        centered = b.sub(flat, b.reduceMean(flat, axes=[1], keepDimensions=True))
+        var = b.reduceMean(b.mul(centered, centered), axes=[1], keepDimensions=True)
+        scale = b.div(b.constant("float32", 1.0), b.sqrt(b.add(var, b.constant("float32", 1e-5))))
+        back = b.reshape(b.relu(b.mul(scale, centered)), [1, 4, 6, 5])
+        pooled = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                 strides=[1, 1])
+        return b.build({"y": b.matmul(pooled, b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts["pushed_up"] == 1
+    assert types(after)[:2] == ["transpose", "reshape"]  # x -> nhwc -> the region
+    assert after.operations[0].inputs[0] is after.inputs["x"]
+    assert result.counts["transposes_after_inside"] == 1  # back to nchw for the matmul
