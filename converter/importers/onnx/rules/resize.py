@@ -36,7 +36,8 @@ from .conv import reshape
 _TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                "tf_half_pixel_for_nn", "half_pixel_symmetric", "tf_crop_and_resize")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-# Weights in [0, 1] closer than this are the same once rounded to float32, as backends hold them.
+# Weights in [0, 1] at most this far apart are taken as the same once rounded to float32, as
+# backends hold them (half of float32's step just below 1).
 _SAME_WEIGHT = 2.0 ** -25
 # Weighted sums run in float32, which holds every int8 / uint8 value (and float16) exactly.
 _VIA_FLOAT32 = {"float16": None, "int8": (-128, 127), "uint8": (0, 255)}
@@ -177,7 +178,9 @@ def _compact(index: np.ndarray, weight: np.ndarray, outside: np.ndarray | None) 
         merged: dict[int, float] = {}
         for i, w in zip(idx_row, w_row):
             merged[i] = merged.get(i, 0.0) + w
-        rows.append([(i, w) for i, w in merged.items() if w != 0] or [(idx_row[0], 0.0)])
+        # never empty: every row's weights sum to 1 (the kernels are partitions of unity,
+        # antialias and exclude_outside renormalize, an extrapolated row reads one tap of 1)
+        rows.append([(i, w) for i, w in merged.items() if w != 0])
     n = max(len(r) for r in rows)
     padded = [r + [(r[0][0], 0.0)] * (n - len(r)) for r in rows]
     return _Taps(np.array([[i for i, _ in r] for r in padded], np.int64),
@@ -278,7 +281,7 @@ def _separable(ctx: ImportContext, x: Operand, plan: list[tuple[int, _Taps]],
 def _resize(ctx: ImportContext, x: Operand, out_shape: Sequence[int],
             scales: Sequence[Fraction], method: _Method,
             roi: Sequence[tuple[Fraction, Fraction]] | None = None) -> Operand:
-    method.check()
+    """`method` is checked (Resize) or fixed (Resize-10, Upsample) by the caller."""
     if any(d <= 0 for d in out_shape):
         raise Unsupported(f"output shape {list(out_shape)} has a 0 dimension; WebNN has no "
                           f"empty tensors")
