@@ -172,7 +172,7 @@ def _axis_taps(method: _Method, size: int, out: int, scale: Fraction,
 
 def _compact(index: np.ndarray, weight: np.ndarray, outside: np.ndarray | None) -> _Taps:
     """The same sampling with taps reading one element merged and zero weights dropped (rows
-    with fewer taps are padded with weight-0 repeats of their first tap)."""
+    with fewer taps are padded with weight-0 repeats of their lowest index)."""
     rows = []
     for idx_row, w_row in zip(index.tolist(), weight.tolist()):
         merged: dict[int, float] = {}
@@ -182,7 +182,7 @@ def _compact(index: np.ndarray, weight: np.ndarray, outside: np.ndarray | None) 
         # antialias and exclude_outside renormalize, an extrapolated row reads one tap of 1)
         rows.append([(i, w) for i, w in merged.items() if w != 0])
     n = max(len(r) for r in rows)
-    padded = [r + [(r[0][0], 0.0)] * (n - len(r)) for r in rows]
+    padded = [r + [(min(i for i, _ in r), 0.0)] * (n - len(r)) for r in rows]
     return _Taps(np.array([[i for i, _ in r] for r in padded], np.int64),
                  np.array([[w for _, w in r] for r in padded], np.float64),
                  outside if outside is not None and outside.any() else None)
