@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from onnx.reference import ReferenceEvaluator
+
 from .helpers import check, rand, refused, single_node
 
 I64 = np.int64
@@ -61,3 +63,65 @@ def test_scatter_nd_reduces_from_opset_16(reduction):
     else:
         want = [[50, 120], [3, 4], [1500, 4800]]
     np.testing.assert_array_equal(y, want)
+
+
+def test_scatter_nd_reduction_with_indices_of_rank_3():
+    # indices [2, 2, 1]: each index tuple has one coordinate (the last axis), four updates
+    x = np.array([[1, 2], [3, 4], [5, 6]], np.float32)
+    i = np.array([[[0], [2]], [[-3], [1]]], I64)  # row 0 twice
+    u = np.arange(8, dtype=np.float32).reshape(2, 2, 2) + 1
+    model = single_node("ScatterND", ["x", "i", "u"], {"x": x}, {"i": i, "u": u},
+                        opset=16, reduction="add")
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, [[1 + 1 + 5, 2 + 2 + 6], [3 + 7, 4 + 8], [5 + 3, 6 + 4]])
+
+
+def test_reverse_sequence_default_axes_are_time_0_and_batch_1():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)  # [time, batch]
+    lens = np.array([4, 1, 2], I64)
+    model = single_node("ReverseSequence", ["x", "l"], {"x": x}, {"l": lens}, opset=10)
+    _, (y,) = check(model, {"x": x})
+    # batch 0 fully reversed, batch 1 as it is, batch 2's first two steps swapped
+    np.testing.assert_array_equal(y, [[9, 1, 5], [6, 4, 2], [3, 7, 8], [0, 10, 11]])
+
+
+def test_tensor_scatter_on_the_batch_axis_is_refused():
+    past, update = rand(2, 3, 4), rand(1, 3, 4)
+    model = single_node("TensorScatter", ["past", "update"], {"past": past, "update": update},
+                        opset=24, axis=0)
+    assert "the axis cannot be the batch axis" in refused(model, {"past": past,
+                                                                   "update": update})
+
+
+def _tensor_scatter(past, update, write=None, **attrs):
+    """(ours, ONNX's reference evaluator's) output of one TensorScatter (opset 24)."""
+    feeds = {"past": past, "update": update}
+    names = ["past", "update"]
+    if write is not None:
+        feeds["write"] = write
+        names.append("write")
+    model = single_node("TensorScatter", names, feeds, opset=24, **attrs)
+    _, (ours,) = check(model, feeds, ort=False)
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    return ours, want
+
+
+@pytest.mark.parametrize("index_type", [np.int64, np.int32])
+def test_tensor_scatter_linear_writes_at_each_batch_offset(index_type):
+    past = np.zeros((2, 5, 2), np.float32)
+    update = np.arange(1, 9, dtype=np.float32).reshape(2, 2, 2)
+    # batch 0 writes positions 0, 1; batch 1 positions 3, 4
+    ours, want = _tensor_scatter(past, update, np.array([0, 3], index_type), axis=1)
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(ours[0, :, 0], [1, 3, 0, 0, 0])
+    np.testing.assert_array_equal(ours[1, :, 1], [0, 0, 0, 6, 8])
+
+
+def test_tensor_scatter_circular_wraps_past_the_end():
+    past = np.full((1, 4, 1), -1, np.float32)
+    update = np.array([[[10], [20], [30]]], np.float32)
+    # writes 3, 4, 5 go to cache positions 3, 0, 1
+    ours, want = _tensor_scatter(past, update, np.array([3], np.int64), axis=1,
+                                 mode="circular")
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(ours[0, :, 0], [20, 30, -1, 10])

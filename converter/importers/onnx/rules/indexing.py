@@ -79,7 +79,8 @@ def _scatter_in_rounds(ctx: ImportContext, data: Operand, rows: np.ndarray, upda
         seen[target] = occurrence[-1] + 1
     occurrence = np.array(occurrence)
     result = data
-    for r in range(int(occurrence.max()) + 1 if len(flat) else 0):
+    # never empty: both callers read `updates` first, and a 0-sized operand is refused there
+    for r in range(int(occurrence.max()) + 1):
         picked = np.nonzero(occurrence == r)[0]
         index = ctx.constant(rows[picked].astype(np.int32), "int32")
         values = updates if len(picked) == len(flat) else ctx.emit(
