@@ -125,3 +125,23 @@ def test_tensor_scatter_circular_wraps_past_the_end():
                                  mode="circular")
     np.testing.assert_array_equal(ours, want)
     np.testing.assert_array_equal(ours[0, :, 0], [20, 30, -1, 10])
+
+
+def test_one_hot_of_depth_1_on_the_default_last_axis():
+    i = np.array([[0, -1, 1], [2, 0, -2]], I64)
+    model = single_node("OneHot", ["i", "d", "v"], {"i": i},
+                        {"d": np.array(1, I64), "v": np.array([5, 7], np.float32)},
+                        out_types=[1], opset=11)
+    _, (y,) = check(model, {"i": i})
+    # depth 1: 0 and -1 name position 0, anything else is off; the new axis is the last
+    np.testing.assert_array_equal(y, [[[7], [7], [5]], [[5], [7], [5]]])
+
+
+def test_one_hot_default_axis_of_2d_indices_is_the_last():
+    i = np.array([[0, 2], [1, -1]], I64)
+    model = single_node("OneHot", ["i", "d", "v"], {"i": i},
+                        {"d": np.array(3, I64), "v": np.array([0, 1], np.float32)},
+                        out_types=[1], opset=11)
+    _, (y,) = check(model, {"i": i})
+    assert y.shape == (2, 2, 3)
+    np.testing.assert_array_equal(y[1], [[0, 1, 0], [0, 0, 1]])
