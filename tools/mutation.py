@@ -391,9 +391,18 @@ class _Loop:
         try:
             from _pytest.runner import runtestprotocol
             _silence()
-            new = find_code(mutated_code(path, m.index), m.owner)
+            module = mutated_code(path, m.index)
+            new = find_code(module, m.owner)
             for fn in targets:
                 fn.__code__ = new
+            # Functions nested in the owner that already exist (a factory called at import,
+            # such as `_arg_rule("argMax")`) were made from the old code: swap theirs too.
+            nested = m.owner + ".<locals>."
+            for (where, qualname), fns in self.functions.items():
+                if where == str(path) and qualname.startswith(nested):
+                    inner = find_code(module, qualname)
+                    for fn in fns if inner is not None else ():
+                        fn.__code__ = inner
             chosen = [items[t] for t in m.tests if t in items]
             for i, item in enumerate(chosen):
                 nxt = chosen[i + 1] if i + 1 < len(chosen) else None

@@ -145,3 +145,46 @@ def test_one_hot_default_axis_of_2d_indices_is_the_last():
     _, (y,) = check(model, {"i": i})
     assert y.shape == (2, 2, 3)
     np.testing.assert_array_equal(y[1], [[0, 1, 0], [0, 0, 1]])
+
+
+def _top_k(x, k, opset=11, **attrs):
+    model = single_node("TopK", ["x", "k"], {"x": x}, {"k": np.array([k], I64)},
+                        outputs=("v", "i"), out_types=[1, 7], opset=opset, **attrs)
+    return model, {"x": x}
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_top_k_takes_k_from_1_to_the_axis_length(k):
+    x = np.array([[[3, 1, 4, 1.5]], [[5, 9, 2, 6]]], np.float32)
+    model, feeds = _top_k(x, k, opset=10)  # the first opset with k as an input; axis -1
+    _, (v, i) = check(model, feeds)
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    np.testing.assert_array_equal(i, order)
+    np.testing.assert_array_equal(v, np.take_along_axis(x, order, -1))
+
+
+def test_top_k_of_0_is_refused():
+    x = rand(2, 3)
+    assert "k=0 is outside 1..3" in refused(*_top_k(x, 0))
+
+
+def test_top_k_up_to_its_limit_of_256():
+    x = np.random.default_rng(3).permutation(256).astype(np.float32).reshape(1, 256)
+    _, (v, i) = check(*_top_k(x, 256))
+    np.testing.assert_array_equal(v[0], np.arange(255, -1, -1))
+    np.testing.assert_array_equal(x[0, i[0]], v[0])
+
+
+def test_compress_condition_longer_than_the_axis_with_nothing_selected_past_it():
+    # ONNX allows extra entries when they select nothing (numpy's compress, which ONNX's
+    # reference evaluator runs, does too)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = single_node("Compress", ["x", "c"], {"x": x},
+                        {"c": np.array([0, 1, 1, 0, 0], np.bool_)}, axis=1)
+    graph, (y,) = check(model, {"x": x}, ort=False)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(y, [[1, 2], [4, 5]])
+    # int32 indices: the gather index type every WebNN backend takes
+    (gather,) = [op for op in graph.operations if op.op_type == "gather"]
+    assert gather.input("indices").data_type == "int32"
