@@ -188,3 +188,10 @@ def test_compress_condition_longer_than_the_axis_with_nothing_selected_past_it()
     # int32 indices: the gather index type every WebNN backend takes
     (gather,) = [op for op in graph.operations if op.op_type == "gather"]
     assert gather.input("indices").data_type == "int32"
+
+
+def test_top_k_with_k_of_two_values_is_refused():
+    x = rand(2, 3)
+    model = single_node("TopK", ["x", "k"], {"x": x}, {"k": np.array([1, 2], I64)},
+                        outputs=("v", "i"), out_types=[1, 7], opset=11)
+    assert "K holds 2 values; it must hold one" in refused(model, {"x": x})

@@ -326,7 +326,10 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     if node.opset < 10:
         k = int(node.attr("k"))
     else:
-        k = int(np.asarray(ctx.require_known(node.input(1), "K")).reshape(-1)[0])
+        given = np.asarray(ctx.require_known(node.input(1), "K")).reshape(-1)
+        if given.size != 1:
+            raise Unsupported(f"K holds {given.size} values; it must hold one")
+        k = int(given[0])
     size = x.shape[axis]
     if not 0 < k <= size:
         raise Unsupported(f"k={k} is outside 1..{size}, the length of axis {axis}")
