@@ -8,8 +8,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
+from converter.errors import UnsupportedError
 from converter.execute import run
 from converter.importers.onnx import import_model
 
@@ -35,6 +38,15 @@ def _both(model, feeds):
     theirs = ort.InferenceSession(model.SerializeToString(),
                                   providers=["CPUExecutionProvider"]).run(None, feeds)
     return ours, theirs
+
+
+def _reference(model, feeds):
+    """(our output, ONNX's reference evaluator's) for a one-output model."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    got = run(import_model(copy), feeds)
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    return got[model.graph.output[0].name], want
 
 
 # -- the first opset of each rule --------------------------------------------------------------
@@ -89,3 +101,78 @@ def test_dynamic_quantize_linear_imports_at_opset_11():
     assert int(ours[2]) == 62
     for have, want in zip(ours, theirs):
         np.testing.assert_array_equal(have, want)
+
+
+# -- per-axis and blocked scales ------------------------------------------------------------
+def test_dequantize_per_axis_with_the_lowest_negative_axis():
+    x = np.array([[1, 2, 3], [4, 5, 6]], np.int8)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=-2)],
+               {"x": x}, {"y": np.float32},
+               {"s": np.array([0.5, 2.0], np.float32), "z": np.array([1, -1], np.int8)},
+               opset=13)
+    (ours,), (theirs,) = _both(m, {"x": x})
+    # row 0: (x - 1) * 0.5, row 1: (x + 1) * 2
+    np.testing.assert_array_equal(ours, [[0, 0.5, 1], [10, 12, 14]])
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_an_axis_equal_to_the_rank_is_refused():
+    x = np.zeros((2, 3), np.int8)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=2)],
+               {"x": x}, {"y": np.float32}, {"s": np.array([0.5, 2.0, 1.0], np.float32)},
+               opset=13)
+    with pytest.raises(UnsupportedError) as info:
+        import_model(m)
+    assert "axis 2 is out of range for the input's rank 2" in str(info.value)
+
+
+def test_dequantize_blocked_along_a_negative_axis():
+    x = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.int8)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=-1, block_size=2)],
+               {"x": x}, {"y": np.float32}, {"s": np.array([[1.0, 10.0], [0.5, 2.0]], np.float32)})
+    (ours,), (theirs,) = _both(m, {"x": x})
+    np.testing.assert_array_equal(ours, [[1, 2, 30, 40], [2.5, 3, 14, 16]])
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_dequantize_blocked_with_a_run_time_scale_in_whole_blocks():
+    # 4 columns in blocks of 2: the scale passes as it is, no values needed at conversion time
+    x = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.int8)
+    s = np.array([[1.0, 10.0], [0.5, 2.0]], np.float32)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=1, block_size=2)],
+               {"x": x, "s": s}, {"y": np.float32})
+    (ours,), (theirs,) = _both(m, {"x": x, "s": s})
+    np.testing.assert_array_equal(ours, [[1, 2, 30, 40], [2.5, 3, 14, 16]])
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_dequantize_partial_last_block_along_a_negative_axis():
+    x = np.array([[2, 2, 2, 2, 2], [1, 1, 1, 1, 1]], np.int8)  # blocks of 2: 2 + 2 + 1
+    s = np.array([[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]], np.float32)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=-1, block_size=2)],
+               {"x": x}, {"y": np.float32}, {"s": s})
+    (ours,), (theirs,) = _both(m, {"x": x})
+    np.testing.assert_array_equal(ours, [[2, 2, 6, 6, 10], [2, 2, 4, 4, 6]])
+    np.testing.assert_array_equal(ours, theirs)
+
+
+# -- the output type of DequantizeLinear -----------------------------------------------------
+def test_dequantize_with_a_float16_scale_gives_float16():
+    x = np.array([-3, 0, 7], np.int8)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"])], {"x": x},
+               {"y": np.float16}, {"s": np.array(0.25, np.float16)}, opset=21)
+    (ours,), (theirs,) = _both(m, {"x": x})
+    assert ours.dtype == theirs.dtype == np.float16
+    np.testing.assert_array_equal(ours, [-0.75, 0, 1.75])
+
+
+def test_dequantize_float16_scale_to_float32_output_multiplies_in_float32():
+    # 2049 * 0.0999755859375 (the float16 nearest 0.1) is 204.8499755859375: float32 holds it
+    # to 204.84998, float16 would round it to 204.875
+    x = np.array([2049], np.int32)
+    m = _model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], output_dtype=1)],
+               {"x": x}, {"y": np.float32}, {"s": np.array(0.1, np.float16)}, opset=23)
+    ours, want = _reference(m, {"x": x})
+    assert ours.dtype == np.float32
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_allclose(ours, [2049 * float(np.float16(0.1))], rtol=1e-7)

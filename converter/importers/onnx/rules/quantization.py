@@ -91,7 +91,6 @@ def to_input_rank(ctx: ImportContext, name: str, x_shape, axis: int, block_size:
             raise Unsupported(f"{what} must be known at conversion time: input dimension "
                               f"{axis % len(x_shape)} ({x_shape[axis]}) is not a multiple of "
                               f"block_size {block_size}", needs=ctx.inputs_feeding(name))
-        axis %= len(x_shape)
         full = np.repeat(unpack_known(value), block_size, axis=axis)
         full = np.take(full, np.arange(x_shape[axis]), axis=axis)
         dtype = ctx.dtype(name)
