@@ -176,3 +176,15 @@ def test_dequantize_float16_scale_to_float32_output_multiplies_in_float32():
     assert ours.dtype == np.float32
     np.testing.assert_array_equal(ours, want)
     np.testing.assert_allclose(ours, [2049 * float(np.float16(0.1))], rtol=1e-7)
+
+
+# -- the type QuantizeLinear divides in -----------------------------------------------------
+def test_quantize_float16_divides_in_float16_without_precision():
+    # -46.03 / 2.63 (both float16) is -17.4967 in float32 but -17.5 in float16, which rounds
+    # half to even to -18
+    x = np.array([-46.03, 10.0], np.float16)
+    m = _model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], {"x": x},
+               {"y": np.int8}, {"s": np.array(2.63, np.float16), "z": np.array(0, np.int8)})
+    ours, want = _reference(m, {"x": x})
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(ours, [-18, 4])
