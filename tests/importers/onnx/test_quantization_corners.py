@@ -188,3 +188,43 @@ def test_quantize_float16_divides_in_float16_without_precision():
     ours, want = _reference(m, {"x": x})
     np.testing.assert_array_equal(ours, want)
     np.testing.assert_array_equal(ours, [-18, 4])
+
+
+# -- QLinearMatMul with batched b -----------------------------------------------------------
+def test_qlinear_matmul_batched_b_per_column_with_a_2d_a():
+    # a [3, 4] times b [2, 4, 5]: the result [2, 3, 5]; b's scale and zero point per column
+    # (b's last axis, 5 values), a's per tensor
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 255, (3, 4)).astype(np.uint8)
+    b = rng.integers(0, 255, (2, 4, 5)).astype(np.uint8)
+    bs = np.array([0.02, 0.03, 0.05, 0.01, 0.04], np.float32)
+    bz = np.array([120, 128, 130, 100, 140], np.uint8)
+    inits = {"as": np.array(0.05, np.float32), "az": np.array(128, np.uint8), "bs": bs,
+             "bz": bz, "ys": np.array(0.5, np.float32), "yz": np.array(100, np.uint8)}
+    m = _model([helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                                 ["y"])], {"a": a, "b": b}, {"y": np.uint8}, inits, opset=10)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(m)
+    got = run(import_model(copy), {"a": a, "b": b})["y"]
+    # ONNX's definition: integer products, one multiplier per column, round half to even
+    acc = (a.astype(np.int64) - 128) @ (b.astype(np.int64) - bz.astype(np.int64))
+    multiplier = (np.float32(0.05) * bs / np.float32(0.5)).astype(np.float32)
+    want = np.clip(np.rint(acc.astype(np.float32) * multiplier) + 100, 0, 255)
+    assert got.shape == (2, 3, 5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_qlinear_matmul_result_takes_the_type_of_y_zero_point():
+    # a and b uint8, y int8: ONNX lets the output type differ from the inputs'
+    a = np.array([[130, 120], [128, 140]], np.uint8)
+    b = np.array([[3, 0], [1, 5]], np.uint8)
+    inits = {"as": np.array(0.5, np.float32), "az": np.array(128, np.uint8),
+             "bs": np.array(0.25, np.float32), "bz": np.array(1, np.uint8),
+             "ys": np.array(0.125, np.float32), "yz": np.array(-10, np.int8)}
+    m = _model([helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                                 ["y"])], {"a": a, "b": b}, {"y": np.int8}, inits, opset=10)
+    ours, want = _reference(m, {"a": a, "b": b})  # ONNX Runtime has no mixed-type kernel
+    # (a - 128) @ (b - 1) = [[4, -34], [0, 48]], times 1, plus -10, saturated to int8
+    assert ours.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(ours, [[-6, -44], [-10, 38]])
+    np.testing.assert_array_equal(ours, want)
