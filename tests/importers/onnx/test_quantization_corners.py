@@ -228,3 +228,18 @@ def test_qlinear_matmul_result_takes_the_type_of_y_zero_point():
     assert ours.dtype == want.dtype == np.int8
     np.testing.assert_array_equal(ours, [[-6, -44], [-10, 38]])
     np.testing.assert_array_equal(ours, want)
+
+
+def test_qlinear_conv_result_takes_the_type_of_y_zero_point():
+    x = np.arange(9, dtype=np.uint8).reshape(1, 1, 3, 3) * 20
+    w = np.array([[[[1, 0], [0, 1]]]], np.uint8) + 2
+    inits = {"xs": np.array(0.1, np.float32), "xz": np.array(60, np.uint8), "w": w,
+             "ws": np.array(0.5, np.float32), "wz": np.array(2, np.uint8),
+             "ys": np.array(0.25, np.float32), "yz": np.array(-3, np.int8)}
+    m = _model([helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+                                 ["y"])], {"x": x}, {"y": np.int8}, inits, opset=10)
+    ours, want = _reference(m, {"x": x})
+    # each output: (x[i, j] - 60) + (x[i + 1, j + 1] - 60), times 0.1 * 0.5 / 0.25, minus 3
+    assert ours.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(ours[0, 0], [[-11, -3], [13, 21]])
+    np.testing.assert_array_equal(ours, want)
