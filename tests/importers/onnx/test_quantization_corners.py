@@ -243,3 +243,22 @@ def test_qlinear_conv_result_takes_the_type_of_y_zero_point():
     assert ours.dtype == want.dtype == np.int8
     np.testing.assert_array_equal(ours[0, 0], [[-11, -3], [13, 21]])
     np.testing.assert_array_equal(ours, want)
+
+
+# -- com.microsoft MatMulNBits ---------------------------------------------------------------
+def test_matmul_nbits_bits_default_to_4():
+    k, n, block = 32, 4, 16
+    rng = np.random.default_rng(9)
+    q = rng.integers(0, 16, (n, k)).astype(np.uint8)
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).reshape(n, k // block, block // 2)
+    scales = (rng.random(n * (k // block)) * 0.1 + 0.01).astype(np.float32)
+    a = rng.standard_normal((2, k)).astype(np.float32)
+    node = helper.make_node("MatMulNBits", ["A", "B", "s"], ["y"], domain="com.microsoft",
+                            K=k, N=n, block_size=block)  # no bits attribute
+    m = _model([node], {"A": a}, {"y": np.float32}, {"B": packed, "s": scales})
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    (ours,), (theirs,) = _both(m, {"A": a})
+    # B's default zero point is 8: w[j, c] = (q[j, c] - 8) * scale of c's block
+    w = (q.astype(np.float32) - 8) * np.repeat(scales.reshape(n, k // block), block, axis=1)
+    np.testing.assert_allclose(ours, a @ w.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
