@@ -195,3 +195,19 @@ def test_top_k_with_k_of_two_values_is_refused():
     model = single_node("TopK", ["x", "k"], {"x": x}, {"k": np.array([1, 2], I64)},
                         outputs=("v", "i"), out_types=[1, 7], opset=11)
     assert "K holds 2 values; it must hold one" in refused(model, {"x": x})
+
+
+def test_gather_elements_default_axis_is_0():
+    x = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    i = np.array([[1, 0, 1]], I64)
+    model = single_node("GatherElements", ["x", "i"], {"x": x}, {"i": i}, opset=13)
+    _, (y,) = check(model, {"x": x})
+    np.testing.assert_array_equal(y, [[4, 2, 6]])
+
+
+def test_tensor_scatter_without_write_indices_writes_from_position_0():
+    past = np.zeros((2, 4, 1), np.float32)
+    update = np.array([[[1], [2]], [[3], [4]]], np.float32)
+    ours, want = _tensor_scatter(past, update, axis=1)
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(ours[:, :, 0], [[1, 2, 0, 0], [3, 4, 0, 0]])

@@ -262,3 +262,19 @@ def test_matmul_nbits_bits_default_to_4():
     w = (q.astype(np.float32) - 8) * np.repeat(scales.reshape(n, k // block), block, axis=1)
     np.testing.assert_allclose(ours, a @ w.T, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_qlinear_matmul_missing_zero_points_are_zero():
+    # empty zero-point names (ONNX's QuantizeLinear default): a's and y's zero points are 0
+    a = np.array([[2, 3], [4, 1]], np.uint8)
+    b = np.array([[1, 0], [2, 5]], np.uint8)
+    inits = {"as": np.array(0.5, np.float32), "bs": np.array(1.0, np.float32),
+             "bz": np.array(1, np.uint8), "ys": np.array(0.25, np.float32)}
+    m = _model([helper.make_node("QLinearMatMul", ["a", "as", "", "b", "bs", "bz", "ys", ""],
+                                 ["y"])], {"a": a, "b": b}, {"y": np.uint8}, inits, opset=10)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(m)
+    y = run(import_model(copy), {"a": a, "b": b})["y"]
+    # a @ (b - 1) = [[3, 10], [1, 0]], times 0.5 * 1 / 0.25 = 2
+    assert y.dtype == np.uint8
+    np.testing.assert_array_equal(y, [[6, 20], [2, 0]])

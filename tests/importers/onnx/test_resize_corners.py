@@ -12,7 +12,7 @@ from onnx.reference import ReferenceEvaluator
 
 from converter.importers.onnx.rules.resize import _same_sampling, _Taps
 
-from .helpers import check, ops_of, rand, single_node
+from .helpers import check, ops_of, rand, refused, single_node
 
 
 def _resize(x, *, scales=None, sizes=None, roi=None, opset=19, ort=True, **attrs):
@@ -111,3 +111,20 @@ def test_blocksize_1_moves_nothing(op):
     model = single_node(op, ["x"], {"x": x}, opset=13, blocksize=1)
     _, (y,) = check(model, {"x": x})
     np.testing.assert_array_equal(y, x)
+
+
+def test_space_to_depth_refuses_an_unknown_mode():
+    x = rand(1, 1, 2, 2)
+    model = single_node("SpaceToDepth", ["x"], {"x": x}, opset=13, blocksize=2, mode="XYZ")
+    assert "mode 'XYZ' is not DCR or CRD" in refused(model, {"x": x})
+
+
+def test_nearest_exclude_outside_ignores_extrapolated_outputs():
+    # tf_crop_and_resize positions 2, 4, 6 on 5 elements: 6 is extrapolated, so it reads
+    # nothing and exclude_outside has nothing to refuse
+    x = np.array([[10, 11, 12, 13, 14]], np.float32)
+    _, (y,) = _resize(x, sizes=[3], roi=[0.5, 1.5], axes=[1], ort=False,
+                      coordinate_transformation_mode="tf_crop_and_resize",
+                      extrapolation_value=-1.0, exclude_outside=1)
+    np.testing.assert_array_equal(y, [[12, 14, -1]])
+

@@ -349,9 +349,7 @@ def _run_float_rule(ctx: ImportContext, node: OnnxNode, op_type: str, inputs: li
     """Import the float op (Conv) with the quantized node's attributes through its own rule, so
     auto_pad, 1-D and grouped convolutions work exactly as they do for Conv (at the quantized
     node's opset: Conv's meaning has not changed since opset 1)."""
-    rule = rule_for("", op_type, node.opset)
-    if rule is None:
-        raise Unsupported(f"it needs the {op_type} import rule, which is not available")
+    rule = rule_for("", op_type, node.opset)  # Conv's rule is registered from opset 1
     proto = onnx.helper.make_node(op_type, inputs, [f"{node.name}::{op_type}_out"],
                                   name=node.name)
     proto.attribute.extend(node.proto.attribute)

@@ -403,10 +403,8 @@ def upsample(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     if node.opset >= 9:
         scales = _known_list(ctx, node.input(1), "scales")
-    elif node.opset >= 7:
+    else:  # opsets 7 and 8 (a model of an older opset with Upsample is refused when read)
         scales = node.attr("scales")
-    else:
-        scales = [1.0, 1.0, node.attr("height_scale", 1.0), node.attr("width_scale", 1.0)]
     out, factors = _output_geometry(node, x.shape, scales, None, list(range(x.rank)))
     mode = node.attr("mode", "nearest")
     if mode == "bilinear":  # the opset-1 spelling
