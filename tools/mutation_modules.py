@@ -63,9 +63,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.onnx.resize_gather_quant": (
         ["importers/onnx/rules/resize.py", "importers/onnx/rules/indexing.py",
          "importers/onnx/rules/quantization.py"],
-        ["tests/importers/onnx/test_resize.py", "tests/importers/onnx/test_indexing.py",
+        ["tests/importers/onnx/test_resize.py", "tests/importers/onnx/test_resize_corners.py",
+         "tests/importers/onnx/test_indexing.py", "tests/importers/onnx/test_indexing_corners.py",
          "tests/importers/onnx/test_quantization.py",
          "tests/importers/onnx/test_quantization_refusals.py",
+         "tests/importers/onnx/test_quantization_corners.py",
          "tests/importers/onnx/test_dynamic_quantization.py",
          "tests/importers/onnx/test_resize_refusals.py",
          "tests/importers/onnx/test_indexing_refusals.py",
