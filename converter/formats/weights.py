@@ -77,8 +77,9 @@ def safe_key(name: str) -> str:
         return name
     text = _CONTROL.sub("_", name.replace("\\", "/"))
     parts = [p if p not in (".", "..") else "_" for p in text.split("/") if p]
-    key = "/".join(parts).replace(":/", "_/") or "tensor"
-    return key if key_problem(key) is None else re.sub(r"[^A-Za-z0-9_.:-]", "_", key)
+    # Control characters and surrogates are gone, no component is empty, '.' or '..', and no
+    # ':/' is left for a drive letter: the result is always a plain name (tests check it).
+    return "/".join(parts).replace(":/", "_/") or "tensor"
 
 
 @dataclass(frozen=True)
@@ -198,12 +199,10 @@ _CHUNK = 16 << 20
 
 def _mapping_of(buffer) -> mmap.mmap | None:
     """The mmap a buffer's memory belongs to (following numpy bases and memoryviews), if any."""
-    seen = 0
-    while buffer is not None and seen < 64:
+    while buffer is not None:  # numpy bases and memoryview objects never form a cycle
         if isinstance(buffer, mmap.mmap):
             return buffer
         buffer = buffer.obj if isinstance(buffer, memoryview) else getattr(buffer, "base", None)
-        seen += 1
     return None
 
 
