@@ -4,6 +4,7 @@ little-endian row-major bytes of strided and big-endian arrays, mappings closed 
 the key checks on both the read and the write side."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import mmap
 import random
@@ -155,3 +156,12 @@ def test_safe_key_always_gives_a_plain_name():
     for _ in range(2000):
         name = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
         assert key_problem(safe_key(name)) is None, repr(name)
+
+
+def test_manifest_entries_cannot_change_once_checked(weights):
+    # The layout checks ran on these entries when the file was opened; views are cut by them.
+    entry = weights.entries["w"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.offset = 0
+    assert (entry.offset, entry.length, entry.shape, entry.desc()) == \
+        (8, 20480, (5, 1024), "float32[5, 1024]")
