@@ -90,14 +90,15 @@ def test_a_stream_left_open_is_flushed_by_the_commit(tmp_path):
 
 
 def test_files_get_the_mode_the_umask_leaves(tmp_path):
-    old = os.umask(0o027)
-    try:
-        with AtomicSave() as files:
-            files.write_text(tmp_path / "m.txt", "x")
-            files.commit()
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE((tmp_path / "m.txt").stat().st_mode) == 0o640
+    for umask, mode in ((0, 0o666), (0o022, 0o644)):  # rw for everyone, less the umask
+        old = os.umask(umask)
+        try:
+            with AtomicSave() as files:
+                files.write_text(tmp_path / f"{umask}.txt", "x")
+                files.commit()
+        finally:
+            os.umask(old)
+        assert stat.S_IMODE((tmp_path / f"{umask}.txt").stat().st_mode) == mode
 
 
 def test_an_exception_while_writing_closes_the_streams_and_removes_the_files(tmp_path):
@@ -161,6 +162,12 @@ def test_a_staged_save_removes_its_folder_on_leaving(tmp_path):
             stage.path("a.js").write_text("a")
             raise RuntimeError("check failed")
     assert list(tmp_path.iterdir()) == []
+    # A staging folder someone else already removed is no error: the outputs are in place.
+    with StagedSave(tmp_path) as stage:
+        stage.path("b.js").write_text("b")
+        stage.commit([stage.path("b.js")])
+        stage.stage.rmdir()
+    assert [p.name for p in tmp_path.iterdir()] == ["b.js"]
 
 
 @pytest.fixture
