@@ -165,3 +165,24 @@ def test_manifest_entries_cannot_change_once_checked(weights):
         entry.offset = 0
     assert (entry.offset, entry.length, entry.shape, entry.desc()) == \
         (8, 20480, (5, 1024), "float32[5, 1024]")
+
+
+def test_a_loaded_graphs_mapped_constants_are_released_and_nothing_else(tmp_path):
+    from converter import GraphBuilder
+    from converter.formats import load_graph, save_graph
+    from converter.formats.weights import release_constant_pages
+
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [5, 1024])
+    w = b.constant(FLOATS, name="w")
+    save_graph(b.build({"y": b.add(b.mul(x, w, name="m"), b.constant("float32", 2.0, name="two"),
+                                   name="y")}), tmp_path / "g.webnn")
+    graph = load_graph(tmp_path / "g.webnn")
+    buffer = graph.constants["w"].constant.held
+    while not isinstance(buffer, mmap.mmap):
+        buffer = buffer.obj if isinstance(buffer, memoryview) else buffer.base
+    assert len(buffer) == 8 + 20480 + 4 * (graph.constants["two"].constant.fill is None)
+    _touch(buffer)
+    release_constant_pages(graph)
+    assert _resident(buffer) == [True, False, False, False, False, True]
+    np.testing.assert_array_equal(graph.constants["w"].constant.numpy(), FLOATS)
