@@ -256,7 +256,7 @@ def _release_span(mapping: mmap.mmap | None, start: int, end: int) -> None:
 def _write_strided(stream: BinaryIO, held: np.ndarray) -> int:
     """Write a strided view's row-major bytes a few first-axis slices at a time (the bytes of
     consecutive slices follow each other), so no copy of the whole tensor is ever made."""
-    per_slice = max(1, held[0].nbytes) if held.shape[0] else 1
+    per_slice = held[0].nbytes  # > 0: an empty array is contiguous, never written here
     step = max(1, _CHUNK // per_slice)
     for start in range(0, held.shape[0], step):
         piece = np.ascontiguousarray(held[start:start + step])

@@ -43,3 +43,30 @@ def test_rendered_text_keeps_characters_and_refuses_nan():
     assert text == '{\n  "name": "é ✓",\n  "consts": {\n    "π": [1, 2]\n  }\n}\n'
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         webnn_json.render_object({"value": float("nan")})
+
+
+def test_a_variants_member_is_kept_as_written():
+    record = {"dims": ["sequence"], "ranges": {"sequence": [8, 32]}, "fixed": {"batch": 1},
+              "entries": [{"at": {"sequence": 8}}, {"at": {"sequence": 32}, "graph": {}}]}
+    obj = json.loads(_doc([1, 2]))
+    obj["variants"] = record
+    doc = webnn_json.parse(json.dumps(obj), "g.json")
+    assert doc.variants == record
+    assert webnn_json.parse(_doc([1, 2]), "g.json").variants is None
+
+
+def test_byte_lists_are_checked_before_the_nesting_depth():
+    # One pass over the parsed value finds the first problem; the byte lists come first, so a
+    # file both too deep and with a bad byte names the byte (the same line as without depth).
+    obj = json.loads(_doc([1, 300]))
+    deep: list = []
+    for _ in range(70):
+        deep = [deep]
+    obj["nodes"][0]["options"] = {"deep": deep}
+    with pytest.raises(FormatError) as e:
+        webnn_json.parse(json.dumps(obj), "g.json")
+    assert e.value.line() == 'g.json: $.consts["c"].init.bytes: 300 is not a byte; bytes are ' \
+                             'integers 0..255'
+    obj["consts"]["c"]["init"]["bytes"] = [1, 3]
+    with pytest.raises(FormatError, match="nested more than 64 deep"):
+        webnn_json.parse(json.dumps(obj), "g.json")

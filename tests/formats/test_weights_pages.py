@@ -108,6 +108,14 @@ def test_writing_mapped_tensors_releases_their_pages_and_copies_their_bytes(weig
                                         "layout": "row-major"}
 
 
+def test_a_strided_array_of_one_slice_is_written():
+    held = np.arange(8, dtype=np.float32).reshape(2, 4)[:1, ::2]
+    assert held.shape == (1, 2) and not held.flags.c_contiguous
+    out = io.BytesIO()
+    write_weights(out, [("s", ConstantData("float32", (1, 2), array=held))])
+    assert out.getvalue()[HEADER_SIZE:] == np.array([0, 2], "<f4").tobytes()
+
+
 def test_a_strided_big_endian_array_is_written_little_endian_row_major():
     held = np.arange(6, dtype=">f4").reshape(2, 3).T
     out = io.BytesIO()
