@@ -32,3 +32,8 @@ def test_a_missing_data_type_says_which_types_exist():
     assert _refusal('webnn_graph "t" v1 {\n  inputs { x: 5[1]; }\n}\n') == (
         "p.webnn:2:15: expected a data type, found '5'; use one of f32, f16, i32, u32, i64, "
         "u64, i8, u8, i4, u4")
+
+
+def test_a_missing_op_name_shows_the_form_of_a_node():
+    assert _refusal('webnn_graph "t" v1 {\n  inputs { x: f32[1]; }\n  nodes { y = 5(x); }\n}\n') \
+        == "p.webnn:3:15: expected an op name, found '5'; a node is: y = op(x, option=value);"
