@@ -64,8 +64,7 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
         if not stat.S_ISREG(mode):
             kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
                     if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
-                    or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-                    else "not a regular file")
+                    or stat.S_ISBLK(mode) else "not a regular file")  # open() refuses sockets
             raise error(f"the {what} is {kind}, not a file", where=where,
                         fix="give a regular file")
         if hasattr(os, "set_blocking"):
@@ -206,34 +205,32 @@ class AtomicSave:
             f.write(data)
 
     def commit(self) -> list[Path]:
-        """Make every file durable, then rename each into place; return the final paths."""
+        """Make every file durable, then rename each into place and make the renames durable
+        (the folders' entries); return the final paths."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
         for tmp, _ in self._pending:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync_path(tmp)
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
                 raise FormatError("a folder has the file's name", where=str(final),
                                   fix="choose another name")
-        done = 0
-        try:
-            with signals_held():  # all renames or (on an error) none more: never half a save
-                for tmp, final in self._pending:
+        with signals_held():  # all renames or (on an error) none more: never half a save
+            for tmp, final in self._pending:
+                try:
                     os.replace(tmp, final)
-                    done += 1
-        except OSError as e:
-            # Renames within one folder only fail for reasons outside our control (a target
-            # that is a folder, permissions); the files not yet renamed are removed.
-            self._pending = self._pending[done:]
-            raise FormatError(f"could not rename into place: {e.strerror}",
-                              where=str(self._pending[0][1])) from None
+                except OSError as e:
+                    # Renames within one folder only fail for reasons outside our control
+                    # (permissions, a target made a folder since the check); leaving the block
+                    # removes the files not yet renamed (abort skips the ones that were).
+                    raise FormatError(f"could not rename into place: {e.strerror}",
+                                      where=str(final)) from None
         self._committed = True
+        if os.name == "posix":  # a folder cannot be opened for fsync on Windows
+            for folder in dict.fromkeys(final.parent for _, final in self._pending):
+                _fsync_path(folder)
         return [final for _, final in self._pending]
 
     def abort(self) -> None:
@@ -247,6 +244,14 @@ class AtomicSave:
                 except FileNotFoundError:
                     pass
             self._pending.clear()
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class StagedSave:
@@ -291,17 +296,31 @@ class StagedSave:
         return finals
 
 
+_HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
+
+
 @contextlib.contextmanager
 def signals_held():
     """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread, or where signals cannot be masked, a no-op."""
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None or threading.current_thread() is not threading.main_thread():
+    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op.
+
+    The signals are caught by a recording handler and raised again on leaving, not masked: a
+    mask holds them for the main thread only, and a process-directed signal then goes to any
+    other thread (ONNX Runtime's pool, for one), whose handler trips the main thread's at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
-    before = mask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+    replaced = {}
+    for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
+        handler = signal.getsignal(signum)
+        if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, before)
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(caught):  # like a mask: a signal sent twice arrives once
+            signal.raise_signal(signum)
