@@ -166,3 +166,17 @@ def test_the_float64_oracle_says_why_it_has_no_answer(monkeypatch):
     truth, note = _float64_oracle(_two_adds(), {"x": np.zeros(2, np.float32)})
     assert truth is None
     assert note == "no float64 oracle: out of memory evaluating the graph in float64"
+
+
+def test_a_further_opinion_without_an_output_of_the_source_is_refused(tmp_path):
+    path = _onnx_state_model(tmp_path / "m.onnx")
+    other = H.make_model(H.make_graph(
+        [H.make_node("Add", ["x", "past"], ["y"])], "m",
+        [H.make_tensor_value_info("x", TP.FLOAT, [3]),
+         H.make_tensor_value_info("past", TP.FLOAT, [3])],
+        [H.make_tensor_value_info("y", TP.FLOAT, [3])]), opset_imports=[H.make_opsetid("", 18)])
+    other.ir_version = 9
+    onnx.save(other, str(tmp_path / "other.onnx"))
+    with pytest.raises(ConverterError, match="no output 'present' where the source has one") as e:
+        verify(path, also={"other": str(tmp_path / "other.onnx")}, oracle="never")
+    assert e.value.where == str(tmp_path / "other.onnx")
