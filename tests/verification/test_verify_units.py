@@ -240,3 +240,17 @@ def test_the_source_kinds_table_cannot_be_changed_by_accident():
     with pytest.raises(dataclasses.FrozenInstanceError):
         verification._SOURCES[".onnx"].runtime = "other"
     assert verification._SOURCES[".onnx"].runtime == "onnxruntime"
+
+
+def test_a_rank_one_mask_gives_the_length_and_a_scalar_mask_gives_none():
+    g = _graph(("attention_mask", "int64", [5]), ("seqlens_k", "int32", [1]),
+               ("past_length", "int64", [1]))
+    feeds, made = make_inputs(g, 0)
+    assert feeds["seqlens_k"].tolist() == [4] and feeds["past_length"].tolist() == [5]
+    assert made["past_length"]["made"] == \
+        "the sequence length 5, the last axis of 'attention_mask'"
+    # a scalar mask has no last axis: the length comes from the token ids instead
+    g = _graph(("mask", "int64", []), ("ids", "int64", [1, 3]), ("seqlens_k", "int32", [1]))
+    feeds, made = make_inputs(g, 0)
+    assert feeds["mask"].tolist() == 1 and feeds["seqlens_k"].tolist() == [2]
+    assert made["seqlens_k"]["made"].endswith("the last axis of 'ids'")
