@@ -180,3 +180,21 @@ def test_a_further_opinion_without_an_output_of_the_source_is_refused(tmp_path):
     with pytest.raises(ConverterError, match="no output 'present' where the source has one") as e:
         verify(path, also={"other": str(tmp_path / "other.onnx")}, oracle="never")
     assert e.value.where == str(tmp_path / "other.onnx")
+
+
+def test_a_big_weight_read_from_the_file_beside_small_ones_kept_in_typed_fields(tmp_path):
+    from converter.source_runs import run_onnx
+
+    # 1 MiB of weights (read by ORT from the file) and a shape kept in int64_data, not
+    # raw_data: the reader has no raw bytes for it, and it stays in the model as it is
+    w = (np.arange(1 << 18) % 5).astype(np.float32)
+    shape = H.make_tensor("shape", TP.INT64, [2], [2, 1 << 17])
+    model = H.make_model(H.make_graph(
+        [H.make_node("Reshape", ["w", "shape"], ["r"]),
+         H.make_node("ReduceSum", ["r"], ["y"], keepdims=0)], "m", [],
+        [H.make_tensor_value_info("y", TP.FLOAT, [])],
+        [onnx.numpy_helper.from_array(w, "w"), shape]), opset_imports=[H.make_opsetid("", 18)])
+    model.ir_version = 9
+    assert not model.graph.initializer[1].raw_data
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    assert run_onnx(tmp_path / "m.onnx", {})["y"] == np.float32(w.sum(dtype=np.float64))
