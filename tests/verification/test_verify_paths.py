@@ -198,3 +198,47 @@ def test_a_big_weight_read_from_the_file_beside_small_ones_kept_in_typed_fields(
     assert not model.graph.initializer[1].raw_data
     onnx.save(model, str(tmp_path / "m.onnx"))
     assert run_onnx(tmp_path / "m.onnx", {})["y"] == np.float32(w.sum(dtype=np.float64))
+
+
+def _times_1000(path):
+    k = onnx.numpy_helper.from_array(np.array(1000.0, np.float32), "k")
+    model = H.make_model(H.make_graph(
+        [H.make_node("Mul", ["x", "k"], ["y"])], "m",
+        [H.make_tensor_value_info("x", TP.FLOAT, [4])],
+        [H.make_tensor_value_info("y", TP.FLOAT, [4])], [k]),
+        opset_imports=[H.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return path
+
+
+def test_auto_computes_the_truth_only_for_a_failing_output_and_never_not_at_all(tmp_path):
+    path = _times_1000(tmp_path / "m.onnx")
+    report = verify(path, oracle="auto")  # passes plainly: nothing more is run
+    assert report.passed and report.oracle is None and report.source_f64 is None
+    assert report.noise_runs == [] and "decidedBy" not in report.outputs[0].extra
+    b = GraphBuilder("wrong")  # x * 1000 + 1: every element 1 off
+    x = b.input("x", "float32", [4])
+    wrong = b.build({"y": b.add(b.mul(x, b.constant(np.full([4], 1000.0, np.float32))),
+                                b.constant(np.ones([4], np.float32)))})
+    never = verify(path, graph=wrong, oracle="never")
+    assert not never.passed and never.oracle is None and never.noise_runs == []
+    assert never.outputs[0].max_abs == pytest.approx(1.0, abs=1e-4)
+    assert "decidedBy" not in never.outputs[0].extra
+    auto = verify(path, graph=wrong, oracle="auto")
+    assert not auto.passed and auto.oracle == "the graph in float64 (reference interpreter)"
+    assert auto.source_f64 == "ONNX Runtime on a float64 copy of the model"
+    assert auto.outputs[0].extra["decidedBy"] != "webnn vs source within the budget"
+    assert auto.outputs[0].extra["sourceF64VsF64"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_the_one_ulp_run_moves_every_float_input_and_its_spread_is_the_noise(tmp_path):
+    path = _times_1000(tmp_path / "m.onnx")
+    x = np.array([0.1, 0.7, 0.3333, 0.999], np.float32)
+    report = verify(path, feeds={"x": x}, oracle="always")
+    moved = np.nextafter(x, np.float32(np.inf))
+    # ORT's float32 Mul rounds as numpy does; the ENABLE_ALL run equals the reference run
+    spread = float(np.max(np.abs(moved * np.float32(1000) - x * np.float32(1000))))
+    assert spread > 0
+    extra = report.outputs[0].extra
+    assert extra["sourceNoise"] == spread and extra["sourceNoiseFrom"] == "input moved 1 ULP"
