@@ -10,6 +10,11 @@ SECURITY = ["tests/security/test_files_next_to_a_graph.py",
             "tests/security/test_fuzz_findings.py", "tests/security/test_nothing_left_behind.py",
             "tests/security/test_onnx_budget.py",
             "tests/security/test_onnx_hostile.py", "tests/security/test_parsers_bounded.py"]
+# The model-file readers without tests/security/test_nothing_left_behind.py: its signal tests
+# run the CLI in a subprocess (the unmutated converter from disk, so they cannot kill a
+# mutant), and on a loaded machine the signal can land after the write it aims at, which
+# failed the unmutated fresh-fork check and stopped the whole run.
+MODEL_FILE_SECURITY = [t for t in SECURITY if not t.endswith("test_nothing_left_behind.py")]
 
 # module name -> (source files or folders, relative to converter/; test files or folders).
 MODULES: dict[str, tuple[list[str], list[str]]] = {
@@ -112,5 +117,6 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                               ["tests/importers/onnx/test_bad_input.py",
                                "tests/importers/onnx/test_model_file.py",
                                "tests/importers/tflite/test_bad_input.py",
-                               "tests/importers/tflite/test_model_file.py", *SECURITY]),
+                               "tests/importers/tflite/test_model_file.py",
+                               *MODEL_FILE_SECURITY]),
 }
