@@ -6,11 +6,8 @@ import contextlib
 import json
 import os
 import re
-import secrets
-import shutil
 import signal
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -185,7 +182,9 @@ class AtomicSave:
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
-        tmp = folder / f".{final.name}.{secrets.token_hex(4)}.tmp"
+        # os.urandom, not `secrets`: the name needs no more, and secrets costs every start-up
+        # milliseconds of imports (hmac, hashlib, base64); O_EXCL below catches a collision.
+        tmp = folder / f".{final.name}.{os.urandom(4).hex()}.tmp"
         with signals_held():  # an interrupt between create and append would orphan the file
             # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
@@ -263,6 +262,8 @@ class StagedSave:
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
+        import tempfile  # here, not at the top: only `convert --verify` stages its outputs
+
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
@@ -272,6 +273,8 @@ class StagedSave:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        import shutil
+
         with signals_held():
             shutil.rmtree(self.stage, ignore_errors=True)
 
