@@ -18,7 +18,7 @@ import onnx
 from ...budget import MemoryBudget
 from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
-from . import rules  # noqa: F401  (registers every op family's rules)
+from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_known_indices, check_model
 from .folding import can_fold, fold, folded_bytes
