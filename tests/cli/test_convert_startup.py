@@ -15,11 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY_CNN = ROOT / "models" / "tiny_cnn.onnx"
 
 # Imported by other paths only: --verify and what it pulls in, schema checks, random-token
-# helpers (`secrets` brings hmac, hashlib, base64). (tempfile and shutil, which only staged
+# helpers (`secrets` brings hmac, hashlib, base64), the graph-file reader, weight hashing
+# (variants only). (tempfile and shutil, which only staged
 # saves use, are not listed: the onnx package's own start-up imports them.)
 NOT_FOR_A_PLAIN_CONVERSION = ("converter.verification", "converter.parity",
                               "cli.commands.verify_model", "onnxruntime", "secrets",
-                              "jsonschema")
+                              "jsonschema", "hashlib", "converter.formats.graph_from_doc")
 
 _RUN = """
 import json, sys
