@@ -181,6 +181,8 @@ def main() -> None:
                if "latency_ratio" in r else "- | - | -")
         print(f"| {r['model']} | {r['weights_mb']:.0f} | {r['baseline_s']:.2f} | {r['ours_s']:.2f}"
               f" | {r['time_ratio']:.2f} | {r['peak_mb']:.0f} | {r['memory_ratio']:.2f} | {lat} |")
+    print(f"\n(medians of {args.repeat} interleaved runs after one untimed run each, bytecode "
+          f"cached; squeezenet, where start-up dominates, has the goal <= 1.2)")
     if paths:
         print("\n| model | path | peak MB | peak / weights | goal | time vs `-o .webnn` |")
         print("|---|---|---|---|---|---|")
