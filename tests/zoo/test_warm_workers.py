@@ -106,3 +106,31 @@ def test_more_jobs_than_models_closes_the_idle_workers(tmp_path):
     run = run_zoo(manifest, ZooOptions(jobs=3, timeout=60), results_path=tmp_path / "r.jsonl")
     assert [r["status"] for r in run.results] == ["verified"]
     assert _warm_worker_children() == []
+
+
+def test_a_warm_worker_has_imported_what_its_models_jobs_use(tmp_path):
+    # A child forked from the worker imports again whatever the worker had not: checked here
+    # the way the worker runs, in a fresh interpreter that imported everything first.
+    import json
+    import subprocess
+    import sys
+
+    manifest = make_synthetic.write_manifest(tmp_path, ["add", "conv_relu", "matmul_softmax"])
+    code = (
+        "import json, sys\n"
+        "from converter.zoo import warm\n"
+        "warm._import_everything()\n"
+        "before = set(sys.modules)\n"
+        "from converter.zoo.job import run_job\n"
+        "from converter.zoo.manifest import load_manifest\n"
+        f"entries = load_manifest({str(manifest)!r}).select(None)\n"
+        "statuses = [run_job({**e.spec(), 'targets': ['chromium-litert'], 'runtimes': ['ort']})"
+        "['status'] for e in entries]\n"
+        "print(json.dumps([statuses, sorted(set(sys.modules) - before)]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_child_env())
+    assert proc.returncode == 0, proc.stderr
+    statuses, new = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert statuses == ["verified"] * 3
+    assert [m for m in new if m.split(".")[0] in ("converter", "onnx", "onnxruntime",
+                                                  "jsonschema", "numpy")] == []
