@@ -123,15 +123,14 @@ def _import_everything() -> None:
     from ..passes import _all  # noqa: F401  (every pass a target may run)
     from ..lowering.onnx.registry import all_lowerings
     from ..ops import all_ops
-    from ..schemas import SCHEMA_NAMES, _validator
+    from ..schemas import _validator
     from ..targets import pipeline  # noqa: F401
     from . import job  # noqa: F401
 
     onnx_importer.rules.load_all()
     all_ops()
     all_lowerings()
-    for name in SCHEMA_NAMES:  # a target file, a graph file's JSON, a weights manifest ...
-        _validator(name)
+    _validator("target")  # jsonschema and the one schema jobs check (each --target's file)
     try:
         from ..runtimes import litert  # noqa: F401
         from ai_edge_litert import interpreter  # noqa: F401
