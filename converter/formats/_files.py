@@ -6,11 +6,8 @@ import contextlib
 import json
 import os
 import re
-import secrets
-import shutil
 import signal
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -184,7 +181,9 @@ class AtomicSave:
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
-        tmp = folder / f".{final.name}.{secrets.token_hex(4)}.tmp"
+        # os.urandom, not `secrets`: the name needs no more, and secrets costs every start-up
+        # milliseconds of imports (hmac, hashlib, base64); O_EXCL below catches a collision.
+        tmp = folder / f".{final.name}.{os.urandom(4).hex()}.tmp"
         with signals_held():  # an interrupt between create and append would orphan the file
             # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
@@ -210,8 +209,7 @@ class AtomicSave:
         for stream in self._open:
             if not stream.closed:
                 stream.close()
-        for tmp, _ in self._pending:
-            _fsync_path(tmp)
+        _fsync_all([tmp for tmp, _ in self._pending])
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
@@ -254,6 +252,29 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def _fsync_all(paths: list[Path]) -> None:
+    """Make every file durable. The files are synced at once, one thread each past the first
+    (fsync releases the GIL, and the file system can commit them in one journal flush): a
+    graph's three files take little more than the weights' own sync. The first error raises."""
+    errors: list[OSError] = []
+
+    def sync(path: Path) -> None:
+        try:
+            _fsync_path(path)
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=sync, args=(path,)) for path in paths[1:]]
+    for thread in threads:
+        thread.start()
+    if paths:
+        sync(paths[0])
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
 class StagedSave:
     """Outputs that become visible only if a later check passes (`convert --verify`).
 
@@ -268,6 +289,8 @@ class StagedSave:
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
+        import tempfile  # here, not at the top: only `convert --verify` stages its outputs
+
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
@@ -277,6 +300,8 @@ class StagedSave:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        import shutil
+
         with signals_held():
             shutil.rmtree(self.stage, ignore_errors=True)
 
