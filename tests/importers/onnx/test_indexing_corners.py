@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from .helpers import check, rand, refused, single_node
@@ -211,3 +212,19 @@ def test_tensor_scatter_without_write_indices_writes_from_position_0():
     ours, want = _tensor_scatter(past, update, axis=1)
     np.testing.assert_array_equal(ours, want)
     np.testing.assert_array_equal(ours[:, :, 0], [[1, 2, 0, 0], [3, 4, 0, 0]])
+
+
+def test_compress_selecting_nothing_keeps_the_input_type_for_later_ops():
+    # the empty result is known at conversion time and folds into ReduceSum: zeros of x's type
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c = helper.make_node("Compress", ["x", "c"], ["e"], axis=0)
+    r = helper.make_node("ReduceSum", ["e", "axes"], ["y"], keepdims=0)
+    graph = helper.make_graph(
+        [c, r], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0, 0], np.bool_), "c"),
+         numpy_helper.from_array(np.array([0], I64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    _, (y,) = check(model, {"x": x})
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, [0, 0, 0])

@@ -278,3 +278,32 @@ def test_qlinear_matmul_missing_zero_points_are_zero():
     # a @ (b - 1) = [[3, 10], [1, 0]], times 0.5 * 1 / 0.25 = 2
     assert y.dtype == np.uint8
     np.testing.assert_array_equal(y, [[6, 20], [2, 0]])
+
+
+def _qlinear_conv(y_zp="yz", name="qc", extra=None):
+    x = np.arange(9, dtype=np.uint8).reshape(1, 1, 3, 3) * 20
+    w = np.array([[[[1, 0], [0, 1]]]], np.uint8) + 2
+    inits = {"xs": np.array(0.1, np.float32), "xz": np.array(60, np.uint8), "w": w,
+             "ws": np.array(0.5, np.float32), "wz": np.array(2, np.uint8),
+             "ys": np.array(0.25, np.float32), "yz": np.array(3, np.uint8), **(extra or {})}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", y_zp],
+                            ["y"], name=name)
+    m = _model([node], {"x": x}, {"y": np.uint8}, inits, opset=10)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(m)
+    return run(import_model(copy), {"x": x})["y"]
+
+
+def test_qlinear_conv_without_y_zero_point_takes_0_of_x_type():
+    # each output: (x[i, j] - 60) + (x[i + 1, j + 1] - 60) = -40, 0, 80, 120, times 0.2
+    y = _qlinear_conv(y_zp="")
+    assert y.dtype == np.uint8
+    np.testing.assert_array_equal(y[0, 0], [[0, 0], [16, 24]])  # -8 saturates to 0
+
+
+def test_qlinear_conv_names_its_inner_values_apart_from_existing_ones():
+    # an initializer already named like the first inner value ("qc::x_int"): the inner one
+    # takes another name, and the numbers are unchanged
+    clash = {"qc::x_int": np.zeros(3, np.float32)}
+    np.testing.assert_array_equal(_qlinear_conv(extra=clash), _qlinear_conv())
+    np.testing.assert_array_equal(_qlinear_conv()[0, 0], [[0, 3], [19, 27]])

@@ -128,3 +128,10 @@ def test_nearest_exclude_outside_ignores_extrapolated_outputs():
                       extrapolation_value=-1.0, exclude_outside=1)
     np.testing.assert_array_equal(y, [[12, 14, -1]])
 
+
+
+def test_three_resized_axes_of_a_4d_input_are_never_one_resample2d():
+    x = rand(1, 2, 2, 3)
+    graph, (y,) = _resize(x, scales=[1, 2, 2, 2])
+    assert y.shape == (1, 4, 4, 6)
+    assert "resample2d" not in ops_of(graph)

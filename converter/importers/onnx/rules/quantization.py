@@ -414,8 +414,8 @@ def _nbits_zero_points(ctx: ImportContext, name: str, n: int, blocks: int, bits:
         return ctx.constant(packed.reshape(n, blocks), "uint8")
     per_row = -(-blocks // 2)
     rows = packed.reshape(n, per_row)
-    values = np.empty((n, per_row * 2), np.uint8)
-    values[:, 0::2], values[:, 1::2] = rows & 0x0F, rows >> 4
+    # low nibble first; no np.empty: an element left unwritten would hold stale bytes
+    values = np.stack([rows & 0x0F, rows >> 4], axis=-1).reshape(n, per_row * 2)
     return ctx.constant(pack4(values[:, :blocks]), q_type, shape=(n, blocks))
 
 
