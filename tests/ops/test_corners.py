@@ -84,3 +84,25 @@ def test_binary_ops_refuse_operands_of_two_data_types():
     b = GraphBuilder()
     a, c = b.input("a", "float32", [2]), b.input("c", "int32", [2])
     fails(lambda: b.add(a, c), "add", "b", "int32")
+
+
+def _gru(steps: int, hidden: int):
+    from converter.ir import TensorDesc
+    from converter.ops.registry import infer
+
+    # The shape rule on descriptors alone (no operand of these sizes is ever made).
+    return infer("gru", [TensorDesc("float32", (steps, 1, 1)),
+                         TensorDesc("float32", (1, 3 * hidden, 1)),
+                         TensorDesc("float32", (1, 3 * hidden, hidden)), None, None, None],
+                 {"steps": steps, "hiddenSize": hidden})
+
+
+def test_gru_hidden_size_whose_doubled_gate_rows_just_fit_an_unsigned_long():
+    # 6 * 715827882 = 2^32 - 4 fits; 6 * 715827883 = 2^32 + 2 does not.
+    assert [d.shape for d in _gru(1, 715827882)] == [(1, 1, 715827882)]
+    fails(lambda: _gru(1, 715827883), "gru", "hiddenSize", "715827883 * 6 = 4294967298")
+
+
+def test_gru_of_one_step():
+    assert [d.shape for d in _gru(1, 4)] == [(1, 1, 4)]
+    fails(lambda: _gru(0, 4), "gru", "steps", "must be greater than 0")
