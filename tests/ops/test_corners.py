@@ -80,10 +80,13 @@ def test_split_into_one_piece_is_the_whole_input():
     assert y.shape == (3, 4)
 
 
-def test_binary_ops_refuse_operands_of_two_data_types():
+@pytest.mark.parametrize("op", ["add", "pow", "greater", "logicalAnd"])
+def test_binary_ops_refuse_operands_of_two_data_types(op):
+    # The spec's data type limits say b is `sameAs: a` for every binary and comparison op.
     b = GraphBuilder()
-    a, c = b.input("a", "float32", [2]), b.input("c", "int32", [2])
-    fails(lambda: b.add(a, c), "add", "b", "int32")
+    dtype = "uint8" if op == "logicalAnd" else "float32"
+    a, c = b.input("a", dtype, [2]), b.input("c", "int32", [2])
+    fails(lambda: getattr(b, op)(a, c), op, "b", f"data type int32 must match a's {dtype}")
 
 
 def _gru(steps: int, hidden: int):
