@@ -17,9 +17,9 @@ UNARY = ("abs", "ceil", "cos", "erf", "exp", "floor", "identity", "log", "neg", 
 
 
 def _binary(c: ShapeContext) -> TensorDesc:
-    """Bidirectional broadcast of a and b; the result has a's data type."""
+    """Bidirectional broadcast of a and b; the result has a's data type (b's is the same: the
+    spec's data type limits, checked before any shape rule, say `sameAs: a`)."""
     a, b = c["a"], c["b"]
-    c.same_type("b", b, "a")
     return TensorDesc(a.data_type, c.broadcast("b", a.shape, b.shape))
 
 

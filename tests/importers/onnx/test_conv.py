@@ -37,6 +37,27 @@ def test_conv_auto_pad_becomes_explicit_padding(auto_pad, padding):
     assert y.shape == ((1, 3, 2, 2) if auto_pad != "VALID" else (1, 3, 1, 1))
 
 
+@pytest.mark.parametrize("auto_pad, pads", [("SAME_UPPER", [2, 1, 2, 2]),
+                                            ("SAME_LOWER", [2, 2, 2, 1])])
+def test_conv_auto_pad_same_counts_the_dilated_kernel(auto_pad, pads):
+    # 5 x 6 inputs, kernel 3 dilated by 2 (reach 5), strides [1, 2]: SAME gives 5 x 3
+    # outputs, which need 4 padding in H ((5 - 1) * 1 + 5 - 5) and 3 in W ((3 - 1) * 2 + 5 - 6),
+    # the odd one at the end (UPPER) or the beginning (LOWER). ONNX Runtime refuses dilation
+    # with SAME, so the oracle is its run of the same Conv with those pads written out.
+    x = rand(1, 2, 5, 6)
+    w = rand(3, 2, 3, 3)
+    model = single_node("Conv", ["x", "w"], {"x": x}, {"w": w}, auto_pad=auto_pad,
+                        dilations=[2, 2], strides=[1, 2])
+    graph, (y,) = check(model, {"x": x}, ort=False)
+    b_h, b_w, e_h, e_w = pads
+    assert op_named(graph, "conv2d").attrs["padding"] == [b_h, e_h, b_w, e_w]
+    explicit = single_node("Conv", ["x", "w"], {"x": x}, {"w": w}, pads=pads,
+                           dilations=[2, 2], strides=[1, 2])
+    (want,) = ort_outputs(explicit, {"x": x})
+    assert want.shape == (1, 3, 5, 3)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def test_conv_groups_dilations_bias_and_asymmetric_pads_match_onnx_runtime():
     x = rand(2, 4, 7, 6)
     w, b = rand(6, 2, 3, 2), rand(6)

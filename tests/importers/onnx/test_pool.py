@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import check, op_named, ops_of, rand, refused, single_node
+from .helpers import check, op_named, ops_of, ort_outputs, rand, refused, single_node
 
 
 def test_max_pool_1d_ceil_mode_keeps_the_partial_window():
@@ -227,3 +227,14 @@ def test_max_pool_with_negative_same_pads_is_refused_as_onnx_runtime_does():
     model = single_node("MaxPool", ["x"], {"x": x}, kernel_shape=[2], strides=[5],
                         auto_pad="SAME_UPPER")
     assert "negative pads" in refused(model, {"x": x})
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+def test_explicit_negative_pads_are_refused_as_onnx_runtime_does(op_type):
+    """Only auto_pad SAME_* may give a pool negative pads (cropped first); negative `pads`
+    given explicitly are invalid, and ONNX Runtime refuses them too."""
+    x = rand(1, 1, 6, 6)
+    model = single_node(op_type, ["x"], {"x": x}, kernel_shape=[2, 2], pads=[-1, 0, 0, 0])
+    assert "padding: -1 is not an unsigned long" in refused(model, {"x": x})
+    with pytest.raises(Exception, match="pads must not contain negative values"):
+        ort_outputs(model, {"x": x})
