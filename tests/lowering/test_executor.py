@@ -342,6 +342,9 @@ def test_without_onnxruntime_running_is_refused_with_what_to_install(monkeypatch
     from converter.errors import UnsupportedError
     from converter.lowering.onnx.executor import run_on_ort
 
+    from converter.lowering.onnx import kernels
+
+    assert kernels.ort_available()  # the kernel table is read (and cached) before ORT goes
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
     with pytest.raises(UnsupportedError) as info:
         run_on_ort(_small_graph(), {"x": np.ones((2, 2), np.float32),

@@ -66,12 +66,14 @@ def test_without_onnxruntime_every_kernel_is_assumed(monkeypatch):
     # the table is read from onnxruntime itself; without it models are still written
     from converter.lowering.onnx import kernels
 
-    monkeypatch.setitem(sys.modules, "onnxruntime.capi", None)  # its import now fails
-    kernels._kernel_table.cache_clear()
-    kernels.supports.cache_clear()
     try:
-        assert not kernels.ort_available()
-        assert kernels.supports("Neg", "uint64", 21)
-    finally:
+        with monkeypatch.context() as m:
+            m.setitem(sys.modules, "onnxruntime.capi", None)  # its import now fails
+            kernels._kernel_table.cache_clear()
+            kernels.supports.cache_clear()
+            assert not kernels.ort_available()
+            assert kernels.supports("Neg", "uint64", 21)
+    finally:  # the real table again, read now (not by whichever test asks next)
         kernels._kernel_table.cache_clear()
         kernels.supports.cache_clear()
+        assert kernels.ort_available() and not kernels.supports("Neg", "uint64", 21)
