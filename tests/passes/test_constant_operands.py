@@ -277,18 +277,25 @@ def test_targets_without_constant_operands_change_nothing():
     assert not result.changed and graph.op_histogram()["batchNormalization"] == 1
 
 
-@pytest.mark.parametrize("lacks, cells", [((), S), (("gruCell",), 0)])
-def test_a_gru_decomposes_into_cells_where_the_target_has_them_with_computed_weights(lacks,
-                                                                                     cells):
-    # Only gru wants its weights constant here: gruCell, when the target has it, takes them
-    # computed, so the steps stay cells; without gruCell they become primitives.
+@pytest.mark.parametrize("lacks, constants, cells", [
+    ((), {"gru": ["weight", "recurrentWeight"]}, S),
+    (("gruCell",), {"gru": ["weight", "recurrentWeight"]}, 0),
+    ((), None, 0)])
+def test_a_gru_with_computed_weights_uses_cells_only_where_they_take_them(lacks, constants,
+                                                                         cells):
+    # gruCell, when the target has it and does not want its weights constant, takes the
+    # computed weights, so the steps stay cells. Otherwise the gru becomes primitives
+    # directly: the computed recurrent weight is cut into its 3 gate blocks (a slice and a
+    # transpose each) once, not once per step as cells decomposed in turn would cut it.
     def make(b, x, r):
         return b.gru(x, b.constant(rand(1, 3 * H, I)), r, S, H, returnSequence=True,
                      bias=b.constant(rand(1, 3 * H)), initialHiddenState=b.constant(rand(1, B, H)))
 
     graph, feeds = build(make, x=rand(S, B, I), r=rand(1, 3 * H, H))
-    tgt = target(lacks=lacks, constants={"gru": ["weight", "recurrentWeight"]})
-    _, result = rewrite(graph, feeds, tgt)
+    _, result = rewrite(graph, feeds, target(lacks=lacks, constants=constants))
     histogram = graph.op_histogram()
     assert "gru" not in histogram and histogram.get("gruCell", 0) == cells, histogram
     assert result.counts["decomposed gru"] == 1
+    if not cells:
+        # 3 gate blocks of r, and each step's slice of x
+        assert histogram["transpose"] == 3 and histogram["slice"] == 3 + S, histogram

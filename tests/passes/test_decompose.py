@@ -17,6 +17,7 @@ import pytest
 from converter import dtypes
 from converter.builder import GraphBuilder
 from converter.execute import run
+from converter.ir import ConstantData
 from converter.ops.registry import all_ops
 from converter.parity import compare
 from converter.passes import PassContext, run_passes
@@ -406,3 +407,59 @@ def test_counts_and_no_target():
     assert decompose(graph, None).changed is False
     result = decompose(graph, lacking("softsign"))
     assert result.counts == {"decomposed softsign": 2, "decomposed": 2, "operations added": 6}
+
+
+def test_two_batch_normalizations_sharing_uniform_statistics_share_their_reshapes():
+    # Fill constants reshaped to broadcast along the channel axis: one reshaped fill each, for
+    # both ops. By hand: (x - 0.5) / sqrt(4 + 0) * 2 + 1 = x - 0.5 + 1 = x + 0.5.
+    def make(b, x0, x1):
+        g = b.graph
+        stats = {name: g.add_constant(name, ConstantData("float32", (2,), fill=value))
+                 for name, value in (("mean", 0.5), ("variance", 4.0), ("scale", 2.0),
+                                     ("bias", 1.0))}
+        return [b.batchNormalization(x, stats["mean"], stats["variance"], scale=stats["scale"],
+                                     bias=stats["bias"], epsilon=0.0) for x in (x0, x1)]
+
+    x0, x1 = rand(1, 2, 2, 2), rand(1, 2, 2, 2)
+    graph, feeds = build(make, x0, x1)
+    after, _ = same_after(graph, feeds, lacking("batchNormalization"))
+    np.testing.assert_allclose(after["y0"], x0 + 0.5, rtol=1e-6)
+    np.testing.assert_allclose(after["y1"], x1 + 0.5, rtol=1e-6)
+    reshaped = [c for c in graph.constants.values() if c.shape == (1, 2, 1, 1)]
+    assert len(reshaped) == 4 and all(c.uses() for c in reshaped)
+
+
+def test_two_gemms_transposing_one_constant_share_the_transposed_constant():
+    # gemm(a, B, bTranspose) = a @ B^T (numpy); both gemms read B, so its transpose is made
+    # once, at conversion time.
+    weight = rand(3, 4)
+
+    def make(b, x0, x1):
+        w = b.constant(weight, name="w")
+        return [b.gemm(x, w, bTranspose=True) for x in (x0, x1)]
+
+    x0, x1 = rand(2, 4), rand(5, 4)
+    graph, feeds = build(make, x0, x1)
+    after, _ = same_after(graph, feeds, lacking("gemm"))
+    np.testing.assert_allclose(after["y0"], x0 @ weight.T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(after["y1"], x1 @ weight.T, rtol=1e-5, atol=1e-6)
+    assert graph.op_histogram() == {"matmul": 2}
+    [transposed] = [c for c in graph.constants.values() if c.shape == (4, 3)]
+    np.testing.assert_array_equal(transposed.constant.numpy(), weight.T)
+
+
+def test_a_constant_sequence_is_cut_once_for_both_directions():
+    # A bidirectional gru over a constant input: the backward direction takes the same steps
+    # x[t] the forward one took, so each step's slice is made once (S constants [B, I]).
+    sequence = rand(S, B, I)
+
+    def make(b, r):
+        return b.gru(b.constant(sequence, name="seq"), b.constant(rand(2, 3 * H, I)), r, S, H,
+                     direction="both", returnSequence=True)
+
+    graph, feeds = build(make, rand(2, 3 * H, H))
+    same_after(graph, feeds, lacking("gru", "gruCell"))
+    steps = [c for c in graph.constants.values() if c.shape == (B, I)]
+    assert len(steps) == S
+    assert sorted(c.constant.numpy().tobytes() for c in steps) == \
+        sorted(sequence[t].tobytes() for t in range(S))
