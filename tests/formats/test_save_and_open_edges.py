@@ -251,3 +251,26 @@ def test_signals_held_off_the_main_thread_changes_no_handler(handlers):
     t.start()
     t.join()
     assert seen == [mine]
+
+
+def test_a_file_that_cannot_be_read_is_refused_with_the_reason(tmp_path):
+    from converter.formats._files import read_text
+
+    # /proc/PID/mem is a regular file whose read at offset 0 fails (nothing is mapped there).
+    mem = Path(f"/proc/{os.getpid()}/mem")
+    with pytest.raises(FormatError) as e:
+        read_text(mem, "graph file")
+    assert e.value.line() == f"{mem}: the graph file cannot be read (Input/output error)"
+    locked = tmp_path / "m.webnn"
+    locked.write_text("x")
+    locked.chmod(0)
+    root = os.geteuid() == 0
+    if root:  # root reads any file: take an ordinary user's rights for the open
+        os.seteuid(65534)
+    try:
+        with pytest.raises(FormatError) as e:
+            open_model_file(locked, "graph file")
+    finally:
+        if root:
+            os.seteuid(0)
+    assert e.value.line() == f"{locked}: the graph file cannot be read (permission denied)"

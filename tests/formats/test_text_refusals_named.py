@@ -37,3 +37,29 @@ def test_a_missing_data_type_says_which_types_exist():
 def test_a_missing_op_name_shows_the_form_of_a_node():
     assert _refusal('webnn_graph "t" v1 {\n  inputs { x: f32[1]; }\n  nodes { y = 5(x); }\n}\n') \
         == "p.webnn:3:15: expected an op name, found '5'; a node is: y = op(x, option=value);"
+
+
+def test_a_named_result_is_its_nodes_id():
+    doc = webnn_text.parse('#@name y "real y"\nwebnn_graph "t" v1 {\n  inputs { x: f32[1]; }\n'
+                           '  nodes { y = relu(x); }\n  outputs { y; }\n}\n', "p.webnn")
+    assert (doc.nodes[0].id, doc.nodes[0].outputs, doc.outputs[0].operand) == \
+        ("real y", ["real y"], "real y")
+
+
+def test_an_output_naming_nothing_declared_is_still_written():
+    # `validate` and --no-verify show such a graph; the text keeps the name it was given.
+    doc = webnn_text.parse('webnn_graph "t" v1 {\n  inputs { x: f32[1]; }\n'
+                           '  outputs { ghost; }\n}\n', "p.webnn")
+    assert webnn_text.render(doc) == ('webnn_graph "t" v1 {\n  inputs {\n    x: f32[1];\n  }\n'
+                                      '  outputs { ghost; }\n}\n')
+
+
+def test_values_the_text_has_no_form_for_are_refused():
+    from converter.formats.webnn_text import _number, _value
+
+    with pytest.raises(TypeError, match="a boolean is not a number"):
+        _number(True)
+    with pytest.raises(TypeError, match=r"cannot write \{1\} in the .webnn text"):
+        _value({1})
+    assert (_number(3), _number(0.5), _value([True, None, "a"])) == ("3", "0.5",
+                                                                      '[true, null, "a"]')

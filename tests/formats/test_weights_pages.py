@@ -194,3 +194,19 @@ def test_a_loaded_graphs_mapped_constants_are_released_and_nothing_else(tmp_path
     release_constant_pages(graph)
     assert _resident(buffer) == [True, False, False, False, False, True]
     np.testing.assert_array_equal(graph.constants["w"].constant.numpy(), FLOATS)
+
+
+def test_a_strided_array_over_one_piece_is_written_whole():
+    # 4099 slices of 4 KiB: the first piece holds 16 MiB (4096 slices), the second the rest.
+    base = np.arange(1024 * 4099, dtype=np.float32).reshape(1024, 4099)
+    out = io.BytesIO()
+    write_weights(out, [("t", ConstantData("float32", (4099, 1024), array=base.T))])
+    written = np.frombuffer(out.getbuffer()[HEADER_SIZE:], dtype="<f4").reshape(4099, 1024)
+    np.testing.assert_array_equal(written, base.T)
+
+
+def test_a_key_given_twice_is_refused():
+    one = ConstantData("float32", (1,), fill=1.0)
+    with pytest.raises(WeightsError) as e:
+        write_weights(io.BytesIO(), [("w", one), ("v", one), ("w", one)])
+    assert e.value.line() == "weights: tensor 'w': weights key 'w' is used twice"
