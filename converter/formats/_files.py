@@ -52,8 +52,6 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
         raise error(f"the {what} does not exist", where=where, fix=fix) from None
     except PermissionError:
         raise error(f"the {what} cannot be read (permission denied)", where=where) from None
-    except IsADirectoryError:
-        raise error(f"the {what} is a folder, not a file", where=where) from None
     except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
         raise error(f"the {what} cannot be opened ({e.strerror})", where=where) from None
     try:
