@@ -60,3 +60,40 @@ def test_a_written_out_group_norm_on_the_input_takes_the_transpose_up_to_the_inp
     assert types(after)[:2] == ["transpose", "reshape"]  # x -> nhwc -> the region
     assert after.operations[0].inputs[0] is after.inputs["x"]
     assert result.counts["transposes_after_inside"] == 1  # back to nchw for the matmul
+
+
+# -- a grouped region (a GroupNorm with two groups), every op accounted for --------------------
+def _two_groups(kind):
+    def build():
+        b = GraphBuilder(f"two_groups_{kind}")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, 2, 60])
+        if kind == "layer":
+            normed = b.layerNormalization(flat, axes=[2])
+        else:  # written out, with a scalar epsilon
+            centered = b.sub(flat, b.reduceMean(flat, axes=[2], keepDimensions=True))
+            var = b.reduceMean(b.mul(centered, centered), axes=[2], keepDimensions=True)
+            normed = b.div(centered, b.sqrt(b.add(var, b.constant("float32", 1e-5))))
+        return b.build({"y": b.relu(b.reshape(normed, [2, 4, 6, 5]))})
+    return build
+
+
+@pytest.mark.parametrize("kind,inside", [
+    ("layer", ["layerNormalization"]),
+    ("written", ["reduceMean", "sub", "mul", "reduceMean", "add", "sqrt", "div"]),
+])
+def test_a_grouped_region_runs_regrouped_and_its_transpose_goes_on_to_the_output(kind, inside):
+    after, result = check_numbers(_two_groups(kind), "nhwc")
+    # nothing added inside (the scalar epsilon needs no reshape); the exit's transpose went on
+    # through the relu to the output
+    assert types(after) == ["transpose", "conv2d", "reshape", *inside, "reshape", "relu",
+                            "transpose"]
+    reshapes = [op.attr("newShape") for op in after.operations if op.op_type == "reshape"]
+    assert reshapes == [[2, 30, 2, 2], [2, 6, 5, 4]]  # [N, H*W, G, C/G], and back to nhwc
+    assert all(op.attr("axes") == [1, 3] for op in after.operations
+               if op.op_type in ("layerNormalization", "reduceMean"))
+    tallies = ("transposes_before", "transposes_after")
+    assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == {
+        "constants_transposed": 1, "filters_relaid": 1, "grouped_regions_relaid": 1,
+        "layout_ops_converted": 1, "pushed_down": 1}
