@@ -97,3 +97,20 @@ def test_a_grouped_region_runs_regrouped_and_its_transpose_goes_on_to_the_output
     assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == {
         "constants_transposed": 1, "filters_relaid": 1, "grouped_regions_relaid": 1,
         "layout_ops_converted": 1, "pushed_down": 1}
+
+
+def test_a_transpose_without_a_permutation_that_reorders_elements_stops_the_region():
+    def build():
+        b = GraphBuilder("reversed")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        # the spec's default permutation reverses the axes: [1, 4, 30] -> [30, 4, 1] moves
+        # every element, so the region cannot read it in another order
+        inner = b.relu(b.transpose(b.reshape(y, [1, 4, 30])))
+        back = b.reshape(inner, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert "transpose" in types(after)[types(after).index("conv2d") + 1:]
