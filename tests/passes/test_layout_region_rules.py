@@ -114,3 +114,16 @@ def test_a_transpose_without_a_permutation_that_reorders_elements_stops_the_regi
     after, result = check_numbers(build, "nhwc")
     assert "order_free_regions_passed" not in result.counts
     assert "transpose" in types(after)[types(after).index("conv2d") + 1:]
+
+
+def test_an_identity_transpose_kept_for_an_output_and_read_by_a_reshape():
+    def build():
+        b = GraphBuilder("identity_output")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        t = b.transpose(x, permutation=[0, 1, 2, 3])  # an output: it stays a result
+        return b.build({"t": t, "y": b.relu(b.reshape(t, [2, 60]))})
+
+    after, result = check_numbers(build, "nhwc")
+    # the identity becomes a reshape for the output; the reshape reads x's values as they are
+    assert sorted(types(after)) == ["relu", "reshape", "reshape"]
+    assert result.counts["transposes_made_reshapes"] == 1
