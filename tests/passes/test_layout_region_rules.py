@@ -127,3 +127,20 @@ def test_an_identity_transpose_kept_for_an_output_and_read_by_a_reshape():
     # the identity becomes a reshape for the output; the reshape reads x's values as they are
     assert sorted(types(after)) == ["relu", "reshape", "reshape"]
     assert result.counts["transposes_made_reshapes"] == 1
+
+
+def test_a_grouped_region_whose_tensor_is_also_an_output_is_left_alone():
+    def build():
+        b = GraphBuilder("grouped_output")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [2, 2, 60])
+        centered = b.sub(flat, b.reduceMean(flat, axes=[2], keepDimensions=True))
+        var = b.reduceMean(b.mul(centered, centered), axes=[2], keepDimensions=True)
+        normed = b.div(centered, b.sqrt(b.add(var, b.constant("float32", 1e-5))))
+        # centered leaves the graph in the source's order: the region cannot regroup it
+        return b.build({"y": b.relu(b.reshape(normed, [2, 4, 6, 5])), "centered": centered})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "grouped_regions_relaid" not in result.counts
+    assert types(after).count("sub") == 1 and types(after).count("reduceMean") == 2
