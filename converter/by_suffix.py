@@ -51,15 +51,16 @@ def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
                          fix="give an .onnx or .tflite model, or a .webnn/.json WebNN graph")
 
 
-def write_any(graph: Graph, path: str | Path) -> list[Path]:
+def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Path]:
     """Write `graph` (or Variants, to .webnn/.json/.js) in the format the suffix names;
-    return the files written."""
+    return the files written. `verify=False` spares a .webnn/.json save re-checking a graph
+    the caller has just verified (an import's result, untouched since)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".webnn", ".json"):
         from .dynamic.variants_file import save_graph_file
 
-        return save_graph_file(graph, path)
+        return save_graph_file(graph, path, verify=verify)
     if not isinstance(graph, Graph):  # Variants: one file for all of them only in these forms
         if suffix == ".js":
             from .dynamic.module_js import write_variants_js

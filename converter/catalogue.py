@@ -56,6 +56,8 @@ def _param(p) -> dict:
 def _load_importers() -> None:
     from .importers import onnx, tflite  # noqa: F401  (registering rules fills importer_tables)
 
+    onnx.rules.load_all()  # the ONNX rule modules otherwise load as models need them
+
 
 def catalogue() -> list[dict]:
     """One entry per MLGraphBuilder op, sorted by name, with the source ops importing to it."""

@@ -221,8 +221,8 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
     for label, go in runs.items():
         try:
             found[label] = go()
-        except ConverterError:
-            continue
+        except ConverterError:  # left out
+            pass
     return found
 
 

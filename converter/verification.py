@@ -368,11 +368,12 @@ def _embedding_limits(path: Path) -> dict[str, int]:
     model.ParseFromString(stripped)
     inits = {t.name: t for t in model.graph.initializer}
     inputs = {i.name for i in model.graph.input}
-    limits: dict[str, int] = {}
+    rows: dict[str, list[int]] = {}  # input -> the rows of every table it indexes
     for node in model.graph.node:
         if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in inputs \
                 and node.input[0] in inits:
             axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
             dims = list(inits[node.input[0]].dims)
-            limits[node.input[1]] = min(limits.get(node.input[1], 1 << 62), dims[axis])
-    return limits
+            if -len(dims) <= axis < len(dims):  # else no such axis: the importer refuses it
+                rows.setdefault(node.input[1], []).append(dims[axis])
+    return {name: min(counts) for name, counts in rows.items()}  # within every table

@@ -201,6 +201,7 @@ def plan(files: list[Path], base: dict, only_lines: set[tuple[str, int]] | None)
         stmt_span = _statement_spans(tree)
         by_line = base["lines"].get(str(f), {})
         rel = str(f.relative_to(ROOT))
+        reach = _reach(f, by_line, everything)
         for cand in candidates(tree):
             if only_lines is not None and (rel, cand.line) not in only_lines:
                 continue
@@ -213,15 +214,42 @@ def plan(files: list[Path], base: dict, only_lines: set[tuple[str, int]] | None)
             m = Mutant(rel, cand.index, cand.line, cand.description, cand.owner, tests)
             if "" in contexts or cand.owner is None or "<lambda>" in (cand.owner or ""):
                 # Runs while a module is imported (at collection, or in whichever test first
-                # imports it): its effect is global, so every test may see it; those that
-                # execute the line first.
+                # imports it): those that execute the line first, then every test that may see
+                # its effect (see _reach).
                 m.path_kind = "fresh"
-                m.tests = tests + sorted((t for t in everything if t not in set(tests)),
+                m.tests = tests + sorted((t for t in reach if t not in set(tests)),
                                          key=lambda t: durations.get(t, 0.0))
             elif not tests:
                 m.path_kind, m.status = "uncovered", "survived"
             mutants.append(m)
     return mutants
+
+
+def _reach(path: Path, by_line: dict, everything: list[str]) -> list[str]:
+    """The tests a change to `path`'s import-time code (a table, a decorator's argument) can
+    reach. If another project module imports names from it, the change can act through code
+    elsewhere: every test. Otherwise only through the file's own code or a test module that
+    imports it: the tests that execute any of its lines, and every test of those test modules.
+    (Running all of them for each such mutant made a complete run of a module whose test map
+    includes the ONNX backend cases take hours.)"""
+    name = module_name(path)
+    parent, stem = name.rsplit(".", 1)
+    patterns = (f"from {name} import", f"import {name}", f"from {parent} import {stem}",
+                f"{name}.")
+    sibling = f"from .{stem} import"
+    for src in (ROOT / "converter").rglob("*.py"):
+        if src == path:
+            continue
+        text = src.read_text()
+        if any(p in text for p in patterns) or (src.parent == path.parent and sibling in text):
+            return list(everything)
+    files = set()
+    for test in (ROOT / "tests").rglob("*.py"):
+        text = test.read_text()
+        if any(p in text for p in patterns):
+            files.add(str(test.relative_to(ROOT)))
+    running = {c for contexts in by_line.values() for c in contexts if c}
+    return [t for t in everything if t in running or t.split("::")[0] in files]
 
 
 def _statement_spans(tree: ast.Module) -> dict[int, tuple[int, int]]:
@@ -363,9 +391,18 @@ class _Loop:
         try:
             from _pytest.runner import runtestprotocol
             _silence()
-            new = find_code(mutated_code(path, m.index), m.owner)
+            module = mutated_code(path, m.index)
+            new = find_code(module, m.owner)
             for fn in targets:
                 fn.__code__ = new
+            # Functions nested in the owner that already exist (a factory called at import,
+            # such as `_arg_rule("argMax")`) were made from the old code: swap theirs too.
+            nested = m.owner + ".<locals>."
+            for (where, qualname), fns in self.functions.items():
+                if where == str(path) and qualname.startswith(nested):
+                    inner = find_code(module, qualname)
+                    for fn in fns if inner is not None else ():
+                        fn.__code__ = inner
             chosen = [items[t] for t in m.tests if t in items]
             for i, item in enumerate(chosen):
                 nxt = chosen[i + 1] if i + 1 < len(chosen) else None

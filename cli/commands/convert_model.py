@@ -14,7 +14,6 @@ from ..progress import phases
 from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
     tolerance_options, verbose_option
 from .stepping import load_with_state
-from .verify_model import finish
 
 
 @click.command("convert")
@@ -95,7 +94,10 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
     say(f"writing {output}")
     if not then_verify:
-        _wrote(write_any(graph, output), graph, as_json)
+        # A graph as imported was verified at the end of its import (stateful loading and a
+        # target's passes edit it since, so those are checked again as it is saved).
+        untouched = not target_name and not stateful
+        _wrote(write_any(graph, output, verify=not untouched), graph, as_json)
         return
     quiet_runtimes(debugging())
     # Verified outputs are staged and committed only when they pass: a published .js or
@@ -116,6 +118,8 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         else:
             click.echo(f"verification failed; nothing written (--keep-on-mismatch writes "
                        f"{output} anyway)", err=True)
+    from .verify_model import finish  # here: a plain conversion needs no verification code
+
     finish(report, as_json)
 
 

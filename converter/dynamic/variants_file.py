@@ -25,7 +25,6 @@ that constant and a `slice` node, so its bytes are not written again.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from ..formats import graph_form, read_graph_doc, save_graph, sibling_paths, web
 from ..formats._files import parse_json
 from ..formats.doc_from_graph import doc_from_graph
 from ..formats.document import ConstDecl, GraphDoc, NodeDecl, unique_name
-from ..formats.graph_from_doc import graph_from_doc
 from ..formats.weights import WeightsFile
 from ..ir import Graph
 from ..schemas import validate
@@ -55,6 +53,8 @@ _LINE = "#|"
 def load_graph_file(path: str | Path, *, verify: bool = True):
     """A graph file's content: its Graph, or the Variants when it records the model at several
     values of its dims."""
+    from ..formats.graph_from_doc import graph_from_doc  # reading only: saves do not load it
+
     path, module, text, doc = read_graph_doc(path)
     record = variants_record(doc, text, module, str(path))
     if record is not None:
@@ -116,6 +116,8 @@ def save_variants(variants, path: Path, module, sibling_paths, *, verify: bool =
 def _share_weights(docs: list[GraphDoc]) -> list:
     """One (key, ConstantData) per distinct constant over all docs; every doc's weights
     declarations are pointed at those keys."""
+    import hashlib  # here: only variants (several graphs sharing weights) hash them
+
     by_content: dict[tuple, str] = {}
     taken: set[str] = set()
     tensors = []
@@ -275,5 +277,7 @@ def variants_from_record(doc: GraphDoc, record: dict, path: str, open_weights,
             sub = webnn_json.from_object(entry["graph"], at)
         docs.append(sub)
     weights = open_weights() if any(d.needs_weights() for d in docs) else None
+    from ..formats.graph_from_doc import graph_from_doc
+
     graphs = [graph_from_doc(d, weights, verify=verify) for d in docs]
     return Variants(dims, [(dict(e["at"]), g) for e, g in zip(entries, graphs)], ranges, fixed)

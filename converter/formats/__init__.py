@@ -15,7 +15,6 @@ from ..ir import Graph
 from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
 from .doc_from_graph import doc_from_graph
-from .graph_from_doc import graph_from_doc
 from .weights import WeightsFile, manifest_text, write_weights
 
 __all__ = ["load_graph", "read_graph_doc", "save_graph", "sibling_paths", "graph_form",
@@ -64,6 +63,8 @@ def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
         OpValidationError: a node breaks one of its op's rules (located at its line).
         GraphInvalidError: several problems, or a graph invariant is broken.
     """
+    from .graph_from_doc import graph_from_doc  # here: saving a graph does not need it
+
     path, module, text, doc = read_graph_doc(path)
     weights = WeightsFile(*sibling_paths(path)) if doc.needs_weights() else None
     return graph_from_doc(doc, weights, verify=verify)

@@ -6,11 +6,8 @@ import contextlib
 import json
 import os
 import re
-import secrets
-import shutil
 import signal
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -64,8 +61,7 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
         if not stat.S_ISREG(mode):
             kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
                     if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
-                    or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-                    else "not a regular file")
+                    or stat.S_ISBLK(mode) else "not a regular file")  # open() refuses sockets
             raise error(f"the {what} is {kind}, not a file", where=where,
                         fix="give a regular file")
         if hasattr(os, "set_blocking"):
@@ -185,7 +181,9 @@ class AtomicSave:
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
-        tmp = folder / f".{final.name}.{secrets.token_hex(4)}.tmp"
+        # os.urandom, not `secrets`: the name needs no more, and secrets costs every start-up
+        # milliseconds of imports (hmac, hashlib, base64); O_EXCL below catches a collision.
+        tmp = folder / f".{final.name}.{os.urandom(4).hex()}.tmp"
         with signals_held():  # an interrupt between create and append would orphan the file
             # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
@@ -206,34 +204,31 @@ class AtomicSave:
             f.write(data)
 
     def commit(self) -> list[Path]:
-        """Make every file durable, then rename each into place; return the final paths."""
+        """Make every file durable, then rename each into place and make the renames durable
+        (the folders' entries); return the final paths."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
-        for tmp, _ in self._pending:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        _fsync_all([tmp for tmp, _ in self._pending])
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
                 raise FormatError("a folder has the file's name", where=str(final),
                                   fix="choose another name")
-        done = 0
-        try:
-            with signals_held():  # all renames or (on an error) none more: never half a save
-                for tmp, final in self._pending:
+        with signals_held():  # all renames or (on an error) none more: never half a save
+            for tmp, final in self._pending:
+                try:
                     os.replace(tmp, final)
-                    done += 1
-        except OSError as e:
-            # Renames within one folder only fail for reasons outside our control (a target
-            # that is a folder, permissions); the files not yet renamed are removed.
-            self._pending = self._pending[done:]
-            raise FormatError(f"could not rename into place: {e.strerror}",
-                              where=str(self._pending[0][1])) from None
+                except OSError as e:
+                    # Renames within one folder only fail for reasons outside our control
+                    # (permissions, a target made a folder since the check); leaving the block
+                    # removes the files not yet renamed (abort skips the ones that were).
+                    raise FormatError(f"could not rename into place: {e.strerror}",
+                                      where=str(final)) from None
         self._committed = True
+        if os.name == "posix":  # a folder cannot be opened for fsync on Windows
+            for folder in dict.fromkeys(final.parent for _, final in self._pending):
+                _fsync_path(folder)
         return [final for _, final in self._pending]
 
     def abort(self) -> None:
@@ -247,6 +242,37 @@ class AtomicSave:
                 except FileNotFoundError:
                     pass
             self._pending.clear()
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_all(paths: list[Path]) -> None:
+    """Make every file durable. The files are synced at once, one thread each past the first
+    (fsync releases the GIL, and the file system can commit them in one journal flush): a
+    graph's three files take little more than the weights' own sync. The first error raises."""
+    errors: list[OSError] = []
+
+    def sync(path: Path) -> None:
+        try:
+            _fsync_path(path)
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=sync, args=(path,)) for path in paths[1:]]
+    for thread in threads:
+        thread.start()
+    if paths:
+        sync(paths[0])
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 class StagedSave:
@@ -263,6 +289,8 @@ class StagedSave:
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
+        import tempfile  # here, not at the top: only `convert --verify` stages its outputs
+
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
@@ -272,6 +300,8 @@ class StagedSave:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        import shutil
+
         with signals_held():
             shutil.rmtree(self.stage, ignore_errors=True)
 
@@ -291,17 +321,31 @@ class StagedSave:
         return finals
 
 
+_HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
+
+
 @contextlib.contextmanager
 def signals_held():
     """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread, or where signals cannot be masked, a no-op."""
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None or threading.current_thread() is not threading.main_thread():
+    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op.
+
+    The signals are caught by a recording handler and raised again on leaving, not masked: a
+    mask holds them for the main thread only, and a process-directed signal then goes to any
+    other thread (ONNX Runtime's pool, for one), whose handler trips the main thread's at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)}
-    before = mask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+    replaced = {}
+    for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
+        handler = signal.getsignal(signum)
+        if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, before)
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(caught):  # like a mask: a signal sent twice arrives once
+            signal.raise_signal(signum)

@@ -77,8 +77,9 @@ def safe_key(name: str) -> str:
         return name
     text = _CONTROL.sub("_", name.replace("\\", "/"))
     parts = [p if p not in (".", "..") else "_" for p in text.split("/") if p]
-    key = "/".join(parts).replace(":/", "_/") or "tensor"
-    return key if key_problem(key) is None else re.sub(r"[^A-Za-z0-9_.:-]", "_", key)
+    # Control characters and surrogates are gone, no component is empty, '.' or '..', and no
+    # ':/' is left for a drive letter: the result is always a plain name (tests check it).
+    return "/".join(parts).replace(":/", "_/") or "tensor"
 
 
 @dataclass(frozen=True)
@@ -198,12 +199,10 @@ _CHUNK = 16 << 20
 
 def _mapping_of(buffer) -> mmap.mmap | None:
     """The mmap a buffer's memory belongs to (following numpy bases and memoryviews), if any."""
-    seen = 0
-    while buffer is not None and seen < 64:
+    while buffer is not None:  # numpy bases and memoryview objects never form a cycle
         if isinstance(buffer, mmap.mmap):
             return buffer
         buffer = buffer.obj if isinstance(buffer, memoryview) else getattr(buffer, "base", None)
-        seen += 1
     return None
 
 
@@ -257,7 +256,7 @@ def _release_span(mapping: mmap.mmap | None, start: int, end: int) -> None:
 def _write_strided(stream: BinaryIO, held: np.ndarray) -> int:
     """Write a strided view's row-major bytes a few first-axis slices at a time (the bytes of
     consecutive slices follow each other), so no copy of the whole tensor is ever made."""
-    per_slice = max(1, held[0].nbytes) if held.shape[0] else 1
+    per_slice = held[0].nbytes  # > 0: an empty array is contiguous, never written here
     step = max(1, _CHUNK // per_slice)
     for start in range(0, held.shape[0], step):
         piece = np.ascontiguousarray(held[start:start + step])

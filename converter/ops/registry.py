@@ -114,7 +114,13 @@ class OpDef:
         return inputs + [None] * (len(self.slots) - len(inputs))
 
     def params(self) -> dict[str, Param]:
-        return {p.name: p for p in (*self.arguments, *self.options, LABEL)}
+        """Arguments and options by name (built once per op: infer() asks for every operation;
+        callers only read it)."""
+        found = self.__dict__.get("_params")
+        if found is None:
+            found = self.__dict__["_params"] = {
+                p.name: p for p in (*self.arguments, *self.options, LABEL)}
+        return found
 
     def default(self, name: str) -> Any:
         p = self.params().get(name)
@@ -183,8 +189,15 @@ def all_ops() -> dict[str, OpDef]:
     return dict(sorted(_OPS.items()))
 
 
+_FAMILIES_LOADED = False
+
+
 def _load_families() -> None:
-    from . import _families  # noqa: F401  (importing registers every family)
+    global _FAMILIES_LOADED
+    if not _FAMILIES_LOADED:  # every op lookup passes here: the import statement once
+        from . import _families  # noqa: F401  (importing registers every family)
+
+        _FAMILIES_LOADED = True
 
 
 # -- the shape-rule context ------------------------------------------------------------------
@@ -290,8 +303,7 @@ def _normalize(ctx: ShapeContext, p: Param, v):
             fail(f"{v!r} is not a list")
         if p.length is not None and len(v) != p.length:
             fail(f"must have {p.length} values, got {len(v)}")
-        item = Param(p.name, {"uints": "uint", "floats": "float", "enums": "enum"}[k],
-                     choices=p.choices)
+        item = _item_param(p)
         return [_normalize(ctx, item, x) for x in v]
     if k == "uint_or_uints":
         if isinstance(v, (list, tuple)):
@@ -324,6 +336,20 @@ def _normalize(ctx: ShapeContext, p: Param, v):
             fail(f"{v!r} is not a string")
         return v
     raise AssertionError(k)
+
+
+_ITEMS: dict[tuple, Param] = {}
+
+
+def _item_param(p: Param) -> Param:
+    """The kind of one item of a list parameter (a uint of uints ...), made once per name,
+    kind and choices (what it depends on; a Param holding a list default is unhashable)."""
+    key = (p.name, p.kind, p.choices)
+    item = _ITEMS.get(key)
+    if item is None:
+        item = _ITEMS[key] = Param(p.name, {"uints": "uint", "floats": "float",
+                                            "enums": "enum"}[p.kind], choices=p.choices)
+    return item
 
 
 def _check_limit(ctx: ShapeContext, name: str, desc: TensorDesc, limit: dict,

@@ -86,6 +86,18 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     """
     options = options or ZooOptions()
     _check_options(options)
+    # The workers start first: their imports (numpy, onnx, onnxruntime) then overlap the
+    # manifest's loading and validation and the models' hashing, which need no worker.
+    workers = _start_workers(options.jobs) if options.executor == "local" else []
+    try:
+        return _run(manifest, options, workers, only, results_path, resume, on_result)
+    finally:
+        for worker in workers:  # those _run_local did not take (all resumed, an error)
+            worker.close()
+
+
+def _run(manifest, options: ZooOptions, workers: list, only, results_path, resume,
+         on_result) -> ZooRun:
     if not isinstance(manifest, ZooManifest):
         manifest = load_manifest(manifest)
     entries = manifest.select(only)
@@ -112,14 +124,17 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
 
         stream = run_on_ray(todo, options)
     else:
-        stream = _run_local(todo, options)
-    for entry, raw in stream:
-        result = _finish(entry, raw, keys[entry.id])
-        store.append(keys[entry.id], result)
-        by_id[entry.id] = result
-        done += 1
-        if on_result:
-            on_result(result, done, len(entries))
+        stream = _run_local(todo, options, workers)
+    try:
+        for entry, raw in stream:
+            result = _finish(entry, raw, keys[entry.id])
+            store.append(keys[entry.id], result)
+            by_id[entry.id] = result
+            done += 1
+            if on_result:
+                on_result(result, done, len(entries))
+    finally:  # on an error here too: the running models are killed and the workers closed now
+        stream.close()
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
                   round(time.perf_counter() - started, 3))
 
@@ -169,8 +184,17 @@ def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
     return result
 
 
-def _run_local(entries: list[ZooEntry], options: ZooOptions):
-    """(entry, result) pairs as the models finish, on `options.jobs` warm workers."""
+def _start_workers(count: int) -> list:
+    """`count` warm workers, started now; each imports everything while the caller goes on."""
+    from .warm import WarmWorker
+
+    env = _child_env()
+    return [WarmWorker(env) for _ in range(count)]
+
+
+def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
+    """(entry, result) pairs as the models finish, on the warm workers `started` (taken out
+    of that list: this generator closes them, and any it starts in place of a lost one)."""
     if not entries:
         return
     from queue import SimpleQueue
@@ -179,7 +203,8 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions):
 
     env = _child_env()
     idle: SimpleQueue = SimpleQueue()
-    workers = [WarmWorker(env) for _ in range(min(options.jobs, len(entries)))]
+    workers = started[:min(options.jobs, len(entries))]
+    del started[:len(workers)]  # any left over (fewer models than jobs) the caller closes
     for worker in workers:
         idle.put(worker)
 

@@ -100,15 +100,37 @@ class WarmWorker:
 # ---- the worker process ----------------------------------------------------------------------
 
 def _import_everything() -> None:
-    """What any job may need, imported before the first fork so no child imports it again."""
+    """What any job may need, imported before the first fork so no child imports it again.
+
+    Much of the converter loads on first use (the importers' rule modules, the op families,
+    the lowerings, the JSON Schema validators, ONNX's reference evaluator that folding runs),
+    which a command run once wants; here each child would pay it again for every model (some
+    300 modules, a third of a small model's job), so the worker loads it all once.
+    """
     import numpy  # noqa: F401
+    import numpy.random  # noqa: F401  (the seeded inputs of verify)
     import onnx  # noqa: F401
+    import onnx.reference.ops._op_list  # noqa: F401  (folding's evaluator and its ops)
     import onnxruntime  # noqa: F401
 
-    from .. import convert, execute, verification  # noqa: F401
+    from .. import by_suffix, convert, execute, session, verification  # noqa: F401
+    from .. import verification_steps  # noqa: F401
+    from ..importers import onnx as onnx_importer, tflite as tflite_importer  # noqa: F401
+    from ..importers.onnx import wire  # noqa: F401
+    from ..ir import feeds, verify  # noqa: F401
     from ..lowering import onnx as lowering  # noqa: F401
+    from ..lowering.onnx import executor  # noqa: F401
+    from ..passes import _all  # noqa: F401  (every pass a target may run)
+    from ..lowering.onnx.registry import all_lowerings
+    from ..ops import all_ops
+    from ..schemas import _validator
     from ..targets import pipeline  # noqa: F401
     from . import job  # noqa: F401
+
+    onnx_importer.rules.load_all()
+    all_ops()
+    all_lowerings()
+    _validator("target")  # jsonschema and the one schema jobs check (each --target's file)
     try:
         from ..runtimes import litert  # noqa: F401
         from ai_edge_litert import interpreter  # noqa: F401

@@ -107,3 +107,29 @@ def test_the_module_and_the_page_script_are_valid_javascript(tmp_path):
                           text=True)
     assert done.returncode == 0, done.stderr
     json.loads((tmp_path / "model.manifest.json").read_text())
+
+
+def test_a_state_initial_value_is_written_to_the_weights_file(tmp_path):
+    """The state list names a weights key; the value under that key is the initial value."""
+    b = GraphBuilder("acc")
+    acc = b.input("acc", "float32", [1, 3])
+    graph = b.build({"acc_next": b.add(acc, b.input("x", "float32", [1, 3]))})
+    graph.declare_state("acc", "acc_next", initial=np.array([[1.5, -2.0, 3.0]], np.float32))
+    write_js(graph, tmp_path / "model.js")
+    assert '{input: "acc", output: "acc_next", initial: "acc/initial"}' in \
+        (tmp_path / "model.js").read_text()
+    weights = WeightsFile(tmp_path / "model.manifest.json", tmp_path / "model.weights")
+    assert weights.tensor("acc/initial", "float32", (1, 3), "test").tolist() == [[1.5, -2.0, 3.0]]
+
+
+def test_only_a_filled_constant_takes_its_shape_as_an_expression():
+    from converter.emit.javascript import ModuleWriter
+    data = ConstantData("float32", (2,), array=np.array([1.0, 2.0], np.float32))
+    writer = ModuleWriter(_graph(), "m.weights")
+    with pytest.raises(ConverterError, match="only a filled constant") as raised:
+        writer.constant_call("w", data, shape="[n]")
+    assert "constant 'w'" in str(raised.value)
+    filled = ConstantData("float32", (2,), fill=0.5)
+    assert writer.constant_call("f", filled, shape="[n]") == (
+        'builder.constant({dataType: "float32", shape: [n]}, filled(byteLength("float32", [n]), '
+        'new Uint8Array([0, 0, 0, 63])))')

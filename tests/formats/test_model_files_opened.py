@@ -71,6 +71,19 @@ def test_an_atomic_save_commits_every_file_and_returns_their_paths(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.txt", "w.bin"]
 
 
+@pytest.mark.parametrize("lost", [0, 1, 2])
+def test_a_file_lost_before_its_sync_fails_the_commit_and_nothing_appears(tmp_path, lost):
+    # The files are synced at once (the first here, the others on threads): an error in any
+    # of them fails the save, before any rename, and the others' temporary files go too.
+    with pytest.raises(FileNotFoundError):
+        with AtomicSave() as files:
+            for name in ("w.bin", "m.json", "g.webnn"):
+                files.write_text(tmp_path / name, name)
+            os.unlink(files._pending[lost][0])  # someone removed a temporary file meanwhile
+            files.commit()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_staged_save_shows_only_what_is_committed(tmp_path):
     with StagedSave(tmp_path) as stage:
         kept, dropped = stage.path("a.js"), stage.path(tmp_path / "deep" / "b.js")

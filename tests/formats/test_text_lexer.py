@@ -69,7 +69,10 @@ def test_directives():
     ("\n\n#@name x", 3, 1, "malformed #@name directive"),
     ("#@output y", 1, 1, "malformed #@output directive"),
     ('x\n#@output "y"\n', 2, 1, "#@output is not followed by an output"),
+    ('a b c\n\n#@output "y"\n', 3, 1, "#@output is not followed by an output"),
     ('x = "\\q"', 1, 5, 'bad escape in string "\\q"'),
+    ('x\n  "\\q"', 2, 3, 'bad escape in string "\\q"'),  # columns count from the line
+    ('x\n    #@output "\\q"', 2, 5, 'bad escape in string "\\q"'),
     ('x = "\\ud800"', 1, 5, "lone surrogate"),
     ('#@name a "\\udc00"', 1, 1, "lone surrogate"),
 ])

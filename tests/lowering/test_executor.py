@@ -1,6 +1,8 @@
 """The executor around the lowering: to_onnx's model, feed checking, names, constants."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import onnx
 import pytest
@@ -310,3 +312,60 @@ def test_a_fresh_process_finds_every_lowering_rule_through_the_registry_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["True"]
+
+
+def _graph_with_a_duplicate_node_name():
+    graph = _small_graph()
+    graph.operations[1].name = graph.operations[0].name
+    assert graph.problems() == ["neg 'add': duplicate node name"]
+    return graph
+
+
+def test_an_invalid_graph_is_refused_before_it_is_lowered():
+    from converter.lowering.onnx.executor import run_on_ort
+
+    feeds = {"x": np.ones((2, 2), np.float32), "y": np.arange(3, dtype=np.int32)}
+    with pytest.raises(ConverterError) as info:
+        run_on_ort(_graph_with_a_duplicate_node_name(), feeds)
+    assert info.value.line() == ("graph 'small': neg 'add': duplicate node name; the graph must "
+                                 "be valid to run; see `webnn-convert validate`")
+
+
+def test_feed_mistakes_are_reported_before_the_graph_s_own():
+    from converter.lowering.onnx.executor import run_on_ort
+
+    with pytest.raises(ConverterError, match="feeds: input 'y' \\(i32\\[3\\]\\) is not fed"):
+        run_on_ort(_graph_with_a_duplicate_node_name(), {"x": np.ones((2, 2), np.float32)})
+
+
+def test_without_onnxruntime_running_is_refused_with_what_to_install(monkeypatch):
+    from converter.errors import UnsupportedError
+    from converter.lowering.onnx.executor import run_on_ort
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
+    with pytest.raises(UnsupportedError) as info:
+        run_on_ort(_small_graph(), {"x": np.ones((2, 2), np.float32),
+                                    "y": np.arange(3, dtype=np.int32)})
+    assert "onnxruntime is not installed; pip install onnxruntime" in info.value.line()
+
+
+def test_a_failure_inside_onnx_runtime_is_a_converter_error(monkeypatch):
+    # no valid lowered graph is known to fail at run time short of running out of memory,
+    # so the session's failure is made here
+    from converter.lowering.onnx import executor
+
+    real = executor._ort_session
+
+    class Failing:
+        def __init__(self, lowered):
+            self.session = real(lowered)
+
+        def run(self, *args):
+            raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(executor, "_ort_session", Failing)
+    with pytest.raises(ConverterError) as info:
+        executor.run_on_ort(_small_graph(), {"x": np.ones((2, 2), np.float32),
+                                             "y": np.arange(3, dtype=np.int32)})
+    assert info.value.line() == ("executor: ONNX Runtime failed running the lowered model: "
+                                 "out of memory")

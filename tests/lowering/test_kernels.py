@@ -3,6 +3,8 @@ onnxruntime's own `get_all_opkernel_def`, which the table is read from): opset r
 type constraint looked at, float16 counted through float, function ops and other domains."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from converter.lowering.onnx.kernels import ort_available, supports
@@ -58,3 +60,18 @@ def test_the_table_read_afresh_holds_default_domain_cpu_kernels_only():
     assert (9, 12, {"T1": frozenset({"float16"}), "T2": frozenset({"bool"})}) in table["IsNaN"]
     assert "FusedConv" not in table and "QLinearAdd" not in table  # com.microsoft ops
     assert "HardSwish" not in table  # a function op: no kernel of its own
+
+
+def test_without_onnxruntime_every_kernel_is_assumed(monkeypatch):
+    # the table is read from onnxruntime itself; without it models are still written
+    from converter.lowering.onnx import kernels
+
+    monkeypatch.setitem(sys.modules, "onnxruntime.capi", None)  # its import now fails
+    kernels._kernel_table.cache_clear()
+    kernels.supports.cache_clear()
+    try:
+        assert not kernels.ort_available()
+        assert kernels.supports("Neg", "uint64", 21)
+    finally:
+        kernels._kernel_table.cache_clear()
+        kernels.supports.cache_clear()

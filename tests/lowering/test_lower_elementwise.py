@@ -223,3 +223,16 @@ def test_cast_follows_the_spec_table():
     assert_exact(got["f2h"], [np.float16(-1.7), np.float16(2.9), np.inf], np.float16)
     assert_exact(got["i2f"], [-1, 300, 16777216], np.float32)  # nearest representable
     assert_exact(got["i2i64"], [-1, 300, 16777217], np.int64)
+
+
+def test_uint64_pow_has_no_kernel_and_is_refused():
+    # ORT has no Pow on uint64 and no wider type holds its values; int64's wrap-around would
+    # do for add, sub and mul only, which pow is not
+    from converter.errors import UnsupportedError
+    from converter.lowering.onnx import to_onnx
+
+    b = GraphBuilder()
+    x = b.input("x", "uint64", [2])
+    graph = b.build({"y": b.pow(x, b.constant(np.array([2, 3], np.uint64)))})
+    with pytest.raises(UnsupportedError, match="no CPU kernel for Pow on uint64"):
+        to_onnx(graph)

@@ -2,6 +2,8 @@
 value exists, refusals; and the rank-0 and below-size corners a few rules handle first."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,68 @@ def test_modular_widening_never_picks_a_float_type():
     assert ctx.compute_type("Add", "uint32", widen="modular") == "int32"
     assert ctx.compute_type("Add", "float16", widen="modular") == "float64"
     assert ctx.compute_type("Max", "uint32", widen="value") == "float64"
+
+
+def _split_lowered_as(monkeypatch, rule):
+    """A 2-way split of x [2, 2] whose lowering is `rule` (standing in for a faulty one)."""
+    from converter.lowering.onnx import registry
+
+    monkeypatch.setitem(registry._RULES, "split", rule)
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 2])
+    top, bottom = b.split(x, 2)
+    return b.build({"top": top, "bottom": bottom})
+
+
+def test_a_lowering_with_the_wrong_number_of_results_is_a_converter_error(monkeypatch):
+    graph = _split_lowered_as(monkeypatch, lambda ctx, op: [ctx.name_of(op.inputs[0])])
+    with pytest.raises(ConverterError) as info:
+        to_onnx(graph)
+    assert info.value.line() == "split 'split': the lowering gave 1 results, the op has 2"
+
+
+def test_one_value_given_for_two_results_feeds_both(monkeypatch):
+    def rule(ctx, op):
+        first = ctx.node("Slice", [ctx.name_of(op.inputs[0]), ctx.int64s([0]), ctx.int64s([1]),
+                                   ctx.int64s([0])], dtype="float32")
+        return [first, first]
+
+    graph = _split_lowered_as(monkeypatch, rule)
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    got = run(graph, {"x": x})
+    assert_exact(got["top"], [[1, 2]], np.float32)
+    assert_exact(got["bottom"], [[1, 2]], np.float32)
+
+
+def test_compute_type_refuses_an_op_no_type_can_run():
+    ctx = LoweringContext(21)
+    with pytest.raises(UnsupportedError, match="ONNX Runtime has no CPU kernel for Neg on "
+                                                "uint64, and no wider type holds its values"):
+        ctx.compute_type("Neg", "uint64")
+
+
+def test_a_result_type_is_left_as_the_node_gives_it():
+    # Neg has no uint8 kernel: it runs in int16, and with result="int16" nothing casts back
+    ctx = LoweringContext(21)
+    ctx.types["x"] = "uint8"
+    out = ctx.typed("Neg", ["x"], "uint8", result="int16")
+    assert [(n.op_type, list(n.input)) for n in ctx.nodes] == [("Cast", ["x"]),
+                                                                 ("Neg", [ctx.nodes[0].output[0]])]
+    assert out == ctx.nodes[1].output[0] and ctx.types[out] == "int16"
+
+
+@pytest.mark.parametrize("first_use", ["lowering_for", "all_lowerings"])
+def test_the_table_loads_its_rules_on_first_use(monkeypatch, first_use):
+    # as in a fresh process: no rule module imported yet, the table empty
+    import converter.lowering.onnx as package
+    from converter.lowering.onnx import registry
+
+    monkeypatch.setattr(registry, "_RULES", {})
+    for name in ("activation", "conv", "elementwise", "indexing", "matmul", "normalization",
+                 "pool", "quantization", "recurrent", "reduction", "resample", "shape"):
+        monkeypatch.delitem(sys.modules, f"converter.lowering.onnx.{name}")
+        monkeypatch.delattr(package, name)
+    if first_use == "lowering_for":
+        assert registry.lowering_for("relu").__module__ == "converter.lowering.onnx.activation"
+    else:
+        assert {"relu", "conv2d", "gather", "reduceSum"} <= set(registry.all_lowerings())

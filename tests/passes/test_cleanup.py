@@ -6,7 +6,7 @@ import numpy as np
 import converter
 from converter.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
-from converter.passes.cleanup import exactly_holds
+from converter.passes.cleanup import collapse_reshape_chains, exactly_holds
 from converter.formats.webnn_text import dumps
 
 
@@ -243,3 +243,23 @@ def test_transposes_without_a_permutation_reverse_and_cancel():
     g = b.build({"y": b.relu(b.transpose(b.transpose(b.relu(x))))})
     result = clean(g)
     assert result.counts["transposes_cancelled"] == 1 and "transpose" not in g.op_histogram()
+
+
+def test_collapse_reshape_chains_returns_how_many_reshapes_went():
+    # reshape -> reshape collapses to one, a reshape to the same shape goes: 3 reshapes become
+    # 1; the relu and transpose around them stay and are not counted.
+    b = GraphBuilder("chains")
+    x = b.input("x", "float32", [2, 3, 4])
+    r = b.relu(b.reshape(b.reshape(x, [6, 4], name="r1"), [4, 6], name="r2"), name="act")
+    same = b.reshape(r, [4, 6], name="same")
+    g = b.build({"y": b.transpose(same, permutation=[1, 0], name="t")})
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 12}
+    before = converter.run(g, feeds)
+
+    assert collapse_reshape_chains(g) == 2
+
+    assert g.op_histogram() == {"reshape": 1, "relu": 1, "transpose": 1}
+    after = converter.run(g, feeds)
+    want = np.maximum(feeds["x"].reshape(4, 6), 0).T  # numpy: the same reshape, relu, transpose
+    np.testing.assert_array_equal(after["y"], want)
+    np.testing.assert_array_equal(before["y"], want)

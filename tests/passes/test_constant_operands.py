@@ -275,3 +275,20 @@ def test_targets_without_constant_operands_change_nothing():
     graph, feeds = build(lambda b, x: _bn_of_own_statistics(b, x), x=rand(1, 2, 2, 2))
     _, result = rewrite(graph, feeds, target(constants={}))
     assert not result.changed and graph.op_histogram()["batchNormalization"] == 1
+
+
+@pytest.mark.parametrize("lacks, cells", [((), S), (("gruCell",), 0)])
+def test_a_gru_decomposes_into_cells_where_the_target_has_them_with_computed_weights(lacks,
+                                                                                     cells):
+    # Only gru wants its weights constant here: gruCell, when the target has it, takes them
+    # computed, so the steps stay cells; without gruCell they become primitives.
+    def make(b, x, r):
+        return b.gru(x, b.constant(rand(1, 3 * H, I)), r, S, H, returnSequence=True,
+                     bias=b.constant(rand(1, 3 * H)), initialHiddenState=b.constant(rand(1, B, H)))
+
+    graph, feeds = build(make, x=rand(S, B, I), r=rand(1, 3 * H, H))
+    tgt = target(lacks=lacks, constants={"gru": ["weight", "recurrentWeight"]})
+    _, result = rewrite(graph, feeds, tgt)
+    histogram = graph.op_histogram()
+    assert "gru" not in histogram and histogram.get("gruCell", 0) == cells, histogram
+    assert result.counts["decomposed gru"] == 1

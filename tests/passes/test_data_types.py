@@ -350,3 +350,22 @@ def test_int64_inside_a_graph_whose_interface_has_none_stays_where_ops_take_it()
     g = b.build({"y": b.cast(b.add(i, i, name="s"), "float32", name="y")})
     result = retype(g, target("io_without_int64", op_types=ALL_TYPES, io_types=NO_INT64))
     assert not result.changed and int64_operands(g) == ["i", "s"]
+
+
+def test_an_op_the_target_lacks_gets_no_data_type_note():
+    b = GraphBuilder("missing")
+    x = b.input("x", "float16", [3])
+    g = b.build({"y": b.relu(b.abs(x, name="a"), name="r")})
+    t = target("no_f16_no_abs", drop=("float16",))
+    del t.limits["abs"]
+
+    result = retype(g, t)
+
+    assert result.notes == [
+        "relu input is float16 in 1 op(s) (r); target 'no_f16_no_abs' does not take float16 "
+        "there",
+        "relu output is float16 in 1 op(s) (r); target 'no_f16_no_abs' does not take float16 "
+        "there",
+    ]
+    x_val = np.array([-1.5, 0.0, 2.25], np.float16)
+    np.testing.assert_array_equal(converter.run(g, {"x": x_val})["y"], np.abs(x_val))

@@ -6,6 +6,8 @@ import numpy as np
 import converter
 from converter.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
+from converter.budget import limits
+from converter.ir import ConstantData
 from converter.passes.fold_constants import GROWTH_PER_OP
 
 
@@ -324,3 +326,84 @@ def test_a_constant_another_op_still_reads_is_kept():
     assert fold(g).counts["folded"] == 1
     assert "c" in g.constants and g.constants["c"].uses()
     np.testing.assert_array_equal(converter.run(g, feeds)["y"], before["y"])
+
+
+def test_a_folded_4_bit_result_is_stored_packed_with_its_values():
+    # quantizeLinear to int4 (by hand from the spec: round-half-even(c / s) + zeroPoint,
+    # saturated to [-8, 7]): [-3.2, 2, 7.6 / 2, -20] -> [-3, 2, 4, -20] + [0, 1, -1, 0]
+    # -> [-3, 3, 3, -8]; dequantizeLinear reads a graph input, so it stays.
+    b = GraphBuilder("four_bit")
+    xs = b.input("xs", "float32", [1, 4])
+    c = b.constant(np.array([[-3.2, 2.0, 7.6, -20.0]], np.float32), name="c")
+    s = b.constant(np.array([[1.0, 1.0, 2.0, 1.0]], np.float32), name="s")
+    zp = b.constant("int4", [1, 4], [0, 1, -1, 0])
+    q = b.quantizeLinear(c, s, zp, name="q")
+    g = b.build({"y": b.dequantizeLinear(q, xs, zp, name="dq")})
+    feeds = {"xs": np.array([[0.5, 1.0, 2.0, 0.25]], np.float32)}
+    before = converter.run(g, feeds)
+    # (q - zeroPoint) * xs = [-3, 2, 4, -8] * [0.5, 1, 2, 0.25]
+    np.testing.assert_array_equal(before["y"], [[-1.5, 2.0, 8.0, -2.0]])
+
+    result = fold(g)
+
+    assert result.counts["folded"] == 1 and g.op_histogram() == {"dequantizeLinear": 1}
+    folded = g.constants["q"]
+    assert folded.data_type == "int4" and folded.constant.fill is None
+    assert folded.constant.numpy().tolist() == [[-3, 3, 3, -8]]
+    assert folded.constant.nbytes == 2  # four 4-bit values, two to a byte
+    same_outputs(before, converter.run(g, feeds))
+
+
+def test_a_constant_read_twice_by_one_op_is_freed_once():
+    # concat(c, c) stores 2 * 65600 bytes and frees c's 65600 once: growth 65600 > 64 KiB.
+    size = GROWTH_PER_OP // 4 + 16
+    b = GraphBuilder("twice")
+    x = b.input("x", "float32", [2, size])
+    c = b.constant(np.arange(size, dtype=np.float32), name="c")
+    g = b.build({"y": b.add(x, b.reshape(b.concat([c, c], 0, name="cc"), [2, size]))})
+    feeds = {"x": np.ones((2, size), np.float32)}
+    before = converter.run(g, feeds)
+    np.testing.assert_array_equal(before["y"], np.tile(np.arange(size) + 1.0, (2, 1)))
+
+    result = fold(g)
+
+    assert result.counts["kept_growth"] == 1 and result.counts["folded"] == 0
+    assert g.op_histogram() == {"concat": 1, "reshape": 1, "add": 1}
+    same_outputs(before, converter.run(g, feeds))
+
+
+def test_the_memory_limit_itself_still_folds():
+    # reduceSum of a [1024, 1024] float32 fill materialises 4194304 + 4 bytes: at a limit of
+    # exactly that it folds (the limit is a maximum, not a bound to stay under).
+    b = GraphBuilder("at_limit")
+    x = b.input("x", "float32", [1])
+    fill = b.graph.add_constant("ones", ConstantData("float32", (1024, 1024), fill=1.0))
+    g = b.build({"y": b.add(x, b.reshape(b.reduceSum(fill, axes=[0, 1], name="total"), [1]))})
+    feeds = {"x": np.array([0.5], np.float32)}
+
+    with limits(max_tensor_bytes=4194308):
+        result = fold(g)
+
+    assert result.counts["kept_memory"] == 0 and result.counts["folded"] == 2
+    assert g.op_histogram() == {"add": 1}
+    assert converter.run(g, feeds)["y"].tolist() == [1024 * 1024 + 0.5]
+
+
+def test_an_op_the_executor_cannot_compute_is_kept_with_a_note():
+    # ONNX Runtime refuses an integer division by a constant zero; the op stays as it was,
+    # the note says why, and the other constant-only op still folds.
+    b = GraphBuilder("div_zero")
+    x = b.input("x", "int32", [2])
+    n = b.constant(np.array([6, 7], np.int32), name="n")
+    zero = b.constant(np.array([0, 1], np.int32), name="zero")
+    q = b.div(n, zero, name="q")
+    doubled = b.mul(n, b.constant(np.array([2, 2], np.int32), name="two"), name="doubled")
+    g = b.build({"y": b.add(x, q, name="y"), "z": b.add(x, doubled, name="z")})
+
+    result = fold(g)
+
+    assert result.counts["failed"] == 1 and result.counts["folded"] == 1
+    assert g.op_histogram() == {"div": 1, "add": 2}
+    [note] = [n for n in result.notes if n.startswith("could not compute")]
+    assert note.startswith("could not compute div 'q': ") and "division by zero" in note
+    assert g.constants["doubled"].constant.numpy().tolist() == [12, 14]

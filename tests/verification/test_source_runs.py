@@ -149,3 +149,16 @@ def test_weights_of_exactly_one_mib_are_read_from_the_file(tmp_path, count, exte
         assert entries["location"] == "m.onnx" and size == w.nbytes
         assert data[at:at + size] == w.tobytes()
     assert run_onnx(path, {})["y"] == np.float32(w.sum(dtype=np.float64))
+
+
+def test_ort_logs_nothing_of_its_own(tmp_path, capfd):
+    # an unused initializer: ORT warns about it on stderr unless its logging is off
+    path = _save(tmp_path / "m.onnx", [H.make_node("Relu", ["x"], ["y"])],
+                 [H.make_tensor_value_info("x", TP.FLOAT, [2])],
+                 [H.make_tensor_value_info("y", TP.FLOAT, [2])],
+                 [nh.from_array(np.ones(3, np.float32), "unused")])
+    capfd.readouterr()
+    out = run_onnx(path, {"x": np.array([-1.0, 2.0], np.float32)})
+    assert out["y"].tolist() == [0.0, 2.0]
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""

@@ -240,3 +240,30 @@ def test_the_source_kinds_table_cannot_be_changed_by_accident():
     with pytest.raises(dataclasses.FrozenInstanceError):
         verification._SOURCES[".onnx"].runtime = "other"
     assert verification._SOURCES[".onnx"].runtime == "onnxruntime"
+
+
+def test_a_rank_one_mask_gives_the_length_and_a_scalar_mask_gives_none():
+    g = _graph(("attention_mask", "int64", [5]), ("seqlens_k", "int32", [1]),
+               ("past_length", "int64", [1]))
+    feeds, made = make_inputs(g, 0)
+    assert feeds["seqlens_k"].tolist() == [4] and feeds["past_length"].tolist() == [5]
+    assert made["past_length"]["made"] == \
+        "the sequence length 5, the last axis of 'attention_mask'"
+    # a scalar mask has no last axis: the length comes from the token ids instead
+    g = _graph(("mask", "int64", []), ("ids", "int64", [1, 3]), ("seqlens_k", "int32", [1]))
+    feeds, made = make_inputs(g, 0)
+    assert feeds["mask"].tolist() == 1 and feeds["seqlens_k"].tolist() == [2]
+    assert made["seqlens_k"]["made"].endswith("the last axis of 'ids'")
+
+
+def test_gathers_of_a_hostile_file_bound_nothing(tmp_path):
+    # Gather with its data only, and Gathers naming an axis the table does not have: the
+    # limits are read without failing (the importer refuses such a model with its own line)
+    path = _relu_model(tmp_path / "m.onnx", [((5, 2), 2, "ids"), ((6, 2), -3, "ids")])
+    model = onnx.load(str(path))
+    model.graph.node.append(H.make_node("Gather", ["t0"], ["lonely"]))
+    onnx.save(model, str(path))
+    assert source_int_limits(path) == {}
+    # the last and the first axis counted from the end are axes
+    path = _relu_model(tmp_path / "n.onnx", [((5, 2), -1, "ids"), ((3, 9), -2, "cols")])
+    assert source_int_limits(path) == {"ids": 2, "cols": 3}

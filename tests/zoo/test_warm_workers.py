@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from converter.zoo import ZooOptions, run_zoo
 from converter.zoo.runner import _child_env, run_warm
 from converter.zoo.warm import WarmWorker
@@ -59,3 +61,76 @@ def test_with_several_jobs_the_biggest_models_start_first(tmp_path):
             path.write_bytes(bytes(size))
         entries.append(ZooEntry(id=name, format="onnx", path=path))
     assert [e.id for e in longest_first(entries)] == ["big", "medium", "tie", "small", "missing"]
+
+
+def _warm_worker_children() -> list[int]:
+    """Pids of this process's children that are zoo warm workers (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == os.getpid() and b"converter.zoo.warm" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
+def test_workers_start_before_the_manifest_loads_and_go_when_it_fails(tmp_path, monkeypatch):
+    # The workers' imports overlap the manifest's loading: they exist when it is read...
+    from converter.errors import FormatError
+    from converter.zoo import runner
+
+    seen = []
+
+    def failing_load(path):
+        seen.append(_warm_worker_children())
+        raise FormatError("not a manifest", where=str(path))
+
+    monkeypatch.setattr(runner, "load_manifest", failing_load)
+    with pytest.raises(FormatError):
+        run_zoo(tmp_path / "zoo.json", ZooOptions(jobs=2), results_path=tmp_path / "r.jsonl")
+    assert len(seen) == 1 and len(seen[0]) == 2
+    # ...and a run that stops there leaves none behind.
+    assert _warm_worker_children() == []
+
+
+def test_more_jobs_than_models_closes_the_idle_workers(tmp_path):
+    manifest = make_synthetic.write_manifest(tmp_path, ["add"])
+    run = run_zoo(manifest, ZooOptions(jobs=3, timeout=60), results_path=tmp_path / "r.jsonl")
+    assert [r["status"] for r in run.results] == ["verified"]
+    assert _warm_worker_children() == []
+
+
+def test_a_warm_worker_has_imported_what_its_models_jobs_use(tmp_path):
+    # A child forked from the worker imports again whatever the worker had not: checked here
+    # the way the worker runs, in a fresh interpreter that imported everything first.
+    import json
+    import subprocess
+    import sys
+
+    manifest = make_synthetic.write_manifest(tmp_path, ["add", "conv_relu", "matmul_softmax"])
+    code = (
+        "import json, sys\n"
+        "from converter.zoo import warm\n"
+        "warm._import_everything()\n"
+        "before = set(sys.modules)\n"
+        "from converter.zoo.job import run_job\n"
+        "from converter.zoo.manifest import load_manifest\n"
+        f"entries = load_manifest({str(manifest)!r}).select(None)\n"
+        "statuses = [run_job({**e.spec(), 'targets': ['chromium-litert'], 'runtimes': ['ort']})"
+        "['status'] for e in entries]\n"
+        "print(json.dumps([statuses, sorted(set(sys.modules) - before)]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_child_env())
+    assert proc.returncode == 0, proc.stderr
+    statuses, new = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert statuses == ["verified"] * 3
+    assert [m for m in new if m.split(".")[0] in ("converter", "onnx", "onnxruntime",
+                                                  "jsonschema", "numpy")] == []

@@ -66,12 +66,6 @@ def pad_nhwc(ctx: ExportContext, x: int, padding, value: float | None = None) ->
 _PADDING = {"SAME": fb.Padding.SAME, "VALID": fb.Padding.VALID}
 
 
-def _conv_problem(op: Operation) -> str | None:
-    if op.input("bias") is not None and op.input("bias").data_type != op.inputs[0].data_type:
-        return "bias must have the input's data type"
-    return None
-
-
 def _conv_args(op: Operation):
     """What both convolutions read: operands, layouts and the spatial options (`attr` gives
     the spec's default for an option not set)."""
@@ -81,7 +75,7 @@ def _conv_args(op: Operation):
             [int(p) for p in op.attr("padding")])
 
 
-@exports("conv2d", types=FLOATS, max_rank=4, check=_conv_problem)
+@exports("conv2d", types=FLOATS, max_rank=4)
 def conv2d(ctx: ExportContext, op: Operation) -> list[int]:
     x, w, bias, nhwc, layout, groups, strides, dilations, padding = _conv_args(op)
     xt = to_nhwc(ctx, x, nhwc)
@@ -118,7 +112,7 @@ def _transpose_problem(op: Operation) -> str | None:
     if dilations != [1, 1] and not op.input("filter").is_constant:
         return ("TRANSPOSE_CONV has no dilations, and a dilated filter can only be spread out "
                 "at export time when it is a constant")
-    return _conv_problem(op)
+    return None
 
 
 @exports("convTranspose2d", types=FLOATS, max_rank=4, check=_transpose_problem)

@@ -63,12 +63,14 @@ def max_pool2d(ctx: ExportContext, op: Operation) -> list[int]:
 
 
 def _window_counts(in_hw, out_hw, window, strides, padding) -> np.ndarray:
-    """How many input (not padding) elements each output's window covers, [1, H, W, 1]."""
+    """How many input (not padding) elements each output's window covers, [1, H, W, 1]; a
+    window of padding only (padding wider than the window) counts 1, so its average is its zero
+    sum, as the ONNX lowering answers, not 0/0."""
     per_axis = []
     for i in range(2):
         start = np.arange(out_hw[i]) * strides[i] - padding[2 * i]
         covered = np.minimum(start + window[i], in_hw[i]) - np.maximum(start, 0)
-        per_axis.append(np.maximum(covered, 0))
+        per_axis.append(np.maximum(covered, 1))
     return np.outer(per_axis[0], per_axis[1]).reshape(1, out_hw[0], out_hw[1], 1)
 
 

@@ -18,11 +18,11 @@ import onnx
 from ...budget import MemoryBudget
 from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
-from . import rules  # noqa: F401  (registers every op family's rules)
+from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_known_indices, check_model
 from .folding import can_fold, fold, folded_bytes
-from .inference import inferred_types
+from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
 from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
 from .tensor_data import resolve_tensors, sparse_array, tensor_array
@@ -83,8 +83,23 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
                           fix="the model file is damaged; re-export it")
     graph = Graph(model.graph.name or name or "graph")
     ctx = ImportContext(graph, opsets, budget=budget, where=where, isolate=isolate)
-    inferred = inferred_types(model, where, isolate)
+    # ONNX's type inference runs in a child meanwhile; values take their types from it when a
+    # rule first asks. Its crash is the model's first fault, reported before any other error.
+    inferred = start_inference(model, where, isolate)
+    try:
+        graph = _import_graph(model, ctx, arrays, known_inputs, dims, input_shapes, where,
+                              budget, inferred)
+    except BaseException:
+        inferred.finish()
+        raise
+    inferred.finish()
+    return graph
 
+
+def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, np.ndarray],
+                  known_inputs: dict, dims, input_shapes, where: str, budget: MemoryBudget,
+                  inferred: InferenceRun) -> Graph:
+    graph = ctx.graph
     for tensor in model.graph.initializer:
         ctx.set(tensor.name, arrays[tensor.name], tensor.data_type,
                 known_shape=tuple(int(d) for d in tensor.dims))
@@ -118,8 +133,8 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
     problems: list[str] = []
     needs: list[str] = []
     for index, proto in enumerate(model.graph.node):
-        node = OnnxNode(proto, opsets.get("" if proto.domain in DEFAULT_DOMAINS else proto.domain,
-                                          0), index)
+        node = OnnxNode(proto, ctx.opsets.get("" if proto.domain in DEFAULT_DOMAINS
+                                              else proto.domain, 0), index)
         ctx.node = node
         try:
             import_node(ctx, node, inferred)
@@ -180,7 +195,8 @@ class _Skipped(Exception):
     """The node reads a value an unsupported node should have produced: not its own fault."""
 
 
-def import_node(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) -> None:
+def import_node(ctx: ImportContext, node: OnnxNode,
+                inferred: InferenceRun | dict[str, int]) -> None:
     """Import one node: fold it, or run its rule; record its outputs in `ctx` (If uses this)."""
     domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
     if domain and domain not in ctx.opsets:
@@ -202,7 +218,7 @@ def import_node(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) ->
             ctx.budget.claim(sum(r.nbytes for r in results), what, where=ctx.where)
             for out, arr in zip(node.outputs, results):
                 if out is not None:
-                    ctx.set(out, arr, inferred.get(out) or _onnx_type_of_array(arr))
+                    ctx.set(out, arr, _type_of(inferred, out, _onnx_type_of_array, arr))
             return
     if rule is None:
         if domain and domain != "com.microsoft":
@@ -216,10 +232,19 @@ def import_node(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) ->
             continue
         if isinstance(result, Operand):
             _adopt_name(ctx, result, out)
-            ctx.set(out, result, inferred.get(out) or _onnx_type_of_webnn(result.data_type))
+            ctx.set(out, result, _type_of(inferred, out, _onnx_type_of_webnn, result.data_type))
         else:
             arr = np.asarray(result)
-            ctx.set(out, arr, inferred.get(out) or _onnx_type_of_array(arr))
+            ctx.set(out, arr, _type_of(inferred, out, _onnx_type_of_array, arr))
+
+
+def _type_of(inferred: InferenceRun | dict[str, int], name: str, fallback, arg
+             ) -> int | PendingType:
+    """`name`'s ONNX type: the inferred one, else `fallback(arg)` (the type of the result the
+    rule gave). From a whole-model inference still running, a PendingType answered later."""
+    if isinstance(inferred, InferenceRun):
+        return PendingType(inferred, name, fallback, arg)
+    return inferred.get(name) or fallback(arg)
 
 
 _POISON = Value(onnx.TensorProto.UNDEFINED)
@@ -233,7 +258,8 @@ def _adopt_name(ctx: ImportContext, operand: Operand, onnx_name: str) -> None:
         ctx.graph.rename(operand, onnx_name)
 
 
-def _placeholders(ctx: ImportContext, node: OnnxNode, inferred: dict[str, int]) -> None:
+def _placeholders(ctx: ImportContext, node: OnnxNode,
+                  inferred: InferenceRun | dict[str, int]) -> None:
     """Mark a failed node's outputs so nodes reading them are skipped, not reported again."""
     for out in node.outputs:
         if out is not None and out not in ctx.values:

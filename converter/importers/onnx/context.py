@@ -18,6 +18,7 @@ from ... import ops as _ops  # noqa: F401  (the op catalogue the IR adds operati
 from ...ir import ConstantData, Graph, Operand, TensorDesc
 from ...ir.operand import unpack4
 from ...budget import MemoryBudget
+from .inference import PendingType
 from .registry import Invalid, Unsupported
 from .tensor_data import ONNX_TO_WEBNN, onnx_dtype_name
 
@@ -28,7 +29,9 @@ _PACKED = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
 
 @dataclass
 class Value:
-    onnx_type: int  # the ONNX element type (keeps BOOL apart from UINT8)
+    # The ONNX element type (keeps BOOL apart from UINT8), or a PendingType until ONNX's type
+    # inference, running meanwhile in a child process, has answered (read it as `onnx_type`).
+    type_or_pending: int | PendingType
     operand: Operand | None = None
     known: np.ndarray | None = None  # storage form: BOOL as uint8, 4-bit packed
     known_shape: tuple[int, ...] | None = None  # the logical shape (packed arrays are flat)
@@ -36,6 +39,12 @@ class Value:
     def __post_init__(self):
         if self.known is not None and self.known_shape is None:
             self.known_shape = tuple(self.known.shape)
+
+    @property
+    def onnx_type(self) -> int:
+        if isinstance(self.type_or_pending, PendingType):
+            self.type_or_pending = self.type_or_pending.resolve()
+        return self.type_or_pending
 
 
 class OnnxNode:
@@ -241,7 +250,7 @@ class ImportContext:
 
         return self.constant(np.array(value, dtype=dtypes.numpy_dtype(data_type)), data_type)
 
-    def set(self, name: str | None, result: Operand | np.ndarray, onnx_type: int,
+    def set(self, name: str | None, result: Operand | np.ndarray, onnx_type: int | PendingType,
             known_shape: tuple[int, ...] | None = None) -> None:
         if name is None:
             return

@@ -9,7 +9,11 @@ shape inference (estimating a fold's size, typing an If branch) run isolated the
 
 Isolation is for model files (import_onnx, which converter.load and the CLI use); a fork costs
 a few milliseconds (about 20 on a loaded 2-core machine), so import_model, given a proto the
-caller built or parsed itself, runs inference in process unless asked to isolate it.
+caller built or parsed itself, runs inference in process unless asked to isolate it. The
+whole-model inference does not hold the import up: `start_inference` forks the child and
+returns at once, and the importer waits for the answer only when a rule first asks a value's
+type (`PendingType`), or at the end of the import, which also reports a crash (see
+InferenceRun.finish).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import onnx
 
 from ...errors import FormatError
 
-__all__ = ["inferred_types", "isolated"]
+__all__ = ["inferred_types", "isolated", "start_inference", "InferenceRun", "PendingType"]
 
 
 def inferred_types(model: onnx.ModelProto, where: str, isolate: bool = True) -> dict[str, int]:
@@ -32,12 +36,71 @@ def inferred_types(model: onnx.ModelProto, where: str, isolate: bool = True) -> 
     return {name: int(elem) for name, elem in (found or {}).items()}
 
 
+class InferenceRun:
+    """The whole-model type inference of one import, answering when first asked.
+
+    Created by `start_inference`; `get(name)` (a value's inferred type, or None) and `finish()`
+    wait for the answer once. `finish()` must be called when the import ends, however it ends:
+    it reaps the child and raises FormatError if inference crashed on the model, which is then
+    the import's error (as it was when inference ran before the first node).
+    """
+
+    def __init__(self, answer: Callable[[], object]):
+        self._answer = answer
+        self._types: dict[str, int] | None = None
+        self._error: FormatError | None = None
+
+    def _wait(self) -> dict[str, int]:
+        if self._types is None:
+            if self._error is not None:  # the child is reaped: the same answer again
+                raise self._error
+            try:
+                found = self._answer()
+            except FormatError as e:
+                self._error = e
+                raise
+            self._types = {name: int(elem) for name, elem in (found or {}).items()}
+        return self._types
+
+    def get(self, name: str) -> int | None:
+        return self._wait().get(name)
+
+    def finish(self) -> None:
+        self._wait()
+
+
+class PendingType:
+    """A value's ONNX type, known once the inference answers: its inferred type, else
+    `fallback(arg)` (the type of what the rule produced)."""
+
+    __slots__ = ("run", "name", "fallback", "arg")
+
+    def __init__(self, run: InferenceRun, name: str, fallback: Callable, arg) -> None:
+        self.run, self.name, self.fallback, self.arg = run, name, fallback, arg
+
+    def resolve(self) -> int:
+        return self.run.get(self.name) or self.fallback(self.arg)
+
+
+def start_inference(model: onnx.ModelProto, where: str, isolate: bool = True) -> InferenceRun:
+    """Start ONNX's type inference of the whole model (in a forked child with `isolate`) and
+    return without waiting for it; see InferenceRun."""
+    return InferenceRun(_isolated_answer(lambda: _infer(model), where, isolate))
+
+
 def isolated(compute: Callable[[], object], where: str, isolate: bool = True):
     """compute()'s JSON-able result, computed in a forked child so that a crash of ONNX's C++
     code kills only the child; None when the child fails without crashing. FormatError when
     it crashes. Without `isolate`, or without fork (Windows), it runs here."""
+    return _isolated_answer(compute, where, isolate)()
+
+
+def _isolated_answer(compute: Callable[[], object], where: str, isolate: bool
+                     ) -> Callable[[], object]:
+    """Start `isolated`'s work; the function returned waits for its result (call it once)."""
     if not isolate or not hasattr(os, "fork"):
-        return compute()
+        result = compute()
+        return lambda: result
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send the result as JSON, and leave without cleanup
@@ -53,6 +116,10 @@ def isolated(compute: Callable[[], object], where: str, isolate: bool = True):
         finally:
             os._exit(status)
     os.close(write_end)
+    return lambda: _answer(pid, read_end, where)
+
+
+def _answer(pid: int, read_end: int, where: str):
     with os.fdopen(read_end, "rb") as f:
         data = f.read()
     _, status = os.waitpid(pid, 0)

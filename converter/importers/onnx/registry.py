@@ -62,6 +62,9 @@ def onnx_op(*op_types: str, since: int = 1, domain: str = "", webnn: Sequence[st
 
 
 def rule_for(domain: str, op_type: str, opset: int) -> Callable | None:
+    from .rules import load_for  # the op's rule module, imported on first use (rules/__init__)
+
+    load_for(_domain(domain), op_type)
     versions = _RULES.get((_domain(domain), op_type))
     if not versions:
         return None
@@ -73,4 +76,7 @@ def rule_for(domain: str, op_type: str, opset: int) -> Callable | None:
 
 
 def known_op_types() -> set[tuple[str, str]]:
+    from .rules import load_all
+
+    load_all()
     return set(_RULES)

@@ -107,18 +107,21 @@ def lower(graph: Graph, opset: int | None = None, *,
         if len(results) != len(op.outputs):
             raise ConverterError(f"the lowering gave {len(results)} results, the op has "
                                  f"{len(op.outputs)}", where=f"{op.op_type} '{op.name}'")
-        claimed: set[str] = set()
+        claimed: dict[str, str] = {}  # a value this op made -> its name after renaming
         for operand, value in zip(op.outputs, results):
             wanted = output_keys.get(id(operand))
-            if value in claimed or not _made_since(ctx, value, start):
+            if value in claimed:
+                value = claimed[value]  # one value given for two results: the same name
+                ctx.bind(operand, value)
+            elif not _made_since(ctx, value, start):
                 ctx.bind(operand, value)  # an alias of an earlier value
             else:
                 final = wanted or ctx.fresh(operand.name)
                 _rename(ctx, value, final, start)
                 ctx.bind(operand, final)
+                claimed[value] = final
                 value = final
             ctx.types[value] = operand.data_type
-            claimed.add(value)
     ctx.op = None
 
     outputs = []

@@ -12,6 +12,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as fb
 
 from converter.builder import GraphBuilder
+from converter.errors import OpValidationError
 from converter.exporters.tflite import to_tflite
 
 from .helpers import assert_declared_shapes_hold, check, operator_codes, ops_of, rand, run_one
@@ -255,7 +256,31 @@ def test_conv_transpose2d_crops_and_appends_only_what_it_must(opts, slices, pads
     assert ("SLICE" in codes) == slices and ("PAD" in codes) == pads
 
 
+def test_conv_transpose2d_whose_crop_starts_past_the_full_result():
+    # in 1 row, 1x1 filter, stride 3: the full result is 1 row; padding 1 at the top crops it
+    # all away and outputPadding 2 appends two rows, which hold only the bias
+    b = GraphBuilder()
+    x = b.input("x", "float32", [1, 1, 1, 2])
+    y = b.convTranspose2d(x, b.constant(np.full((1, 1, 1, 1), 3, np.float32)), strides=[3, 1],
+                          padding=[1, 0, 0, 0], outputPadding=[2, 0],
+                          bias=b.constant(np.array([5], np.float32)))
+    got = check(b.build({"y": y}), {"x": np.array([[[[1, 2]]]], np.float32)}, ulp=0)
+    assert got["y"].tolist() == [[[[5, 5], [5, 5]]]]
+
+
 def test_conv2d_explicit_padding_declares_the_padded_shape():
     graph, _ = _conv((1, 2, 6, 5), (3, 2, 3, 3), padding=[2, 0, 1, 0])
     _, codes = _tflite(graph)
     assert codes.count("PAD") == 1
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_a_bias_of_another_type_never_reaches_the_exporter(transpose):
+    # the spec's limits (bias sameAs input) refuse it when the graph is built, which is why the
+    # exporter has no bias type check of its own
+    b = GraphBuilder()
+    x = b.input("x", "float32", [1, 1, 3, 3])
+    conv = b.convTranspose2d if transpose else b.conv2d
+    with pytest.raises(OpValidationError, match="bias: data type float16 must match input's"):
+        conv(x, b.constant(np.ones((1, 1, 2, 2), np.float32)),
+             bias=b.constant(np.ones(1, np.float16)))

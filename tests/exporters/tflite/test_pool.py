@@ -120,6 +120,20 @@ def test_l2_pool_without_padding_has_no_pad():
     assert "PAD" not in ops_of(graph)
 
 
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_average_pool_windows_of_padding_only_average_to_zero(layout):
+    # padding 2 below a 2-row input with a 1x1 window: the last two rows see only padding, and
+    # their average is their zero sum (the ONNX lowering's answer), not 0/0
+    b = GraphBuilder()
+    shape = [1, 1, 2, 2] if layout == "nchw" else [1, 2, 2, 1]
+    x = b.input("x", "float32", shape)
+    graph = b.build({"y": b.averagePool2d(x, windowDimensions=[1, 1], padding=[0, 2, 1, 0],
+                                          layout=layout)})
+    got = check(graph, {"x": np.arange(1, 5, dtype=np.float32).reshape(shape)}, ulp=0)["y"]
+    rows = got[0, 0] if layout == "nchw" else got[0, :, :, 0]
+    assert rows.tolist() == [[0, 1, 2], [0, 3, 4], [0, 0, 0], [0, 0, 0]]
+
+
 def test_average_pool_where_every_window_reaches_the_padding():
     # 2 x 2, window 2, stride 2, padding 1 each side: every window holds one input element
     b = GraphBuilder()

@@ -87,3 +87,32 @@ def test_an_empty_graph_output_is_refused_by_name():
     assert run_litert(model, {"x": rand(2, 6)})["part1"].shape == (2, 0)
     assert "output 'part1' is empty (shape [2, 0]); WebNN has no empty tensors" \
         in str(refused(model))
+
+
+def _sum_of_an_empty_slice(dtype: str) -> bytes:
+    """SUM over axis 1 of x[:, 3:3]: LiteRT answers zeros, an empty sum."""
+    b = TfliteBuilder()
+    x = b.input("x", [2, 5], dtype)
+    begin = b.constant("begin", np.array([0, 3], np.int32))
+    size = b.constant("size", np.array([2, 0], np.int32))
+    empty = b.tensor("nothing", [2, 0], dtype)
+    b.op("SLICE", [x, begin, size], [empty])
+    axes = b.constant("axes", np.array([1], np.int32))
+    y = b.tensor("y", [2], dtype)
+    b.op("SUM", [empty, axes], [y])
+    return b.build([y])
+
+
+def test_an_empty_int32_slice_sums_to_zeros_as_litert():
+    """The empty slice keeps its input's type: int32 shape arithmetic is folded to zeros."""
+    x = np.arange(10, dtype=np.int32).reshape(2, 5)
+    graph, got = check(_sum_of_an_empty_slice("int32"), {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["y"], [0, 0])
+    assert got["y"].dtype == np.int32
+
+
+def test_an_empty_float_slice_summed_is_refused_by_name():
+    """A float32 slice of nothing is not integer shape arithmetic: SUM needs it as an operand."""
+    model = _sum_of_an_empty_slice("float32")
+    np.testing.assert_array_equal(run_litert(model, {"x": rand(2, 5)})["y"], [0, 0])
+    assert "SUM (op 1 -> 'y'): it reads tensor 3 'nothing', which is empty" in str(refused(model))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from converter.errors import ConverterError
+from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import Const, Input, Output, Quant, TfliteBuilder, one_op
 
 from .helpers import EXACT, check, op_named, ops_of, rand, refused
@@ -419,3 +421,24 @@ def test_scatter_nd_with_repeated_or_scalar_indices_is_refused(indices, reason):
     model = one_op("SCATTER_ND", [Const(indices), Input("u", [1, 3] if indices.ndim else []),
                                   _i32([3, 2])], [Output("y", [3, 2])])
     assert reason in refused(model).line()
+
+
+def test_matrix_set_diag_of_mixed_types_is_refused():
+    """LiteRT copies a float diagonal's bytes into int8 rows (no values to match): refused."""
+    q = Quant([0.5], [-7])
+    model = one_op("MATRIX_SET_DIAG", [Input("x", [3, 3], "int8", q), Input("d", [3])],
+                   [Output("y", [3, 3], "int8", q)])
+    got = run_litert(model, {"x": np.zeros((3, 3), np.int8), "d": np.ones(3, np.float32)})
+    # 1.0f's bytes (00 00 80 3f) land on the diagonal as the int8s 0, 0, -128
+    np.testing.assert_array_equal(np.diag(got["y"]), [0, 0, -128])
+    assert "its operand is int8 but its diagonal float32; give both the same type" in \
+        refused(model).line()
+
+
+def test_dynamic_update_slice_of_mixed_types_is_refused_as_litert_does():
+    q = Quant([0.5], [-7])
+    model = one_op("DYNAMIC_UPDATE_SLICE", [Input("x", [3, 3], "int8", q), Input("u", [2, 2]),
+                                            _i32([1, 0])], [Output("y", [3, 3], "int8", q)])
+    with pytest.raises(ConverterError, match="operand->type != update->type"):
+        run_litert(model, {"x": np.zeros((3, 3), np.int8), "u": np.ones((2, 2), np.float32)})
+    assert "its operand is int8 but its update float32" in refused(model).line()

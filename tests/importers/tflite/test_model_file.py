@@ -280,3 +280,62 @@ def test_a_tensor_naming_buffer_1_of_a_model_with_only_buffer_0():
     with pytest.raises(FormatError, match="tensor 0 'x' names buffer 1, but the model has 1 "
                                           "buffers"):
         read_tflite(b.build())
+
+
+# Model fields (vtable slots of the TFLite schema): operator_codes 6, subgraphs 8,
+# description 10, buffers 12; SubGraph: inputs 6, operators 10, name 12.
+_MODEL_SLOTS = {"codes": 6, "subgraphs": 8, "description": 10, "buffers": 12}
+_SUBGRAPH_SLOTS = {"inputs": 6, "operators": 10, "name": 12}
+
+
+def _field_at(table, slot: int) -> int:
+    """The byte position of a table's field (an offset, relative to where it is stored)."""
+    relative = table._tab.Offset(slot)
+    assert relative != 0, f"field {slot} is not written"
+    return table._tab.Pos + relative
+
+
+def _element_at(table, slot: int, i: int) -> int:
+    """The byte position of element i of a table's vector of tables."""
+    return table._tab.Vector(table._tab.Offset(slot)) + 4 * i
+
+
+def _corrupt_at(data: bytes, position: int) -> str:
+    """Point the offset stored at `position` far past the end; return the error's message."""
+    broken = bytearray(data)
+    broken[position:position + 4] = (0x7FFF0000).to_bytes(4, "little")
+    with pytest.raises(FormatError) as raised:
+        read_tflite(bytes(broken))
+    return str(raised.value)
+
+
+def _locations(data: bytes) -> dict[str, int]:
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAs(data, 0)
+    sg = model.Subgraphs(0)
+    return {
+        "the buffer table": _field_at(model, _MODEL_SLOTS["buffers"]),
+        "buffer 1": _element_at(model, _MODEL_SLOTS["buffers"], 1),
+        "operator code 1": _element_at(model, _MODEL_SLOTS["codes"], 1),
+        "the subgraph table": _field_at(model, _MODEL_SLOTS["subgraphs"]),
+        "the model description": _field_at(model, _MODEL_SLOTS["description"]),
+        "subgraph 0,": _field_at(sg, _SUBGRAPH_SLOTS["name"]),
+        "subgraph 0, its input and output lists": _field_at(sg, _SUBGRAPH_SLOTS["inputs"]),
+        "subgraph 0, operator 1": _element_at(sg, _SUBGRAPH_SLOTS["operators"], 1),
+    }
+
+
+@pytest.mark.parametrize("where", ["the buffer table", "buffer 1", "operator code 1",
+                                   "the subgraph table", "the model description", "subgraph 0,",
+                                   "subgraph 0, its input and output lists",
+                                   "subgraph 0, operator 1"])
+def test_a_corrupt_offset_names_the_record_it_was_reading(where):
+    """One offset in a well-formed file pointed past its end: the error names the table or
+    record whose read failed (the flatbuffer reader only knows the byte)."""
+    data = _model().build()
+    message = _corrupt_at(data, _locations(data)[where])
+    read = message.split(" while reading ")[-1].split(";")[0]
+    # "subgraph 0," stands for the subgraph's own fields: the name is read first.
+    assert read == ("subgraph 0" if where == "subgraph 0," else where), message
+    assert "past the end of the file" in message or "outside the file" in message, message

@@ -79,7 +79,8 @@ def _scatter_in_rounds(ctx: ImportContext, data: Operand, rows: np.ndarray, upda
         seen[target] = occurrence[-1] + 1
     occurrence = np.array(occurrence)
     result = data
-    for r in range(int(occurrence.max()) + 1 if len(flat) else 0):
+    # never empty: both callers read `updates` first, and a 0-sized operand is refused there
+    for r in range(int(occurrence.max()) + 1):
         picked = np.nonzero(occurrence == r)[0]
         index = ctx.constant(rows[picked].astype(np.int32), "int32")
         values = updates if len(picked) == len(flat) else ctx.emit(
@@ -325,7 +326,10 @@ def top_k(ctx: ImportContext, node: OnnxNode):
     if node.opset < 10:
         k = int(node.attr("k"))
     else:
-        k = int(np.asarray(ctx.require_known(node.input(1), "K")).reshape(-1)[0])
+        given = np.asarray(ctx.require_known(node.input(1), "K")).reshape(-1)
+        if given.size != 1:
+            raise Unsupported(f"K holds {given.size} values; it must hold one")
+        k = int(given[0])
     size = x.shape[axis]
     if not 0 < k <= size:
         raise Unsupported(f"k={k} is outside 1..{size}, the length of axis {axis}")

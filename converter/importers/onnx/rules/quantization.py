@@ -91,7 +91,6 @@ def to_input_rank(ctx: ImportContext, name: str, x_shape, axis: int, block_size:
             raise Unsupported(f"{what} must be known at conversion time: input dimension "
                               f"{axis % len(x_shape)} ({x_shape[axis]}) is not a multiple of "
                               f"block_size {block_size}", needs=ctx.inputs_feeding(name))
-        axis %= len(x_shape)
         full = np.repeat(unpack_known(value), block_size, axis=axis)
         full = np.take(full, np.arange(x_shape[axis]), axis=axis)
         dtype = ctx.dtype(name)
@@ -348,15 +347,13 @@ def _fresh_value(ctx: ImportContext, node: OnnxNode, what: str, operand: Operand
 
 def _run_float_rule(ctx: ImportContext, node: OnnxNode, op_type: str, inputs: list[str]):
     """Import the float op (Conv) with the quantized node's attributes through its own rule, so
-    auto_pad, 1-D and grouped convolutions work exactly as they do for Conv."""
-    opset = max(ctx.opsets.get("", 11), 11)
-    rule = rule_for("", op_type, opset)
-    if rule is None:
-        raise Unsupported(f"it needs the {op_type} import rule, which is not available")
+    auto_pad, 1-D and grouped convolutions work exactly as they do for Conv (at the quantized
+    node's opset: Conv's meaning has not changed since opset 1)."""
+    rule = rule_for("", op_type, node.opset)  # Conv's rule is registered from opset 1
     proto = onnx.helper.make_node(op_type, inputs, [f"{node.name}::{op_type}_out"],
                                   name=node.name)
     proto.attribute.extend(node.proto.attribute)
-    results = rule(ctx, OnnxNode(proto, opset, 0))
+    results = rule(ctx, OnnxNode(proto, node.opset, 0))
     return results[0]
 
 

@@ -36,7 +36,8 @@ from .conv import reshape
 _TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                "tf_half_pixel_for_nn", "half_pixel_symmetric", "tf_crop_and_resize")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-# Weights in [0, 1] closer than this are the same once rounded to float32, as backends hold them.
+# Weights in [0, 1] at most this far apart are taken as the same once rounded to float32, as
+# backends hold them (half of float32's step just below 1).
 _SAME_WEIGHT = 2.0 ** -25
 # Weighted sums run in float32, which holds every int8 / uint8 value (and float16) exactly.
 _VIA_FLOAT32 = {"float16": None, "int8": (-128, 127), "uint8": (0, 255)}
@@ -171,15 +172,17 @@ def _axis_taps(method: _Method, size: int, out: int, scale: Fraction,
 
 def _compact(index: np.ndarray, weight: np.ndarray, outside: np.ndarray | None) -> _Taps:
     """The same sampling with taps reading one element merged and zero weights dropped (rows
-    with fewer taps are padded with weight-0 repeats of their first tap)."""
+    with fewer taps are padded with weight-0 repeats of their lowest index)."""
     rows = []
     for idx_row, w_row in zip(index.tolist(), weight.tolist()):
         merged: dict[int, float] = {}
         for i, w in zip(idx_row, w_row):
             merged[i] = merged.get(i, 0.0) + w
-        rows.append([(i, w) for i, w in merged.items() if w != 0] or [(idx_row[0], 0.0)])
+        # never empty: every row's weights sum to 1 (the kernels are partitions of unity,
+        # antialias and exclude_outside renormalize, an extrapolated row reads one tap of 1)
+        rows.append([(i, w) for i, w in merged.items() if w != 0])
     n = max(len(r) for r in rows)
-    padded = [r + [(r[0][0], 0.0)] * (n - len(r)) for r in rows]
+    padded = [r + [(min(i for i, _ in r), 0.0)] * (n - len(r)) for r in rows]
     return _Taps(np.array([[i for i, _ in r] for r in padded], np.int64),
                  np.array([[w for _, w in r] for r in padded], np.float64),
                  outside if outside is not None and outside.any() else None)
@@ -278,7 +281,7 @@ def _separable(ctx: ImportContext, x: Operand, plan: list[tuple[int, _Taps]],
 def _resize(ctx: ImportContext, x: Operand, out_shape: Sequence[int],
             scales: Sequence[Fraction], method: _Method,
             roi: Sequence[tuple[Fraction, Fraction]] | None = None) -> Operand:
-    method.check()
+    """`method` is checked (Resize) or fixed (Resize-10, Upsample) by the caller."""
     if any(d <= 0 for d in out_shape):
         raise Unsupported(f"output shape {list(out_shape)} has a 0 dimension; WebNN has no "
                           f"empty tensors")
@@ -400,10 +403,8 @@ def upsample(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     if node.opset >= 9:
         scales = _known_list(ctx, node.input(1), "scales")
-    elif node.opset >= 7:
+    else:  # opsets 7 and 8 (a model of an older opset with Upsample is refused when read)
         scales = node.attr("scales")
-    else:
-        scales = [1.0, 1.0, node.attr("height_scale", 1.0), node.attr("width_scale", 1.0)]
     out, factors = _output_geometry(node, x.shape, scales, None, list(range(x.rank)))
     mode = node.attr("mode", "nearest")
     if mode == "bilinear":  # the opset-1 spelling

@@ -232,8 +232,9 @@ def matrix_diag(ctx: ImportContext, op: Operator):
 def matrix_set_diag(ctx: ImportContext, op: Operator):
     """The input with its main diagonal replaced: diagonal[..., i] lands at [..., i, i]."""
     x, diagonal = ctx.passthrough(0), ctx.passthrough(1, 0)
-    if x.data_type != diagonal.data_type:
-        x, diagonal = ctx.real(0), ctx.real(1)
+    if x.data_type != diagonal.data_type:  # LiteRT copies the bytes: no values to match
+        raise Unsupported(f"its operand is {x.data_type} but its diagonal {diagonal.data_type}; "
+                          "give both the same type")
     rows, cols = x.shape[-2:]
     k = min(rows, cols)
     if diagonal.shape[-1] != k:
@@ -251,8 +252,9 @@ def dynamic_update_slice(ctx: ImportContext, op: Operator):
     (clamped so the block fits, as TFLite does): a scatterND over the block's coordinates."""
     x = ctx.passthrough(0)
     update = ctx.passthrough(1, 0)
-    if x.data_type != update.data_type:
-        x, update = ctx.real(0), ctx.real(1)
+    if x.data_type != update.data_type:  # as LiteRT, which refuses the model
+        raise Unsupported(f"its operand is {x.data_type} but its update {update.data_type}; "
+                          "give both the same type")
     starts = [int(s) for s in ctx.require_known(2, "start indices").reshape(-1)]
     if len(starts) != x.rank or update.rank != x.rank:
         raise Unsupported(f"its start indices {starts} and update {list(update.shape)} do not "
