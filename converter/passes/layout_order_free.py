@@ -77,8 +77,6 @@ def order_free_exits(shape: Sequence[int], perm: Sequence[int], entry: Operation
     lead = 0
     while lead < len(perm) and perm[lead] == lead:
         lead += 1
-    if lead == len(perm):
-        return None
     batch = math.prod(shape[:lead])
     if entry.op_type != "reshape" or _boundary(entry.output.shape, batch) is None:
         return None
