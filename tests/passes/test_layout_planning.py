@@ -62,12 +62,12 @@ LOOKAHEAD = 256  # layout_push._LOOKAHEAD: ops followed from the transpose's op
 
 
 def _long_chain(kind: str, steps: int):
-    """A transpose `steps` ops away from the graph input, read by a matmul (up), or a
-    transpose of the input shared by an output and a chain of `steps` ops after its first
-    reader (down)."""
+    """A transpose `steps` ops away from the graph input (and one reshape more), read by a
+    matmul (up), or a transpose of the input shared by an output and a chain of `steps` ops
+    after its first reader (down)."""
     def build():
         b = GraphBuilder(f"{kind}_{steps}")
-        x = b.input("x", "float32", [1, 4, 6, 5])
+        x = b.input("x", "float32", [1, 4, 30] if kind == "reshape" else [1, 4, 6, 5])
         if kind == "down":
             t = b.transpose(x, permutation=[0, 2, 3, 1])
             value = b.relu(t)
@@ -77,6 +77,8 @@ def _long_chain(kind: str, steps: int):
         value = x
         for _ in range(steps):
             value = b.relu(value)
+        if kind == "reshape":  # a reshape that moves its groups whole: one step
+            value = b.reshape(value, [1, 4, 6, 5])
         if kind == "region":  # a one-group GroupNorm: an order-free region, one step
             normed = b.layerNormalization(b.reshape(value, [1, 1, 120]), axes=[2])
             value = b.reshape(normed, [1, 4, 6, 5])
@@ -88,6 +90,7 @@ def _long_chain(kind: str, steps: int):
 @pytest.mark.parametrize("kind,steps,moves", [
     ("unary", LOOKAHEAD, True), ("unary", LOOKAHEAD + 1, False),
     ("region", LOOKAHEAD - 1, True), ("region", LOOKAHEAD, False),
+    ("reshape", LOOKAHEAD - 1, True), ("reshape", LOOKAHEAD, False),
 ])
 def test_pushing_up_follows_at_most_the_look_ahead(kind, steps, moves):
     after, result = check_numbers(_long_chain(kind, steps), "nhwc")
@@ -108,7 +111,6 @@ def test_pushing_a_shared_transpose_down_looks_ahead_at_most_so_far(steps, moves
     assert after.outputs["y"].producer.op_type == ("transpose" if moves else "relu")
 
 
-# -- names -------------------------------------------------------------------------------------
 # -- a layout-bearing op the look ahead or the push up meets -----------------------------------
 def test_the_look_ahead_stops_at_a_resample_the_transpose_would_move_off_the_target_layout():
     """A shared transpose (also a graph output) read by relu, whose result a resample2d over
@@ -146,6 +148,7 @@ def test_a_transpose_is_not_pushed_up_through_a_resample_it_would_move_off_the_t
     assert result.counts.get("pushed_up", 0) == 0
 
 
+# -- names -------------------------------------------------------------------------------------
 def test_rewritten_ops_keep_their_node_names_and_results_their_operand_names():
     def build():
         from .layout_helpers import cnn
