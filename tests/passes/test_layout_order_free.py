@@ -11,7 +11,7 @@ import converter
 from converter.builder import GraphBuilder
 from converter.importers.onnx import import_model
 from converter.passes.layout import count_transposes
-from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample
+from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample, _reshape_like
 from converter.targets.check import check
 from converter.targets.pipeline import convert_for_target
 from converter.formats.webnn_text import dumps
@@ -273,3 +273,22 @@ def test_more_region_rules_decide_and_the_numbers_stay(case):
     if passes:  # into the conv, and out of each pool
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == (3 if case == "two exits" else 2)
+
+
+@pytest.mark.parametrize("shape,permutation,reshape_like", [
+    ([1, 4, 30], None, False),  # the default reverses: [30, 4, 1] moves every element
+    ([4, 1, 1], None, True),  # [1, 1, 4]: only size-1 axes move, the bytes stay in order
+    ([1, 4, 1], None, True),
+    ([2, 1, 3], None, False),  # [3, 1, 2]
+    ([1, 4, 30], [1, 0, 2], True),
+    ([1, 4, 30], [0, 2, 1], False),
+])
+def test_a_transpose_reads_as_a_reshape_when_it_moves_only_size_1_axes(
+        shape, permutation, reshape_like):
+    b = GraphBuilder("reshape_like")
+    x = b.input("x", "float32", shape)
+    y = b.transpose(x) if permutation is None else b.transpose(x, permutation=permutation)
+    graph = b.build({"y": y})
+    [op] = graph.operations
+    assert ("permutation" in op.attrs) == (permutation is not None)
+    assert _reshape_like(op) is reshape_like
