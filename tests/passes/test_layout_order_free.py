@@ -292,3 +292,27 @@ def test_a_transpose_reads_as_a_reshape_when_it_moves_only_size_1_axes(
     [op] = graph.operations
     assert ("permutation" in op.attrs) == (permutation is not None)
     assert _reshape_like(op) is reshape_like
+
+
+
+@pytest.mark.parametrize("image,flat,axes", [
+    ([1, 4, 6, 5], [1, 1, 120], [2]),  # the scale has 120 numbers, one per position
+    ([1, 4, 6, 5], [1, 1, 120], [1, 2]),  # [1, 120]
+])
+def test_a_layer_norm_with_a_scale_per_position_stops_the_region(image, flat, axes):
+    """A scale (one number per normalised position) must meet the elements in the order it
+    was made for: the region, which reads them in NHWC order, is refused and the transposes
+    stay on either side (the numbers are checked against the graph before)."""
+    def build():
+        b = GraphBuilder("scaled")
+        x = b.input("x", "float32", [1, 3, *image[2:]])
+        y = conv(b, x, 3, image[1], "nchw", k=3, padding=[1, 1, 1, 1])
+        scale = b.constant(seeded([flat[a] for a in axes], 5))
+        normed = b.layerNormalization(b.reshape(y, flat), scale=scale, axes=axes)
+        back = b.reshape(normed, image)
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
