@@ -316,3 +316,20 @@ def test_a_layer_norm_with_a_scale_per_position_stops_the_region(image, flat, ax
     after, result = check_numbers(build, "nhwc")
     assert "order_free_regions_passed" not in result.counts
     assert result.counts["transposes_after_inside"] == 2
+
+
+@pytest.mark.parametrize("flat,axes", [([1, 4, 30], [2]), ([1, 24, 5], [2]), ([1, 4, 30], [0])])
+def test_a_reduction_that_leaves_part_of_the_sample_stops_the_order_free_region(flat, axes):
+    """A mean over only part of each sample depends on which elements share a row, so the
+    region may not read them in NHWC order; the numbers match the graph before."""
+    def build():
+        b = GraphBuilder("partial_mean")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = b.reshape(conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1]), flat)
+        centered = b.sub(y, b.reduceMean(y, axes=axes, keepDimensions=True))
+        back = b.reshape(centered, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    _, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
