@@ -333,3 +333,21 @@ def test_a_reduction_that_leaves_part_of_the_sample_stops_the_order_free_region(
 
     _, result = check_numbers(build, "nhwc")
     assert "order_free_regions_passed" not in result.counts
+
+
+def test_a_transpose_that_moves_the_batch_axis_passes_a_region_of_whole_tensors():
+    """transpose(x, [1, 0, 2, 3]) moves axis 0, so no axis indexes samples: the region (a
+    sigmoid between reshapes to [2, 60] and back) counts the whole tensor as one sample, and
+    the transpose goes up through it and the relu to the input (the matmul stops it below)."""
+    def build():
+        b = GraphBuilder("batch_moved")
+        x = b.input("x", "float32", [3, 2, 4, 5])
+        t = b.transpose(b.relu(x), permutation=[1, 0, 2, 3])
+        y = b.reshape(b.sigmoid(b.reshape(t, [2, 60])), [2, 3, 4, 5])
+        return b.build({"y": b.matmul(y, b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "relu", "reshape", "sigmoid", "reshape", "matmul"]
+    assert after.operations[0].inputs[0] is after.inputs["x"]
+    assert result.counts["order_free_regions_passed"] == 2
+    assert result.counts["transposes_after_inside"] == 0
