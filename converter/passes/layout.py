@@ -267,8 +267,6 @@ def _optimize(editor: TransposeMover) -> None:
     def push_down(t):
         made_all = []
         for reader in t.output.consumers():
-            if t.graph is None:
-                break
             if reader.op_type == "transpose":
                 made_all.append(reader)
                 continue

@@ -258,7 +258,7 @@ def instance_as_layer_norm(editor, op: Operation, target) -> bool:
     per_channel = [1, 1, 1, 1]
     per_channel[channel] = x.shape[channel]
     for slot, combine in ((1, "mul"), (2, "add")):
-        operand = op.inputs[slot] if slot < len(op.inputs) else None
+        operand = op.inputs[slot]  # (add_operation pads inputs to every slot)
         if operand is None:
             continue
         shaped = graph.add_operation("reshape", [operand], {"newShape": per_channel},

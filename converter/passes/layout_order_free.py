@@ -24,6 +24,7 @@ from typing import Sequence
 from ..ir import Operand, Operation
 from ..ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
 from ..ops.reduction import REDUCE_OPS
+from .layout_edit import perm_of
 from .layout_perms import keeps_element_order
 
 __all__ = ["order_free_exits", "region_entry", "PER_ELEMENT", "COMBINING"]
@@ -64,9 +65,7 @@ def _reshape_like(op: Operation) -> bool:
     if op.op_type == "reshape":
         return True
     if op.op_type == "transpose":
-        perm = op.attrs.get("permutation")
-        perm = list(perm) if perm is not None else list(range(op.inputs[0].rank - 1, -1, -1))
-        return keeps_element_order(op.inputs[0].shape, perm)
+        return keeps_element_order(op.inputs[0].shape, perm_of(op))
     return False
 
 
@@ -77,8 +76,6 @@ def order_free_exits(shape: Sequence[int], perm: Sequence[int], entry: Operation
     lead = 0
     while lead < len(perm) and perm[lead] == lead:
         lead += 1
-    if lead == len(perm):
-        return None
     batch = math.prod(shape[:lead])
     if entry.op_type != "reshape" or _boundary(entry.output.shape, batch) is None:
         return None

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from ..ir import ConstantData, Operand, Operation
 from .layout_edit import LayoutEditor, merged_attrs, perm_of
@@ -164,16 +163,11 @@ class TransposeMover(LayoutEditor):
                 and op.inputs[1].rank == 2
             if op.op_type == "gemm":
                 weights_ok = weights_ok and not op.attr("aTranspose")
-            elif op.op_type != "matmul":
-                return False
             if not weights_ok:
                 return False
         if not readers:
             return False
-        # order[j]: the position in y's flattening of the element x's flattening has at j.
         inner = [p - 1 for p in perm[1:]]
-        order = np.arange(out.shape[1]).reshape(y.shape[1:]).transpose(inverse(inner))
-        order = order.reshape(-1)
         flat = self.graph.add_operation("reshape", [t.inputs[0]], {"newShape": list(out.shape)},
                                         name=self.graph.fresh_name(reshape.name), before=reshape)
         self.swap(reshape, [flat.output])

@@ -150,3 +150,27 @@ def test_a_chain_collapses_only_into_ranks_the_target_takes(op, low, high, colla
     assert result.counts.get("transpose_chains_collapsed", 0) == collapsed
     assert types(after).count("transpose") == (1 if collapsed else 2)
     np.testing.assert_array_equal(converter.run(after, feeds)["y"], want["y"])
+
+
+def test_a_chain_is_collapsed_from_its_start_only():
+    """The shuffle chain read through a first reshape from a rank-5 x: the whole chain starts at
+    that reshape, and with reshapes limited to rank 4 it cannot be collapsed (x is rank 5).
+    Its tail, from the second reshape on, would fit, but it is no chain of its own (its input
+    is read only by it): the pass leaves all four ops and both transposes."""
+    def build():
+        b = GraphBuilder("chain_start")
+        x = b.input("x", "float32", [1, 8, 3, 5, 1])
+        y = b.reshape(b.reshape(x, [1, 8, 3, 5]), [1, 2, 2, 2, 3, 5])
+        y = b.transpose(y, permutation=[0, 3, 4, 1, 5, 2])
+        y = b.reshape(y, [1, 2, 6, 10])
+        return b.build({"y": b.transpose(y, permutation=[0, 2, 3, 1])})
+    feeds = {"x": seeded((1, 8, 3, 5, 1))}
+    want = converter.run(build(), feeds)
+    after = build()
+    ranks = {"rankRange": {"min": 4, "max": 4}}
+    target = Target(name="t", limits={"preferredInputLayout": "nhwc",
+                                      "reshape": {"input": ranks, "output": ranks}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+    assert result.counts.get("transpose_chains_collapsed", 0) == 0
+    assert types(after) == ["reshape", "reshape", "transpose", "reshape", "transpose"]
+    np.testing.assert_array_equal(converter.run(after, feeds)["y"], want["y"])

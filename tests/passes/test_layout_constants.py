@@ -54,3 +54,26 @@ def test_a_flattening_head_leaves_no_unread_weights():
     # the filter, re-laid out, and the weights, rows permuted: nothing else
     assert len(after.constants) == 2 and all(c.uses() for c in after.constants.values())
     assert gemm.inputs[1].name in after.constants and gemm.inputs[1].name.endswith("_rows")
+
+
+def test_a_transposed_constant_is_folded_unless_it_is_a_graph_output():
+    def build(output):
+        def graph():
+            b = GraphBuilder("folded")
+            x = b.input("x", "float32", [2, 3, 4, 5])
+            t = b.transpose(b.constant(seeded((2, 4, 5, 3), 1)), permutation=[0, 3, 1, 2])
+            if output:  # an output must stay an op's result: the transpose stays
+                return b.build({"y": b.relu(x), "c": t})
+            return b.build({"y": b.add(x, t)})
+        return graph
+
+    tallies = ("transposes_before", "transposes_after")
+    after, result = check_numbers(build(False), "nhwc")
+    assert types(after) == ["add"] and after.operations[0].inputs[1].shape == (2, 3, 4, 5)
+    assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == \
+        {"constants_transposed": 1}
+    after, result = check_numbers(build(True), "nhwc")
+    assert sorted(types(after)) == ["relu", "transpose"]
+    assert after.outputs["c"].producer.op_type == "transpose"
+    assert after.outputs["c"].kind == "intermediate"
+    assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == {}

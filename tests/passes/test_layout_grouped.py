@@ -189,3 +189,44 @@ def test_group_norm_forms_by_their_parts(case):
         assert "add" not in types(after)
     else:
         assert "grouped_regions_relaid" not in result.counts
+
+
+@pytest.mark.parametrize("case,target_layout,flat,rewritten", [
+    # nhwc [N, M, 1, G] with scale and bias: layerNormalization over axes 1 and 2, then the
+    # scale and bias per channel (axis 3)
+    ("nhwc, scale and bias", "nchw", [2, 60, 1, 2], True),
+    ("both spatial axes longer than 1", "nhwc", [2, 2, 6, 10], False),  # plain conversion
+    ("already in the target layout", "nchw", [2, 2, 60, 1], False),  # nothing to gain
+])
+def test_an_instance_norm_becomes_a_layer_norm_only_off_the_target_layout_with_a_unit_axis(
+        case, target_layout, flat, rewritten):
+    nhwc = case.startswith("nhwc")
+
+    def build():
+        b = GraphBuilder("instance_forms")
+        x = b.input("x", "float32", [2, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        channels = flat[3] if nhwc else flat[1]
+        extra = {"layout": "nhwc", "scale": b.constant(seeded((channels,), 7)),
+                 "bias": b.constant(seeded((channels,), 8))} if nhwc else {}
+        normed = b.instanceNormalization(b.reshape(y, flat), **extra)
+        back = b.reshape(normed, [2, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    before = build()
+    feeds = feeds_for(before)
+    want = converter.run(before, feeds)
+    after = build()
+    target = Target(name="t", limits={"preferredInputLayout": target_layout,
+                                      "layerNormalization": {}, "mul": {}, "add": {}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+    same_values(converter.run(after, feeds), want)
+    assert result.counts.get("instance_norms_as_layer_norms", 0) == (1 if rewritten else 0)
+    assert ("instanceNormalization" in types(after)) == (not rewritten)
+    if rewritten:
+        [norm] = [op for op in after.operations if op.op_type == "layerNormalization"]
+        assert norm.attr("axes") == [1, 2]
+        shaped = [op.attr("newShape") for op in after.operations
+                  if op.op_type == "reshape" and op.inputs[0].is_constant]
+        assert shaped == [[1, 1, 1, 2], [1, 1, 1, 2]]  # the scale and the bias, per channel

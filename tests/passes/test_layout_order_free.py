@@ -11,7 +11,7 @@ import converter
 from converter.builder import GraphBuilder
 from converter.importers.onnx import import_model
 from converter.passes.layout import count_transposes
-from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample
+from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample, _reshape_like
 from converter.targets.check import check
 from converter.targets.pipeline import convert_for_target
 from converter.formats.webnn_text import dumps
@@ -273,3 +273,81 @@ def test_more_region_rules_decide_and_the_numbers_stay(case):
     if passes:  # into the conv, and out of each pool
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == (3 if case == "two exits" else 2)
+
+
+@pytest.mark.parametrize("shape,permutation,reshape_like", [
+    ([1, 4, 30], None, False),  # the default reverses: [30, 4, 1] moves every element
+    ([4, 1, 1], None, True),  # [1, 1, 4]: only size-1 axes move, the bytes stay in order
+    ([1, 4, 1], None, True),
+    ([2, 1, 3], None, False),  # [3, 1, 2]
+    ([1, 4, 30], [1, 0, 2], True),
+    ([1, 4, 30], [0, 2, 1], False),
+])
+def test_a_transpose_reads_as_a_reshape_when_it_moves_only_size_1_axes(
+        shape, permutation, reshape_like):
+    b = GraphBuilder("reshape_like")
+    x = b.input("x", "float32", shape)
+    y = b.transpose(x) if permutation is None else b.transpose(x, permutation=permutation)
+    graph = b.build({"y": y})
+    [op] = graph.operations
+    assert ("permutation" in op.attrs) == (permutation is not None)
+    assert _reshape_like(op) is reshape_like
+
+
+
+@pytest.mark.parametrize("image,flat,axes", [
+    ([1, 4, 6, 5], [1, 1, 120], [2]),  # the scale has 120 numbers, one per position
+    ([1, 4, 6, 5], [1, 1, 120], [1, 2]),  # [1, 120]
+])
+def test_a_layer_norm_with_a_scale_per_position_stops_the_region(image, flat, axes):
+    """A scale (one number per normalised position) must meet the elements in the order it
+    was made for: the region, which reads them in NHWC order, is refused and the transposes
+    stay on either side (the numbers are checked against the graph before)."""
+    def build():
+        b = GraphBuilder("scaled")
+        x = b.input("x", "float32", [1, 3, *image[2:]])
+        y = conv(b, x, 3, image[1], "nchw", k=3, padding=[1, 1, 1, 1])
+        scale = b.constant(seeded([flat[a] for a in axes], 5))
+        normed = b.layerNormalization(b.reshape(y, flat), scale=scale, axes=axes)
+        back = b.reshape(normed, image)
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+
+
+@pytest.mark.parametrize("flat,axes", [([1, 4, 30], [2]), ([1, 24, 5], [2]), ([1, 4, 30], [0])])
+def test_a_reduction_that_leaves_part_of_the_sample_stops_the_order_free_region(flat, axes):
+    """A mean over only part of each sample depends on which elements share a row, so the
+    region may not read them in NHWC order; the numbers match the graph before."""
+    def build():
+        b = GraphBuilder("partial_mean")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = b.reshape(conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1]), flat)
+        centered = b.sub(y, b.reduceMean(y, axes=axes, keepDimensions=True))
+        back = b.reshape(centered, [1, 4, 6, 5])
+        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
+                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+
+    _, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+
+
+def test_a_transpose_that_moves_the_batch_axis_passes_a_region_of_whole_tensors():
+    """transpose(x, [1, 0, 2, 3]) moves axis 0, so no axis indexes samples: the region (a
+    sigmoid between reshapes to [2, 60] and back) counts the whole tensor as one sample, and
+    the transpose goes up through it and the relu to the input (the matmul stops it below)."""
+    def build():
+        b = GraphBuilder("batch_moved")
+        x = b.input("x", "float32", [3, 2, 4, 5])
+        t = b.transpose(b.relu(x), permutation=[1, 0, 2, 3])
+        y = b.reshape(b.sigmoid(b.reshape(t, [2, 60])), [2, 3, 4, 5])
+        return b.build({"y": b.matmul(y, b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "relu", "reshape", "sigmoid", "reshape", "matmul"]
+    assert after.operations[0].inputs[0] is after.inputs["x"]
+    assert result.counts["order_free_regions_passed"] == 2
+    assert result.counts["transposes_after_inside"] == 0

@@ -62,12 +62,12 @@ LOOKAHEAD = 256  # layout_push._LOOKAHEAD: ops followed from the transpose's op
 
 
 def _long_chain(kind: str, steps: int):
-    """A transpose `steps` ops away from the graph input, read by a matmul (up), or a
-    transpose of the input shared by an output and a chain of `steps` ops after its first
-    reader (down)."""
+    """A transpose `steps` ops away from the graph input (and one reshape more), read by a
+    matmul (up), or a transpose of the input shared by an output and a chain of `steps` ops
+    after its first reader (down)."""
     def build():
         b = GraphBuilder(f"{kind}_{steps}")
-        x = b.input("x", "float32", [1, 4, 6, 5])
+        x = b.input("x", "float32", [1, 4, 30] if kind == "reshape" else [1, 4, 6, 5])
         if kind == "down":
             t = b.transpose(x, permutation=[0, 2, 3, 1])
             value = b.relu(t)
@@ -77,6 +77,8 @@ def _long_chain(kind: str, steps: int):
         value = x
         for _ in range(steps):
             value = b.relu(value)
+        if kind == "reshape":  # a reshape that moves its groups whole: one step
+            value = b.reshape(value, [1, 4, 6, 5])
         if kind == "region":  # a one-group GroupNorm: an order-free region, one step
             normed = b.layerNormalization(b.reshape(value, [1, 1, 120]), axes=[2])
             value = b.reshape(normed, [1, 4, 6, 5])
@@ -88,6 +90,7 @@ def _long_chain(kind: str, steps: int):
 @pytest.mark.parametrize("kind,steps,moves", [
     ("unary", LOOKAHEAD, True), ("unary", LOOKAHEAD + 1, False),
     ("region", LOOKAHEAD - 1, True), ("region", LOOKAHEAD, False),
+    ("reshape", LOOKAHEAD - 1, True), ("reshape", LOOKAHEAD, False),
 ])
 def test_pushing_up_follows_at_most_the_look_ahead(kind, steps, moves):
     after, result = check_numbers(_long_chain(kind, steps), "nhwc")
@@ -106,6 +109,43 @@ def test_pushing_a_shared_transpose_down_looks_ahead_at_most_so_far(steps, moves
     # reaches a graph output; else the chain reads the one transpose
     assert result.counts["transposes_after"] == (2 if moves else 1)
     assert after.outputs["y"].producer.op_type == ("transpose" if moves else "relu")
+
+
+# -- a layout-bearing op the look ahead or the push up meets -----------------------------------
+def test_the_look_ahead_stops_at_a_resample_the_transpose_would_move_off_the_target_layout():
+    """A shared transpose (also a graph output) read by relu, whose result a resample2d over
+    the target's (nchw) spatial axes reads: taken through relu, the transpose would reach the
+    resample, which would then resize axes [1, 2] (nhwc), so the look ahead refuses the push
+    and nothing moves (no push down, no push up, no merge)."""
+    def build():
+        b = GraphBuilder("look_ahead_resample")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        t = b.transpose(x, permutation=[0, 3, 1, 2])
+        y = b.resample2d(b.relu(t), mode="linear", scales=[2.0, 1.5], axes=[2, 3])
+        return b.build({"t": t, "y": y})
+    after, result = check_numbers(build, "nchw")
+    assert types(after) == ["transpose", "relu", "resample2d"]
+    assert [op.attr("axes") for op in after.operations if op.op_type == "resample2d"] == [[2, 3]]
+    assert result.counts["transposes_after"] == 1
+    for moved in ("pushed_down", "pushed_up", "duplicate_transposes_merged"):
+        assert result.counts.get(moved, 0) == 0, moved
+
+
+def test_a_transpose_is_not_pushed_up_through_a_resample_it_would_move_off_the_target_layout():
+    """transpose(resample2d(x) over nchw's spatial axes) read by matmul (which stops it going
+    down): moving it above the resample would make that resample resize axes [1, 2], an nhwc
+    resample on an nchw target, so it stays below it."""
+    def build():
+        b = GraphBuilder("push_up_resample")
+        x = b.input("x", "float32", [1, 3, 4, 5])
+        r = b.resample2d(x, mode="linear", scales=[2.0, 1.5], axes=[2, 3])
+        t = b.transpose(r, permutation=[0, 2, 3, 1])
+        return b.build({"y": b.matmul(t, b.constant(seeded((3, 2), 1)))})
+    after, result = check_numbers(build, "nchw")
+    assert types(after) == ["resample2d", "transpose", "matmul"]
+    assert after.operations[0].attr("axes") == [2, 3]
+    assert result.counts["transposes_after_inside"] == 1
+    assert result.counts.get("pushed_up", 0) == 0
 
 
 # -- names -------------------------------------------------------------------------------------

@@ -117,3 +117,23 @@ def test_a_transpose_goes_down_a_split_only_when_each_result_can_take_it_on():
     after, result = check_numbers(build("outputs"), "nhwc")
     assert types(after) == ["split", "relu", "transpose", "sigmoid", "transpose"]
     assert next(op for op in after.operations if op.op_type == "split").attr("axis") == 3
+
+
+def test_the_look_ahead_asks_each_reader_about_its_own_slots_only():
+    # relu(t) is read by sigmoid (one operand) and as the second operand of an add: each
+    # reader takes the transpose on, so the shared t goes down and each copy reaches an output
+    def build():
+        b = GraphBuilder("slots")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        t = b.transpose(x, permutation=[0, 2, 3, 1])
+        r = b.relu(t)
+        return b.build({"t": t, "y": b.sigmoid(r),
+                        "z": b.add(b.constant(seeded((2, 4, 5, 3), 1)), r)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "relu", "sigmoid", "transpose", "add", "transpose"]
+    assert next(op for op in after.operations if op.op_type == "relu").inputs[0] is \
+        after.inputs["x"]
+    tallies = ("transposes_before", "transposes_after")
+    assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == \
+        {"constants_transposed": 1, "pushed_down": 3}

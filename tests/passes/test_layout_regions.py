@@ -1,7 +1,8 @@
 """When a transpose passes an order-free region (a one-group GroupNorm: layerNormalization over
 the whole sample between two reshapes): alone it always goes through; shared with a graph output
-only when the copy it leaves after the region goes on to an output. Exact ops and counts, and
-the numbers against the graph before."""
+only when the copy it leaves after the region goes on to an output. And where size-1 axes go when
+a transpose moves through a reshape (up or down) or a reduction drops axes. Exact ops, counts
+and arguments, and the numbers against the graph before."""
 from __future__ import annotations
 
 import pytest
