@@ -223,6 +223,7 @@ def test_the_look_ahead_extends_the_permutation_to_a_broadcast_readers_rank():
     assert add.inputs[1].shape == (5, 2, 3, 4)  # the constant re-laid out
     assert _transposes(after) == [[0, 2, 1], [0, 1, 3, 2]]
     assert after.outputs["y"] is add.output
+    assert after.outputs["a"].producer is after.operations[3]  # the copy, for `a` alone
     assert _steps(result) == {"pushed_down": 2, "transpose_pairs_cancelled": 1,
                               "constants_transposed": 1}
 
