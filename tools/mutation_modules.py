@@ -49,6 +49,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                        "tests/passes/test_layout_constants.py",
                        "tests/passes/test_layout_regions.py",
                        "tests/passes/test_layout_push_up.py",
+                       "tests/passes/test_layout_push_edges.py",
                        "tests/passes/test_layout_chain_ends.py",
                        "tests/passes/test_layout_edit_steps.py",
                        "tests/passes/test_layout_region_rules.py"]),
