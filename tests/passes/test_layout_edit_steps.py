@@ -147,3 +147,23 @@ def test_an_operand_whose_moved_axes_are_all_2_long_is_not_taken_as_unmoved():
     # z is neither a transpose, a constant nor unmoved by the permutation: nothing moves
     assert types(after) == ["transpose", "add", "matmul"]
     assert after.operations[1].inputs[1] is after.inputs["z"]
+
+
+def test_a_pair_that_must_stay_for_an_output_still_moves_below_its_other_readers():
+    """transpose(transpose(x)) by inverse permutations is x, but the graph output 'y' must stay
+    an op's result, so the pair stays. The second transpose still goes on down through the relu,
+    where it cancels the one after it: 'z' is relu of the first transpose, and two are left."""
+    def build():
+        b = GraphBuilder("pinned_pair")
+        x = b.input("x", "float32", [1, 3, 4, 5])
+        first = b.transpose(x, permutation=NCHW_TO_NHWC)
+        back = b.transpose(first, permutation=[0, 3, 1, 2])
+        return b.build({"y": back, "z": b.transpose(b.relu(back), permutation=NCHW_TO_NHWC)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "transpose", "relu"]
+    first, back, relu = after.operations
+    assert first.inputs[0] is after.inputs["x"] and back.inputs[0] is first.output
+    assert after.outputs["y"] is back.output and after.outputs["z"] is relu.output
+    assert relu.inputs[0] is first.output
+    assert result.counts["transposes_after"] == 2 and result.counts["pushed_down"] == 1
