@@ -71,3 +71,33 @@ def test_a_transpose_passes_triangular_only_when_the_matrix_axes_stay(perm, pass
     assert types(after) == (["triangular", "transpose"] if passes
                             else ["transpose", "triangular"])
     assert result.counts.get("pushed_down", 0) == (1 if passes else 0)
+
+
+def test_transposes_are_pushed_down_in_graph_order():
+    """Which transpose is pushed down first decides what is left when transposes read each
+    other and several are outputs: in graph order (sources before their readers) three are
+    left; taking the last first leaves four (merging y's pair first makes a transpose that
+    cannot then meet the others)."""
+    def build():
+        b = GraphBuilder("order")
+        x = b.input("x", "float32", [1, 3, 4, 6])
+        a = b.transpose(x, permutation=[0, 1, 3, 2])
+        t1 = b.transpose(a, permutation=[0, 2, 1, 3])
+        u = b.transpose(t1, permutation=[0, 2, 3, 1])
+        v = b.tanh(x)
+        w = b.transpose(a, permutation=[0, 2, 1, 3])
+        y = b.transpose(t1, permutation=[0, 1, 3, 2])
+        return b.build({"y": y, "u": u, "v": v, "w": w})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "transpose", "tanh", "transpose"]
+    x, out = after.inputs["x"], after.outputs
+
+    def made(name):
+        op = out[name].producer
+        return op.inputs[0], op.attr("permutation")
+    assert made("w") == (x, [0, 3, 1, 2]) and made("y") == (x, [0, 3, 2, 1])
+    # u is x again, but an output must stay an op's result: it reads w's transpose
+    assert made("u") == (out["w"], [0, 2, 3, 1])
+    assert out["v"].producer.inputs[0] is x
+    assert result.counts["transposes_before"] == 5 and result.counts["transposes_after"] == 3
