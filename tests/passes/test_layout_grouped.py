@@ -126,7 +126,7 @@ def test_a_regrouped_shape_and_its_outside_operands_by_hand():
 
 
 @pytest.mark.parametrize("case", ["no keepDimensions", "two free sets", "scale", "whole sample",
-                                  "flattened elsewhere", "whole tensor"])
+                                  "flattened elsewhere", "whole tensor", "mean of the mean"])
 def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
     def build():
         b = GraphBuilder(f"grouped_{case}")
@@ -140,6 +140,10 @@ def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
             outputs["f"] = b.reshape(inner, [2, 120])
         elif case == "whole tensor":  # [4, 60]: batch and groups merged, statistics over all
             inner = b.layerNormalization(b.reshape(y, [4, 60]), axes=[0, 1])
+        elif case == "mean of the mean":  # statistics are taken of full region tensors only
+            groups = b.reshape(y, [2, 2, 60])
+            mean = b.reduceMean(groups, axes=[2], keepDimensions=True)
+            inner = b.sub(groups, b.reduceMean(mean, axes=[2], keepDimensions=True))
         elif case == "no keepDimensions":
             mean = b.reshape(b.reduceMean(flat, axes=[3]), [2, 2, 2, 1])
             inner = b.sub(flat, mean)
@@ -160,10 +164,11 @@ def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
     if case == "whole sample":  # passed another way: only the boundary transposes are left
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == 2
-    if case in ("flattened elsewhere", "whole tensor"):  # the transposes stay around it
+    if case in ("flattened elsewhere", "whole tensor", "mean of the mean"):  # transposes stay
         assert result.counts["transposes_after_inside"] == 2
-        norm = next(op for op in after.operations if op.op_type == "layerNormalization")
-        assert norm.inputs[0].producer.inputs[0].producer.op_type == "transpose"
+        stat = next(op for op in after.operations
+                    if op.op_type in ("layerNormalization", "reduceMean"))
+        assert stat.inputs[0].producer.inputs[0].producer.op_type == "transpose"
 
 
 @pytest.mark.parametrize("case", ["instance, no scale", "instance, scale only",
