@@ -2,7 +2,11 @@
 ops read it, named by what was done to it, and the source constants it no longer needs gone."""
 from __future__ import annotations
 
+import numpy as np
+
+import converter
 from converter.builder import GraphBuilder
+from converter.ir import ConstantData
 
 from .layout_helpers import check_numbers, conv, seeded, types
 
@@ -77,3 +81,27 @@ def test_a_transposed_constant_is_folded_unless_it_is_a_graph_output():
     assert after.outputs["c"].producer.op_type == "transpose"
     assert after.outputs["c"].kind == "intermediate"
     assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == {}
+
+
+def test_a_filled_filter_is_re_laid_out_as_a_fill():
+    """A filter given as one number for every element (the `.webnn` `@scalar` form) is re-laid
+    out as a fill of the new shape: no array is made for it."""
+    def build():
+        b = GraphBuilder("filled_filter")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        w = b.graph.add_constant("w", ConstantData("float32", (4, 3, 2, 1), fill=0.25))
+        return b.build({"y": b.relu(b.conv2d(x, w))})
+
+    after, result = check_numbers(build, "nhwc")
+    [conv2d] = [op for op in after.operations if op.op_type == "conv2d"]
+    w = conv2d.inputs[1]
+    assert conv2d.attr("filterLayout") == "ohwi" and w.shape == (4, 2, 1, 3)
+    assert w.constant.fill == 0.25 and w.constant.data_type == "float32"
+    assert result.counts["filters_relaid"] == 1
+    assert sorted(after.constants) == [w.name]
+    # by hand: a 2 x 1 window of three channels, every weight 1/4
+    x = np.arange(90, dtype=np.float32).reshape(1, 3, 6, 5) - 40
+    got = converter.run(after, {"x": x})["y"]
+    window = 0.25 * (x[0, :, :-1, :] + x[0, :, 1:, :]).sum(axis=0)  # [5, 5], each out channel
+    np.testing.assert_allclose(got, np.broadcast_to(np.maximum(window, 0), (1, 4, 5, 5)),
+                               rtol=1e-6)

@@ -6,7 +6,7 @@ import pytest
 
 from converter.builder import GraphBuilder
 
-from .layout_helpers import check_numbers, seeded, types
+from .layout_helpers import check_numbers, conv, seeded, types
 
 
 def _build(case):
@@ -71,3 +71,83 @@ def test_a_transpose_passes_triangular_only_when_the_matrix_axes_stay(perm, pass
     assert types(after) == (["triangular", "transpose"] if passes
                             else ["transpose", "triangular"])
     assert result.counts.get("pushed_down", 0) == (1 if passes else 0)
+
+
+def test_transposes_are_pushed_down_in_graph_order():
+    """Which transpose is pushed down first decides what is left when transposes read each
+    other and several are outputs: in graph order (sources before their readers) three are
+    left; taking the last first leaves four (merging y's pair first makes a transpose that
+    cannot then meet the others)."""
+    def build():
+        b = GraphBuilder("order")
+        x = b.input("x", "float32", [1, 3, 4, 6])
+        a = b.transpose(x, permutation=[0, 1, 3, 2])
+        t1 = b.transpose(a, permutation=[0, 2, 1, 3])
+        u = b.transpose(t1, permutation=[0, 2, 3, 1])
+        v = b.tanh(x)
+        w = b.transpose(a, permutation=[0, 2, 1, 3])
+        y = b.transpose(t1, permutation=[0, 1, 3, 2])
+        return b.build({"y": y, "u": u, "v": v, "w": w})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "transpose", "tanh", "transpose"]
+    x, out = after.inputs["x"], after.outputs
+
+    def made(name):
+        op = out[name].producer
+        return op.inputs[0], op.attr("permutation")
+    assert made("w") == (x, [0, 3, 1, 2]) and made("y") == (x, [0, 3, 2, 1])
+    # u is x again, but an output must stay an op's result: it reads w's transpose
+    assert made("u") == (out["w"], [0, 2, 3, 1])
+    assert out["v"].producer.inputs[0] is x
+    assert result.counts["transposes_before"] == 5 and result.counts["transposes_after"] == 3
+
+
+def test_a_transpose_pushed_onto_one_already_visited_is_revisited():
+    """t3's copies pushed down below the add meet the transpose reading it, visited earlier
+    (when it read the add's result itself): it is visited again, merges, and the merged one
+    goes on down to the output, where it only moves size-1 axes (a reshape). One transpose is
+    left, for z; without the second visit three are."""
+    def build():
+        b = GraphBuilder("revisit")
+        x = b.input("x", "float32", [1, 3, 4, 6])
+        m = b.reduceMean(b.transpose(x, permutation=[0, 3, 1, 2]), axes=[2],
+                         keepDimensions=True)
+        twice = b.add(m, m)
+        t3 = b.transpose(twice, permutation=[0, 2, 1, 3])
+        shifted = b.add(t3, b.constant(seeded((1, 1, 6, 4), 0)))
+        y = b.transpose(b.transpose(shifted, permutation=[1, 3, 0, 2]),
+                        permutation=[0, 2, 1, 3])
+        return b.build({"y": y, "z": b.tanh(t3)})
+
+    after, result = check_numbers(build, "nchw")
+    assert types(after) == ["reduceMean", "add", "transpose", "add", "reshape", "tanh",
+                            "reshape"]
+    [t] = [op for op in after.operations if op.op_type == "transpose"]
+    assert t.attr("permutation") == [0, 3, 1, 2] and t.output.uses()[0].op.op_type == "tanh"
+    assert after.outputs["y"].producer.inputs[0].producer.op_type == "add"
+    assert result.counts["transposes_before"] == 4 and result.counts["transposes_after"] == 1
+    assert result.counts["transposes_merged"] == 3
+
+
+def test_transposes_are_pushed_up_from_the_graphs_end():
+    """x's transpose [2, 1, 0, 3] feeds, through a mean, an nhwc conv (converted at an nchw
+    target, with a transpose in front) and an nchw one. Pushing up from the graph's last
+    transpose first leaves only transposes of size-1 axes, which become reshapes: none is
+    left. Pushing up from the first leaves one."""
+    def build():
+        b = GraphBuilder("up_order")
+        x = b.input("x", "float32", [1, 2, 4, 3])
+        m = b.reduceMean(b.transpose(x, permutation=[2, 1, 0, 3]), axes=[1],
+                         keepDimensions=True)  # [4, 1, 1, 3]
+        c = conv(b, b.relu(m), 3, 2, "nhwc", seed=1)
+        y = conv(b, b.reduceMean(m, axes=[3], keepDimensions=True), 1, 1, "nchw", seed=2)
+        return b.build({"y": y, "c": c})
+
+    after, result = check_numbers(build, "nchw")
+    assert "transpose" not in types(after)
+    assert sorted(types(after)) == ["conv2d", "conv2d", "reduceMean", "reduceMean", "relu",
+                                    "reshape", "reshape", "reshape"]
+    assert all(op.attr("inputLayout") in (None, "nchw") for op in after.operations
+               if op.op_type == "conv2d")
+    assert result.counts["transposes_after"] == 0 and result.counts["pushed_up"] >= 1

@@ -3,12 +3,13 @@ instanceNormalization is rewritten as a layerNormalization with a per-channel sc
 (by hand: the spec's instanceNormalization normalises over the spatial axes per channel)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import converter
 from converter.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
-from converter.passes.layout_edit import merged_attrs
+from converter.passes.layout_edit import LayoutEditor, merged_attrs
 from converter.targets import Target
 
 from .layout_helpers import (NCHW_TO_NHWC, check_numbers, conv, feeds_for, same_values, seeded,
@@ -147,3 +148,74 @@ def test_an_operand_whose_moved_axes_are_all_2_long_is_not_taken_as_unmoved():
     # z is neither a transpose, a constant nor unmoved by the permutation: nothing moves
     assert types(after) == ["transpose", "add", "matmul"]
     assert after.operations[1].inputs[1] is after.inputs["z"]
+
+
+def test_a_pair_that_must_stay_for_an_output_still_moves_below_its_other_readers():
+    """transpose(transpose(x)) by inverse permutations is x, but the graph output 'y' must stay
+    an op's result, so the pair stays. The second transpose still goes on down through the relu,
+    where it cancels the one after it: 'z' is relu of the first transpose, and two are left."""
+    def build():
+        b = GraphBuilder("pinned_pair")
+        x = b.input("x", "float32", [1, 3, 4, 5])
+        first = b.transpose(x, permutation=NCHW_TO_NHWC)
+        back = b.transpose(first, permutation=[0, 3, 1, 2])
+        return b.build({"y": back, "z": b.transpose(b.relu(back), permutation=NCHW_TO_NHWC)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "transpose", "relu"]
+    first, back, relu = after.operations
+    assert first.inputs[0] is after.inputs["x"] and back.inputs[0] is first.output
+    assert after.outputs["y"] is back.output and after.outputs["z"] is relu.output
+    assert relu.inputs[0] is first.output
+    assert result.counts["transposes_after"] == 2 and result.counts["pushed_down"] == 1
+
+
+# -- the editor's primitive edits, one by one ------------------------------------------------
+def _editor_graph():
+    b = GraphBuilder("edits")
+    x = b.input("x", "float32", [2, 3])
+    w = b.constant(seeded((2, 3), 1), name="w")
+    relu = b.relu(x)
+    return b.build({"y": b.sigmoid(relu), "z": b.matmul(x, b.transpose(w))}), w
+
+
+def test_an_input_that_stands_for_a_result_keeps_its_name():
+    """swap() hands an old result's name to the intermediate that replaces it; a graph input
+    (or a constant) put in its place keeps its own name and its place in the interface."""
+    graph, _ = _editor_graph()
+    relu = next(op for op in graph.operations if op.op_type == "relu")
+    old_name = relu.output.name
+    editor = LayoutEditor(graph, "nhwc")
+    editor.swap(relu, [graph.inputs["x"]])
+    assert list(graph.inputs) == ["x"] and graph.inputs["x"].name == "x"
+    assert not graph.has_operand(old_name) and types(graph) == ["sigmoid", "transpose", "matmul"]
+    x = seeded((2, 3), 3)
+    got = converter.run(graph, {"x": x})["y"]
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)), rtol=1e-6)
+
+
+def test_remove_if_dead_says_whether_it_removed_the_op():
+    graph, _ = _editor_graph()
+    editor = LayoutEditor(graph, "nhwc")
+    relu, sigmoid = (op for op in graph.operations if op.op_type in ("relu", "sigmoid"))
+    assert editor.remove_if_dead(relu) is False  # the sigmoid reads it
+    graph.set_output("y", relu.output)
+    assert editor.remove_if_dead(sigmoid) is True and sigmoid.graph is None
+    assert editor.remove_if_dead(sigmoid) is False  # already gone: nothing removed now
+    assert types(graph) == ["relu", "transpose", "matmul"]
+
+
+def test_a_constant_re_laid_out_and_left_unread_is_dropped():
+    """A constant folded into a transposed copy, whose reader then reads the copy (edited
+    through the IR, not through the editor's remove), is dropped at the end as an orphan."""
+    graph, w = _editor_graph()
+    t = next(op for op in graph.operations if op.op_type == "transpose")
+    editor = LayoutEditor(graph, "nhwc")
+    copy = editor.folded(w, [1, 0])
+    graph.replace_operand(t.output, copy)
+    graph.remove_operation(t)
+    editor.drop_orphans()
+    assert sorted(graph.constants) == [copy.name] and copy.shape == (3, 2)
+    x = seeded((2, 3), 3)
+    got = converter.run(graph, {"x": x})["z"]
+    np.testing.assert_allclose(got, x @ seeded((2, 3), 1).T, rtol=1e-5)

@@ -125,14 +125,26 @@ def test_a_regrouped_shape_and_its_outside_operands_by_hand():
     assert region.moved([1, 2, 2, 1]) is None  # a higher rank broadcasts the region
 
 
-@pytest.mark.parametrize("case", ["no keepDimensions", "two free sets", "scale", "whole sample"])
+@pytest.mark.parametrize("case", ["no keepDimensions", "two free sets", "scale", "whole sample",
+                                  "flattened elsewhere", "whole tensor", "mean of the mean"])
 def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
     def build():
         b = GraphBuilder(f"grouped_{case}")
         x = b.input("x", "float32", [2, 3, 6, 5])
         y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
         flat = b.reshape(y, [2, 2, 2, 30])
-        if case == "no keepDimensions":
+        outputs = {}
+        if case == "flattened elsewhere":  # a region tensor reshaped to another shape, an
+            # output (which a transpose could reach): not an exit, so there is no region
+            inner = b.layerNormalization(b.reshape(y, [2, 2, 60]), axes=[2])
+            outputs["f"] = b.reshape(inner, [2, 120])
+        elif case == "whole tensor":  # [4, 60]: batch and groups merged, statistics over all
+            inner = b.layerNormalization(b.reshape(y, [4, 60]), axes=[0, 1])
+        elif case == "mean of the mean":  # statistics are taken of full region tensors only
+            groups = b.reshape(y, [2, 2, 60])
+            mean = b.reduceMean(groups, axes=[2], keepDimensions=True)
+            inner = b.sub(groups, b.reduceMean(mean, axes=[2], keepDimensions=True))
+        elif case == "no keepDimensions":
             mean = b.reshape(b.reduceMean(flat, axes=[3]), [2, 2, 2, 1])
             inner = b.sub(flat, mean)
         elif case == "two free sets":  # statistics over different axes
@@ -143,14 +155,20 @@ def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
         else:  # every non-batch axis: layout_order_free's region, not a grouped one
             inner = b.sub(flat, b.reduceMean(flat, axes=[1, 2, 3], keepDimensions=True))
         back = b.reshape(inner, [2, 4, 6, 5])
-        return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
-                                             padding=[1, 1, 1, 1], strides=[1, 1])})
+        outputs["y"] = b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1],
+                                       strides=[1, 1])
+        return b.build(outputs)
 
     after, result = check_numbers(build, "nhwc")
     assert "grouped_regions_relaid" not in result.counts
     if case == "whole sample":  # passed another way: only the boundary transposes are left
         assert result.counts["transposes_after_inside"] == 0
         assert result.counts["transposes_after"] == 2
+    if case in ("flattened elsewhere", "whole tensor", "mean of the mean"):  # transposes stay
+        assert result.counts["transposes_after_inside"] == 2
+        stat = next(op for op in after.operations
+                    if op.op_type in ("layerNormalization", "reduceMean"))
+        assert stat.inputs[0].producer.inputs[0].producer.op_type == "transpose"
 
 
 @pytest.mark.parametrize("case", ["instance, no scale", "instance, scale only",
@@ -230,3 +248,24 @@ def test_an_instance_norm_becomes_a_layer_norm_only_off_the_target_layout_with_a
         shaped = [op.attr("newShape") for op in after.operations
                   if op.op_type == "reshape" and op.inputs[0].is_constant]
         assert shaped == [[1, 1, 1, 2], [1, 1, 1, 2]]  # the scale and the bias, per channel
+
+
+def test_a_layer_norm_with_default_axes_keeps_the_batch_axis_that_a_transpose_moved():
+    """transpose(x, [1, 0, 2, 3]) moves the batch axis, so the layer norm's default axes (all
+    but the first, here [1] of [2, 60]) leave entry axis 0 kept: a grouped region (the order-free
+    one sees a single sample it does not cover). It runs on x regrouped as [3, 2, 20] with
+    statistics over axes 0 and 2, and the transpose then goes up to the input."""
+    def build():
+        b = GraphBuilder("batch_kept")
+        x = b.input("x", "float32", [3, 2, 4, 5])
+        t = b.transpose(b.relu(x), permutation=[1, 0, 2, 3])
+        normed = b.layerNormalization(b.reshape(t, [2, 60]))
+        y = b.reshape(normed, [2, 3, 4, 5])
+        return b.build({"y": b.matmul(y, b.constant(seeded((5, 2), 1)))})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts["grouped_regions_relaid"] == 1
+    assert result.counts["transposes_after"] == 1 and result.counts["pushed_up"] == 1
+    assert types(after) == ["transpose", "relu", "reshape", "layerNormalization", "reshape",
+                            "matmul"]
+    assert after.operations[0].inputs[0] is after.inputs["x"]

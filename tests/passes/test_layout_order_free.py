@@ -351,3 +351,100 @@ def test_a_transpose_that_moves_the_batch_axis_passes_a_region_of_whole_tensors(
     assert after.operations[0].inputs[0] is after.inputs["x"]
     assert result.counts["order_free_regions_passed"] == 2
     assert result.counts["transposes_after_inside"] == 0
+
+
+# -- rules each kept by one case (numbers checked against the graph before the pass) ----------
+def _pooled(b, value, shape, layout="nchw"):
+    back = b.reshape(value, shape)
+    return b.averagePool2d(back, windowDimensions=[3, 3], padding=[1, 1, 1, 1], strides=[1, 1],
+                           layout=layout)
+
+
+def test_a_layer_norm_scale_of_twos_is_per_position_too():
+    """Every normalised axis has size 2, so the scale's shape is all 2s: one number per position
+    still, and the region (which would read the elements in NHWC order) is refused."""
+    def build():
+        b = GraphBuilder("scale_of_twos")
+        x = b.input("x", "float32", [1, 3, 2, 2])
+        y = conv(b, x, 3, 2, "nchw", k=3, padding=[1, 1, 1, 1])
+        cube = b.reshape(b.reshape(y, [1, 8]), [2, 2, 2])  # [1, 8]: C, H, W merged
+        normed = b.layerNormalization(cube, scale=b.constant(seeded((2, 2, 2), 5)),
+                                      axes=[0, 1, 2])
+        return b.build({"y": _pooled(b, normed, [1, 2, 2, 2])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+    assert types(after).count("transpose") == 4
+
+
+def test_an_nchw_instance_norm_with_channels_stops_the_region():
+    """An NHWC model's reshape to [1, 4, 1, 30] read by an nchw instanceNormalization (four
+    channels of 30, per channel statistics) at an NCHW target: which elements share a channel
+    depends on the order, so the transposes stay around the region."""
+    def build():
+        b = GraphBuilder("instance_channels")
+        x = b.input("x", "float32", [1, 6, 5, 3])
+        y = conv(b, x, 3, 4, "nhwc", k=3, padding=[1, 1, 1, 1])
+        normed = b.instanceNormalization(b.reshape(y, [1, 4, 1, 30]))
+        return b.build({"y": _pooled(b, normed, [1, 6, 5, 4], layout="nhwc")})
+
+    after, result = check_numbers(build, "nchw")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+    norm = next(op for op in after.operations if op.op_type == "instanceNormalization")
+    assert norm.inputs[0].shape == (1, 4, 1, 30) and norm.attr("layout") in (None, "nchw")
+
+
+def test_a_mean_over_every_sample_axis_passes_with_a_batch_of_three():
+    """[3, 24, 5] (C * H, W per sample) with the mean over axes 1 and 2: a whole sample, so the
+    region reads the NHWC order and no transpose is left inside."""
+    def build():
+        b = GraphBuilder("batch_three")
+        x = b.input("x", "float32", [3, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        flat = b.reshape(y, [3, 24, 5])
+        centered = b.sub(flat, b.reduceMean(flat, axes=[1, 2], keepDimensions=True))
+        return b.build({"y": _pooled(b, centered, [3, 4, 6, 5])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts["order_free_regions_passed"] == 1
+    assert result.counts["transposes_after_inside"] == 0
+    assert types(after) == ["transpose", "conv2d", "reshape", "reduceMean", "sub", "reshape",
+                            "averagePool2d", "transpose"]
+
+
+def test_a_partial_mean_read_outside_the_region_stops_it():
+    """A mean over W alone of [1, 24, 5], as a graph output of its own: its value depends on
+    which elements share a row, so the region is refused (the relu path alone would pass)."""
+    def build():
+        b = GraphBuilder("partial_outside")
+        x = b.input("x", "float32", [1, 3, 6, 5])
+        y = conv(b, x, 3, 4, "nchw", k=3, padding=[1, 1, 1, 1])
+        rows = b.reshape(y, [1, 24, 5])
+        mean = b.reduceMean(rows, axes=[2], keepDimensions=True)
+        return b.build({"y": _pooled(b, b.relu(rows), [1, 4, 6, 5]), "m": mean})
+
+    after, result = check_numbers(build, "nhwc")
+    assert "order_free_regions_passed" not in result.counts
+    assert result.counts["transposes_after_inside"] == 2
+    mean = next(op for op in after.operations if op.op_type == "reduceMean")
+    assert mean.inputs[0].shape == (1, 24, 5) and mean.attr("axes") == [2]
+
+
+@pytest.mark.parametrize("between,passes", [(63, True), (64, False)])
+def test_the_walk_up_to_a_region_entry_gives_up_after_64_ops(between, passes):
+    """A transpose below a region's exit goes up through it when the walk from the exit finds
+    the entry within 64 ops (the entry itself the 64th): 63 relus between them, not 64."""
+    def build():
+        b = GraphBuilder("long_region")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        value = b.reshape(x, [1, 120])
+        for _ in range(between):
+            value = b.relu(value)
+        return b.build({"y": _pooled(b, value, [1, 4, 6, 5])})
+
+    after, result = check_numbers(build, "nhwc")
+    assert result.counts.get("order_free_regions_passed", 0) == (1 if passes else 0)
+    assert result.counts["transposes_after_inside"] == (0 if passes else 1)
+    assert types(after)[:2] == (["transpose", "reshape"] if passes else ["reshape", "relu"])
