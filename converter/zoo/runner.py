@@ -86,13 +86,13 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     """
     options = options or ZooOptions()
     _check_options(options)
-    # The workers start first: their imports (numpy, onnx, onnxruntime) then overlap the
+    # The worker starts first: its imports (numpy, onnx, onnxruntime) then overlap the
     # manifest's loading and validation and the models' hashing, which need no worker.
     workers = _start_workers(options) if options.executor == "local" else []
     try:
         return _run(manifest, options, workers, only, results_path, resume, on_result)
     finally:
-        for worker in workers:  # those _run_local did not take (all resumed, an error)
+        for worker in workers:  # if _run_local did not take it (all resumed, an error)
             worker.close()
 
 
@@ -133,7 +133,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
             done += 1
             if on_result:
                 on_result(result, done, len(entries))
-    finally:  # on an error here too: the running models are killed and the workers closed now
+    finally:  # on an error here too: the running models are killed and the worker closed now
         stream.close()
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
                   round(time.perf_counter() - started, 3))
@@ -260,7 +260,7 @@ def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: f
                  memory: int | None, hook: str | None = None) -> dict[str, Any]:
     """Run one job in a fresh interpreter; its result, or a timeout/crash result for it.
 
-    (Ray's workers call this; a local run uses warm workers, `run_warm`.)"""
+    (Ray's workers call this; a local run uses its warm worker, `run_warm`.)"""
     spec = {**spec, "targets": list(targets), "runtimes": list(runtimes)}
     with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
         spec_file, out_file = Path(folder) / "spec.json", Path(folder) / "result.json"
