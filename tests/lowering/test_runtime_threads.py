@@ -50,40 +50,6 @@ def test_onnx_runtime_runs_as_many_threads_as_it_is_told(monkeypatch, count):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
-def test_the_source_model_runs_as_many_threads_as_it_is_told(monkeypatch, tmp_path):
-    import onnx
-    from onnx import TensorProto, helper
-
-    from converter.source_runs import run_onnx
-
-    model = helper.make_model(helper.make_graph(
-        [helper.make_node("MatMul", ["x", "x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])]),
-        opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, tmp_path / "m.onnx")
-    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 5
-    seen = {}
-    import onnxruntime
-
-    real = onnxruntime.InferenceSession
-
-    def counting(*args, **kwargs):  # the real session, its thread count noted as it is made
-        before = _threads_now()
-        session = real(*args, **kwargs)
-        seen["added"] = _threads_now() - before
-        return session
-
-    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
-    run_onnx(tmp_path / "m.onnx", {"x": x})  # ONNX Runtime loaded (and its own threads)
-    for count in (1, 3):
-        monkeypatch.setenv(THREADS_ENV, str(count))
-        out = run_onnx(tmp_path / "m.onnx", {"x": x})
-        np.testing.assert_allclose(out["y"], x @ x, rtol=1e-6)
-        assert seen.pop("added") == count - 1
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
 def test_litert_runs_as_many_threads_as_it_is_told(monkeypatch):
     from pathlib import Path
 
