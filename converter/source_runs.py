@@ -23,6 +23,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import ConverterError
+from .threads import runtime_threads
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
            "ONE_ULP_LABEL", "release_freed_memory"]
@@ -59,6 +60,9 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
         "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
     options.log_severity_level = 4  # failures reach the caller as ConverterError
+    threads = runtime_threads()
+    if threads is not None:
+        options.intra_op_num_threads = threads
     try:
         model = path if isinstance(path, bytes) else _external_view(Path(path), options)
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

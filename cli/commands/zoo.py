@@ -16,7 +16,9 @@ from converter.zoo.runner import EXECUTORS, RUNTIMES
 @click.command("zoo")
 @click.argument("manifest", type=click.Path(dir_okay=False))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="How many models run at the same time (one process each).")
+              help="How many models run at the same time (one process each; each model's "
+                   "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
+                   "says otherwise).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, help="Seconds a model may take; then its process is killed "
                                       "and it is recorded as `timeout`.")

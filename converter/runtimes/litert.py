@@ -115,6 +115,10 @@ def _interpreter(model, where: str, num_threads: int | None, keep_all: bool = Fa
                  kernels: str = "default"):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+    if num_threads is None:
+        from ..threads import runtime_threads
+
+        num_threads = runtime_threads()
     kwargs = {"num_threads": num_threads, "experimental_preserve_all_tensors": keep_all}
     if kernels == "builtin":
         kwargs["experimental_op_resolver_type"] = \

@@ -56,8 +56,11 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         hist = graph.op_histogram()
         result.update(ops=len(graph.operations), transposes=hist.get("transpose", 0),
                       opHistogram=dict(sorted(hist.items())))
+        # The first variant takes the graph just imported (a target rewrites it in place);
+        # each further one imports its own.
         for target in spec.get("targets") or [None]:
-            result["targets"].append(_variant(spec, source, target))
+            result["targets"].append(_variant(spec, source, target, graph))
+            graph = None
         result["status"] = worst(v["status"] for v in result["targets"])
     except UnsupportedError as e:
         result.update(status="unsupported", unsupported=list(e.items),
@@ -123,15 +126,17 @@ def _const_inputs(spec: dict) -> dict:
     return {k: np.asarray(v) for k, v in (spec.get("constInputs") or {}).items()}
 
 
-def _variant(spec: dict, source: Path, target: str | None) -> dict[str, Any]:
-    """The graph for one target (or as imported): its check, then parity on every runtime."""
+def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[str, Any]:
+    """The graph for one target (or as imported): its check, then parity on every runtime.
+    `graph`: the model as imported, if the caller has it and needs it no more."""
     from .. import verify
     from ..errors import ConverterError, UnsupportedError
 
     out: dict[str, Any] = {"target": target or NO_TARGET, "status": "verified", "check": None,
                            "ops": None, "transposes": None, "parity": {}, "error": None,
                            "times": {}}
-    graph = _load(spec, source)
+    if graph is None:
+        graph = _load(spec, source)
     if target is not None:
         from ..targets.pipeline import convert_for_target
 

@@ -5,7 +5,7 @@
     run.regressions()  # the ids whose status is not the one the manifest expects
 
 Each model runs in a process of its own, in a new process group, at most `jobs` at a time:
-a child forked by one of `jobs` warm workers (converter/zoo/warm.py), which imported the
+a child forked by the run's warm worker (converter/zoo/warm.py), which imported the
 converter and its runtimes once, so a model costs its own work and not an interpreter's
 start-up. The child caps its own writable memory at `memory` MB; the parent kills the whole
 group at `timeout` seconds. So a segfault in a native runtime (a
@@ -86,13 +86,13 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     """
     options = options or ZooOptions()
     _check_options(options)
-    # The workers start first: their imports (numpy, onnx, onnxruntime) then overlap the
+    # The worker starts first: its imports (numpy, onnx, onnxruntime) then overlap the
     # manifest's loading and validation and the models' hashing, which need no worker.
-    workers = _start_workers(options.jobs) if options.executor == "local" else []
+    workers = _start_workers(options) if options.executor == "local" else []
     try:
         return _run(manifest, options, workers, only, results_path, resume, on_result)
     finally:
-        for worker in workers:  # those _run_local did not take (all resumed, an error)
+        for worker in workers:  # if _run_local did not take it (all resumed, an error)
             worker.close()
 
 
@@ -133,7 +133,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
             done += 1
             if on_result:
                 on_result(result, done, len(entries))
-    finally:  # on an error here too: the running models are killed and the workers closed now
+    finally:  # on an error here too: the running models are killed and the worker closed now
         stream.close()
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
                   round(time.perf_counter() - started, 3))
@@ -184,42 +184,42 @@ def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
     return result
 
 
-def _start_workers(count: int) -> list:
-    """`count` warm workers, started now; each imports everything while the caller goes on."""
+def _start_workers(options: ZooOptions) -> list:
+    """The run's warm worker, started now; it imports everything while the caller goes on.
+
+    One worker serves all `jobs` at once (it forks a child for each), so the imports are paid
+    once however many jobs run; each child's runtimes get an equal share of the cores."""
     from .warm import WarmWorker
 
-    env = _child_env()
-    return [WarmWorker(env) for _ in range(count)]
+    return [WarmWorker(_child_env(options.jobs))]
 
 
 def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
-    """(entry, result) pairs as the models finish, on the warm workers `started` (taken out
-    of that list: this generator closes them, and any it starts in place of a lost one)."""
+    """(entry, result) pairs as the models finish, `options.jobs` at a time, on the warm
+    worker `started` holds (taken out of that list: this generator closes it, and any worker
+    it starts in place of a lost one)."""
     if not entries:
         return
-    from queue import SimpleQueue
+    import threading
 
     from .warm import WarmWorker
 
-    env = _child_env()
-    idle: SimpleQueue = SimpleQueue()
-    workers = started[:min(options.jobs, len(entries))]
-    del started[:len(workers)]  # any left over (fewer models than jobs) the caller closes
-    for worker in workers:
-        idle.put(worker)
+    current = [started.pop(0)]
+    replacing = threading.Lock()
 
     def one(entry: ZooEntry) -> dict:
-        worker, lost = idle.get(), True  # a worker that failed in any way is replaced
+        worker, lost = current[0], True  # a worker that failed in any way is replaced
         try:
             result, lost = run_warm(worker, entry.spec(), options)
         finally:
-            if lost:  # killed from outside: this model's result says so; a new worker goes on
-                worker.close()
-                workers.append(worker := WarmWorker(env))
-            idle.put(worker)
+            if lost:  # killed from outside: the models it ran say so; a new worker goes on
+                with replacing:
+                    if current[0] is worker:  # the first job to see it gone replaces it
+                        worker.close()
+                        current[0] = WarmWorker(_child_env(options.jobs))
         return result
 
-    pool = ThreadPoolExecutor(max_workers=len(workers))
+    pool = ThreadPoolExecutor(max_workers=min(options.jobs, len(entries)))
     futures = {pool.submit(one, e): e for e in entries}
     try:
         for future in as_completed(futures):
@@ -229,8 +229,7 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
             future.cancel()
         kill_running()
         pool.shutdown(wait=True)
-        for worker in workers:
-            worker.close()
+        current[0].close()
 
 
 def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], bool]:
@@ -261,7 +260,7 @@ def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: f
                  memory: int | None, hook: str | None = None) -> dict[str, Any]:
     """Run one job in a fresh interpreter; its result, or a timeout/crash result for it.
 
-    (Ray's workers call this; a local run uses warm workers, `run_warm`.)"""
+    (Ray's workers call this; a local run uses its warm worker, `run_warm`.)"""
     spec = {**spec, "targets": list(targets), "runtimes": list(runtimes)}
     with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
         spec_file, out_file = Path(folder) / "spec.json", Path(folder) / "result.json"
@@ -288,12 +287,25 @@ def run_isolated(spec: dict, targets: list[str], runtimes: list[str], timeout: f
         return _collect(spec, out_file, child.returncode, stderr, started)
 
 
-def _child_env() -> dict[str, str]:
-    """The environment of job processes: this checkout of the converter first on the path."""
+def _child_env(jobs: int | None = None) -> dict[str, str]:
+    """The environment of job processes: this checkout of the converter first on the path;
+    with `jobs`, each job's runtimes limited to its share of the cores (see converter.threads)
+    unless the caller's environment already sets a count."""
+    from ..threads import THREADS_ENV
+
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(_PACKAGE_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    if jobs is not None and not env.get(THREADS_ENV):
+        env[THREADS_ENV] = str(max(1, _cores() // jobs))
     return env
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _collect(spec: dict, out_file: Path, code: int, stderr: bytes, started: float) -> dict:

@@ -1,5 +1,5 @@
-"""Warm workers: a process that imports the converter and its runtimes once, then forks a child
-for each model.
+"""The warm worker: a process that imports the converter and its runtimes once, then forks a
+child for each model, several at once.
 
     worker = WarmWorker(env)      # starts `python -m converter.zoo.warm`, which imports all
     code = worker.run({"spec": ..., "out": ..., "err": ..., "memory": 4096, "hook": None},
@@ -7,24 +7,29 @@ for each model.
     worker.close()
 
 A fresh interpreter per model spends most of its time importing numpy, onnx and onnxruntime
-(63% of the children's time on the public zoo). A warm worker pays that once. Its children
-are forks, so each model still runs in a process of its own: its own session (the timeout
-kills its whole group, a browser included), its own memory cap, its own crash. A segfault,
-hang or memory cap ends the child, never the worker.
+(63% of the children's time on the public zoo). A warm worker pays that once, and one worker
+serves every job of a run: `run` may be called from several threads, each waiting for its own
+child, so `--jobs N` costs one set of imports, not N. The children are forks, so each model
+still runs in a process of its own: its own session (the timeout kills its whole group, a
+browser included), its own memory cap, its own crash. A segfault, hang or memory cap ends the
+child, never the worker; a worker killed from outside costs the models it was running then.
 
 Protocol, one JSON object a line: the worker says {"ready": true} once it has imported
-everything; then for each request {"spec", "out", "err", "memory", "hook"} it answers
-{"pid"} when the child starts and {"pid", "code"} when it ends (`code` as subprocess reports
-it: negative for a signal). The child's stderr goes to the file `err`.
+everything; then for each request {"id", "spec", "out", "err", "memory", "hook"} it forks at
+once and answers {"id", "pid"} when the child starts and {"id", "pid", "code"} when it ends
+(`code` as subprocess reports it: negative for a signal), in whatever order the children end.
+The child's stderr goes to the file `err`.
 """
 from __future__ import annotations
 
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 __all__ = ["WarmWorker", "WorkerLost", "kill_children"]
@@ -51,50 +56,93 @@ def _kill_group(pid: int) -> None:
 
 
 class WarmWorker:
+    """The runner's side of one worker process. `run` is safe to call from several threads:
+    a reader thread hands each answer to the request it names."""
+
     def __init__(self, env: dict[str, str]):
         self._proc = subprocess.Popen([sys.executable, "-m", "converter.zoo.warm"], env=env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
-        self._buffer = b""
-        self._ready = False
+        self._lock = threading.Lock()  # request ids, the waiting table, writes to the worker
+        self._waiting: dict[int, queue.SimpleQueue] = {}
+        self._next_id = 0
+        self._ready = threading.Event()
+        self._lost: WorkerLost | None = None
+        self._reader = threading.Thread(target=self._read_answers, daemon=True,
+                                        name=f"zoo-worker-{self._proc.pid}")
+        self._reader.start()
+
+    @property
+    def lost(self) -> bool:
+        return self._lost is not None
 
     def run(self, request: dict, timeout: float) -> int | None:
-        if not self._ready:
-            self._read(time.monotonic() + _READY_SECONDS)
-            self._ready = True
-        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self._proc.stdin.flush()
-        pid = self._read(time.monotonic() + _READY_SECONDS)["pid"]
-        _CHILDREN.add(pid)
+        if not self._ready.wait(_READY_SECONDS):
+            raise WorkerLost(f"zoo worker {self._proc.pid} did not start within "
+                             f"{_READY_SECONDS:g} s")
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+        with self._lock:
+            if self._lost is not None:
+                raise self._lost
+            ident, self._next_id = self._next_id, self._next_id + 1
+            self._waiting[ident] = answers
+            try:
+                self._proc.stdin.write(json.dumps({**request, "id": ident}).encode() + b"\n")
+                self._proc.stdin.flush()
+            except OSError:  # the worker is gone; the reader says so to every waiter
+                pass
         try:
-            return self._read(time.monotonic() + timeout)["code"]
-        except TimeoutError:
-            _kill_group(pid)
-            self._read(time.monotonic() + _READY_SECONDS)  # the worker reaps it and says so
-            return None
+            pid = _answer(answers, time.monotonic() + _READY_SECONDS)["pid"]
+            _CHILDREN.add(pid)
+            try:
+                return _answer(answers, time.monotonic() + timeout)["code"]
+            except TimeoutError:
+                _kill_group(pid)
+                _answer(answers, time.monotonic() + _READY_SECONDS)  # reaped, and said so
+                return None
+            finally:
+                _CHILDREN.discard(pid)
         finally:
-            _CHILDREN.discard(pid)
+            with self._lock:
+                self._waiting.pop(ident, None)
 
     def close(self) -> None:
         if self._proc.poll() is None:
             _kill_group(self._proc.pid)
         self._proc.wait()
+        self._reader.join()
         for stream in (self._proc.stdin, self._proc.stdout):
             stream.close()
 
-    def _read(self, deadline: float) -> dict:
-        fd = self._proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise WorkerLost(f"zoo worker {self._proc.pid} exited "
-                                 f"(code {self._proc.wait()})")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+    def _read_answers(self) -> None:
+        """The reader thread: every line the worker writes, to the request it answers."""
+        for line in self._proc.stdout:
+            message = json.loads(line)
+            if message.get("ready"):
+                self._ready.set()
+                continue
+            with self._lock:
+                answers = self._waiting.get(message["id"])
+            if answers is not None:
+                answers.put(message)
+        lost = WorkerLost(f"zoo worker {self._proc.pid} exited (code {self._proc.wait()})")
+        with self._lock:
+            self._lost = lost
+            waiting = list(self._waiting.values())
+        for answers in waiting:
+            answers.put(lost)
+        self._ready.set()  # a worker lost before it was ready: run() raises it at once
+
+
+def _answer(answers: queue.SimpleQueue, deadline: float) -> dict:
+    """The next answer to one request; TimeoutError at `deadline`, WorkerLost if it went."""
+    try:
+        message = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        raise TimeoutError from None
+    if isinstance(message, WorkerLost):
+        raise message
+    return message
 
 
 # ---- the worker process ----------------------------------------------------------------------
@@ -167,26 +215,66 @@ def _child(request: dict) -> None:
 
 
 def _serve() -> None:
+    """The worker's loop: fork a child for each request as it comes, report each as it ends.
+
+    One thread only (forking a process with threads is unsafe): it waits in `select` on its
+    stdin and on a pipe that SIGCHLD writes to, so it hears a request and a child's end alike.
+    """
     # Die with the runner: a runner killed with SIGKILL leaves no worker behind.
     from .job import _die_with_parent
 
     _die_with_parent()
     _import_everything()
+    # Everything imported so far lives as long as the worker: the collector leaves it alone,
+    # so a child's collections do not write to (and so copy) every page the worker filled.
+    import gc
+
+    gc.freeze()
     out = sys.stdout.buffer
 
     def say(message: dict) -> None:
         out.write(json.dumps(message).encode() + b"\n")
         out.flush()
 
+    woken, wake = os.pipe()
+    os.set_blocking(woken, False)
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd is what matters
+    running: dict[int, int] = {}  # child pid -> request id
+    pending, stdin_open = b"", True
     say({"ready": True})
-    for line in sys.stdin.buffer:
-        request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            _child(request)
-        say({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        say({"pid": pid, "code": os.waitstatus_to_exitcode(status)})
+    while stdin_open or running:
+        ready = select.select([woken] + ([0] if stdin_open else []), [], [])[0]
+        if woken in ready:
+            while True:
+                try:
+                    if not os.read(woken, 512):
+                        break
+                except BlockingIOError:
+                    break
+        if 0 in ready:
+            chunk = os.read(0, 65536)
+            stdin_open = bool(chunk)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                request = json.loads(line)
+                pid = os.fork()
+                if pid == 0:  # the worker's way of hearing its children is not the job's
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    os.close(woken)
+                    os.close(wake)
+                    _child(request)
+                running[pid] = request["id"]
+                say({"id": request["id"], "pid": pid})
+        while running:  # every child that has ended, however many signals that took
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            say({"id": running.pop(pid), "pid": pid,
+                 "code": os.waitstatus_to_exitcode(status)})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ one ConverterError line, and the float64 copy's rules (which tensors and Cast ta
 which models cannot be widened)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnx
 import pytest
@@ -162,3 +164,39 @@ def test_ort_logs_nothing_of_its_own(tmp_path, capfd):
     assert out["y"].tolist() == [0.0, 2.0]
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_the_source_model_runs_as_many_threads_as_it_is_told(monkeypatch, tmp_path):
+    # WEBNN_CONVERTER_THREADS (converter.threads) sets ONNX Runtime's pool for the source too:
+    # a session made under it adds count - 1 threads to the process while it is made.
+    import onnxruntime
+
+    from converter.threads import THREADS_ENV
+
+    def threads_now() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    model = H.make_model(H.make_graph(
+        [H.make_node("MatMul", ["x", "x"], ["y"])], "g",
+        [H.make_tensor_value_info("x", TP.FLOAT, [64, 64])],
+        [H.make_tensor_value_info("y", TP.FLOAT, [64, 64])]),
+        opset_imports=[H.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 5
+    seen = {}
+    real = onnxruntime.InferenceSession
+
+    def counting(*args, **kwargs):  # the real session, its thread count noted as it is made
+        before = threads_now()
+        session = real(*args, **kwargs)
+        seen["added"] = threads_now() - before
+        return session
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+    run_onnx(tmp_path / "m.onnx", {"x": x})  # ONNX Runtime loaded (and its own threads)
+    for count in (1, 3):
+        monkeypatch.setenv(THREADS_ENV, str(count))
+        out = run_onnx(tmp_path / "m.onnx", {"x": x})
+        np.testing.assert_allclose(out["y"], x @ x, rtol=1e-6)
+        assert seen.pop("added") == count - 1

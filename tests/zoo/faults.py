@@ -39,3 +39,25 @@ def kill_worker(spec: dict) -> None:
     if spec["id"] == "add":
         os.kill(os.getppid(), signal.SIGKILL)
         time.sleep(3600)  # dies with the worker (PR_SET_PDEATHSIG)
+
+
+MEET_HOOK = "tests.zoo.faults:meet"
+
+
+def meet(spec: dict) -> None:
+    """Say "here" beside the model, then wait until every model of the folder has said so:
+    jobs that run one after another never meet (the first dies waiting, exit code 3); jobs
+    that run at once all go on. The folder's `meet.json` says how many must meet and how long
+    to wait: {"count": N, "seconds": S}."""
+    import json
+    import os
+    from pathlib import Path
+
+    folder = Path(spec["path"]).parent
+    (folder / f"{spec['id']}.here").write_text(str(os.getpid()))
+    plan = json.loads((folder / "meet.json").read_text())
+    deadline = time.monotonic() + plan["seconds"]
+    while len(list(folder.glob("*.here"))) < plan["count"]:
+        if time.monotonic() > deadline:
+            os._exit(3)
+        time.sleep(0.01)

@@ -82,8 +82,10 @@ def _warm_worker_children() -> list[int]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
-def test_workers_start_before_the_manifest_loads_and_go_when_it_fails(tmp_path, monkeypatch):
-    # The workers' imports overlap the manifest's loading: they exist when it is read...
+def test_the_worker_starts_before_the_manifest_loads_and_goes_when_it_fails(tmp_path,
+                                                                           monkeypatch):
+    # The worker's imports overlap the manifest's loading: it exists when it is read, one
+    # worker however many jobs...
     from converter.errors import FormatError
     from converter.zoo import runner
 
@@ -96,7 +98,7 @@ def test_workers_start_before_the_manifest_loads_and_go_when_it_fails(tmp_path, 
     monkeypatch.setattr(runner, "load_manifest", failing_load)
     with pytest.raises(FormatError):
         run_zoo(tmp_path / "zoo.json", ZooOptions(jobs=2), results_path=tmp_path / "r.jsonl")
-    assert len(seen) == 1 and len(seen[0]) == 2
+    assert len(seen) == 1 and len(seen[0]) == 1
     # ...and a run that stops there leaves none behind.
     assert _warm_worker_children() == []
 
@@ -134,3 +136,43 @@ def test_a_warm_worker_has_imported_what_its_models_jobs_use(tmp_path):
     assert statuses == ["verified"] * 3
     assert [m for m in new if m.split(".")[0] in ("converter", "onnx", "onnxruntime",
                                                   "jsonschema", "numpy")] == []
+
+
+def test_one_worker_runs_the_jobs_at_once(tmp_path):
+    # Two models whose jobs each wait until both have started: at --jobs 2 the one worker
+    # forks both children at once, and each is a process of its own.
+    from .faults import MEET_HOOK
+
+    manifest = make_synthetic.write_manifest(tmp_path, ["add", "conv_relu"])
+    (tmp_path / "meet.json").write_text('{"count": 2, "seconds": 60}')
+    run = run_zoo(manifest, ZooOptions(jobs=2, timeout=120, hook=MEET_HOOK),
+                  results_path=tmp_path / "r.jsonl")
+    assert [r["status"] for r in run.results] == ["verified", "verified"]
+    pids = {(tmp_path / f"{i}.here").read_text() for i in ("add", "conv_relu")}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+    assert _warm_worker_children() == []
+
+
+def test_at_one_job_the_same_models_never_meet(tmp_path):
+    # The check above can fail: run one at a time, the first job waits for a second that
+    # cannot start, and dies of it (the hook's exit code 3 is that model's crash).
+    from .faults import MEET_HOOK
+
+    manifest = make_synthetic.write_manifest(tmp_path, ["add", "conv_relu"])
+    (tmp_path / "meet.json").write_text('{"count": 2, "seconds": 1}')
+    run = run_zoo(manifest, ZooOptions(jobs=1, timeout=120, hook=MEET_HOOK),
+                  results_path=tmp_path / "r.jsonl")
+    assert run.results[0]["status"] == "crash"
+
+
+def test_each_job_gets_its_share_of_the_cores(monkeypatch):
+    from converter.threads import THREADS_ENV
+    from converter.zoo import runner
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    monkeypatch.setattr(runner, "_cores", lambda: 8)
+    assert [runner._child_env(jobs)[THREADS_ENV] for jobs in (1, 2, 3, 8, 16)] == \
+        ["8", "4", "2", "1", "1"]
+    assert THREADS_ENV not in runner._child_env()  # a lone job (Ray's) keeps the default
+    monkeypatch.setenv(THREADS_ENV, "3")  # the user's own choice stands
+    assert runner._child_env(2)[THREADS_ENV] == "3"

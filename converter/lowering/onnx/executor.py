@@ -76,6 +76,15 @@ def _ort_run_options():
     return options
 
 
+def _set_threads(options) -> None:
+    """ONNX Runtime's pool as wide as WEBNN_CONVERTER_THREADS says, when it says."""
+    from ...threads import runtime_threads
+
+    threads = runtime_threads()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+
+
 def _ort_session(lowered):
     try:
         import onnxruntime as ort
@@ -88,6 +97,7 @@ def _ort_session(lowered):
     # its batch norm) write fused copies of the weights, which doubled the memory of verify.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4  # failures reach the caller as ConverterError, not stderr
+    _set_threads(options)
     try:
         if sum(a.nbytes for a in lowered.external.values()) >= _VIA_FILE_MIN_BYTES:
             return _session_via_file(ort, lowered, options)
