@@ -23,7 +23,8 @@ Why it is fast enough to run per module in minutes:
     a process that has not imported the project yet, with an import hook serving the mutated
     module.
 Everything runs under `nice -n 10`, with at most --jobs (default 1, at most 2) forks at once,
-and BLAS/ORT threads limited to one.
+and BLAS/ORT threads limited to one. Stopped by SIGTERM or Ctrl-C, it kills its forks' process
+groups (the forks' own forks and subprocesses with them) before it exits: no test run is left.
 """
 from __future__ import annotations
 
@@ -93,6 +94,54 @@ def existing(tests: list[str]) -> list[str]:
     return [t for t in tests if (ROOT / t).exists()]
 
 
+# --- children: each fork of this process leads a process group, killed with us ----------------
+_CHILDREN: set[int] = set()   # pids (= process group ids) of this process's live forks
+
+
+def _fork() -> int:
+    """os.fork, the child in a process group of its own (its pytest forks and their
+    subprocesses join it), so that a stopped run can kill the whole tree: see _stop. Only
+    this process forks this way; a fork's own forks stay in its group."""
+    stops = {signal.SIGTERM, signal.SIGINT}
+    # held over the fork: a stop between fork and bookkeeping would miss the new child
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)
+            _CHILDREN.clear()
+            for signum in stops:
+                signal.signal(signum, signal.SIG_DFL)
+            return 0
+        try:
+            os.setpgid(pid, pid)   # also here, so the group exists before any kill
+        except OSError:            # the child made it first, or has already exited
+            pass
+        _CHILDREN.add(pid)
+        return pid
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+
+
+def _reaped(pid: int) -> None:
+    _CHILDREN.discard(pid)
+
+
+def _stop(signum: int, frame) -> None:
+    """SIGTERM or SIGINT: kill every child's process group, reap them, exit as stopped.
+    (The children lead their own groups, so a Ctrl-C reaches this process alone.)"""
+    for pid in list(_CHILDREN):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    _CHILDREN.clear()
+    print(f"mutation: stopped by {signal.Signals(signum).name}; its test runs were killed",
+          file=sys.stderr, flush=True)
+    os._exit(128 + signum)
+
+
 # --- running pytest in a fork ---------------------------------------------------------------
 def _silence() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -128,10 +177,12 @@ def _wait(pid: int, timeout: float) -> tuple[int, bool]:
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
+            _reaped(pid)
             return (os.waitstatus_to_exitcode(status), False)
         if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)   # its group: what its tests started goes too
             os.waitpid(pid, 0)
+            _reaped(pid)
             return (-9, True)
         time.sleep(0.02)
 
@@ -140,7 +191,7 @@ def _wait(pid: int, timeout: float) -> tuple[int, bool]:
 def baseline(files: list[Path], test_paths: list[str]) -> dict:
     out = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
     out.close()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:
         try:
             import coverage
@@ -316,7 +367,7 @@ def run_fresh(m: Mutant | None, test_paths: list[str], timeout: float,
               order: list[str] | None = None) -> tuple[int, bool]:
     """Fork of a process that has not imported the project: import hook, then pytest (the
     mutant's tests, else `order`, else every test under `test_paths`)."""
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:
         try:
             _silence()
@@ -484,7 +535,7 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
         _sanity_subsets(fast, test_paths)
         result_file = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
         result_file.close()
-        pid = os.fork()
+        pid = _fork()
         if pid == 0:
             import pytest
             loop = _Loop(fast, timeouts, jobs, report)
@@ -499,6 +550,7 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
                     [[m.status, m.path_kind, m.seconds] for m in fast]))
                 os._exit(0)
         os.waitpid(pid, 0)
+        _reaped(pid)
         for m, (status, kind, secs) in zip(fast, json.loads(Path(result_file.name).read_text())):
             m.status, m.path_kind, m.seconds = status, kind, secs
         os.unlink(result_file.name)
@@ -547,7 +599,7 @@ def _sanity_subsets(fast: list[Mutant], test_paths: list[str]) -> None:
 
 
 def run_fresh_identity(probe: Mutant, test_paths: list[str]) -> tuple[int, bool]:
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:
         try:
             _silence()
@@ -579,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     only = None
     if args.lines:
         only = {(p.rsplit(":", 1)[0], int(p.rsplit(":", 1)[1])) for p in args.lines.split(",")}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _stop)
     os.nice(10)
     os.chdir(ROOT)
     for mod in HEAVY:   # imported once, shared by every fork

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import FormatError, ParseError
+from ..errors import ConverterError, FormatError, ParseError
 
 __all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
            "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
@@ -207,7 +207,10 @@ class AtomicSave:
         for stream in self._open:
             if not stream.closed:
                 stream.close()
-        _fsync_all([tmp for tmp, _ in self._pending])
+        try:
+            _fsync_all([tmp for tmp, _ in self._pending])
+        except OSError as e:  # leaving the block removes the temporary files still there
+            raise self._sync_error(e) from None
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
@@ -228,6 +231,16 @@ class AtomicSave:
             for folder in dict.fromkeys(final.parent for _, final in self._pending):
                 _fsync_path(folder)
         return [final for _, final in self._pending]
+
+    def _sync_error(self, e: OSError) -> ConverterError:
+        """One line for a file that could not be made durable, named by its final path."""
+        where = next(str(final) for tmp, final in self._pending if tmp == e.filename)
+        if isinstance(e, FileNotFoundError):  # another process, or a hostile one, deleted it
+            return ConverterError("its temporary file was deleted before the save finished",
+                                  where=where, fix="something else deletes files in that "
+                                  "folder: stop it or save to another folder, then save again")
+        return ConverterError(f"it could not be made durable ({e.strerror})", where=where,
+                              fix="check the disk and the folder, then save again")
 
     def abort(self) -> None:
         with signals_held():  # a second Ctrl-C or SIGTERM must not stop the cleanup halfway
@@ -253,13 +266,15 @@ def _fsync_path(path: Path) -> None:
 def _fsync_all(paths: list[Path]) -> None:
     """Make every file durable. The files are synced at once, one thread each past the first
     (fsync releases the GIL, and the file system can commit them in one journal flush): a
-    graph's three files take little more than the weights' own sync. The first error raises."""
+    graph's three files take little more than the weights' own sync. The first error raises,
+    its `filename` the path it concerns (fsync's own errors name none)."""
     errors: list[OSError] = []
 
     def sync(path: Path) -> None:
         try:
             _fsync_path(path)
         except OSError as e:
+            e.filename = path
             errors.append(e)
 
     threads = [threading.Thread(target=sync, args=(path,)) for path in paths[1:]]

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from converter.errors import FormatError, WeightsError
+from converter.errors import ConverterError, FormatError, WeightsError
 from converter.formats._files import AtomicSave, StagedSave, open_model_file
 
 
@@ -74,13 +74,17 @@ def test_an_atomic_save_commits_every_file_and_returns_their_paths(tmp_path):
 @pytest.mark.parametrize("lost", [0, 1, 2])
 def test_a_file_lost_before_its_sync_fails_the_commit_and_nothing_appears(tmp_path, lost):
     # The files are synced at once (the first here, the others on threads): an error in any
-    # of them fails the save, before any rename, and the others' temporary files go too.
-    with pytest.raises(FileNotFoundError):
+    # of them fails the save, before any rename, and the others' temporary files go too; the
+    # error is one line naming the file whose temporary file went, not a FileNotFoundError.
+    names = ("w.bin", "m.json", "g.webnn")
+    with pytest.raises(ConverterError) as e:
         with AtomicSave() as files:
-            for name in ("w.bin", "m.json", "g.webnn"):
+            for name in names:
                 files.write_text(tmp_path / name, name)
             os.unlink(files._pending[lost][0])  # someone removed a temporary file meanwhile
             files.commit()
+    assert e.value.line().startswith(f"{tmp_path / names[lost]}: its temporary file was "
+                                     "deleted before the save finished; ")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from converter.errors import FormatError
+from converter.errors import ConverterError, FormatError
+from converter.formats import _files
 from converter.formats._files import AtomicSave, StagedSave, open_model_file, signals_held
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(),
@@ -277,3 +278,96 @@ def test_a_file_that_cannot_be_read_is_refused_with_the_reason(tmp_path):
         if root:
             os.seteuid(0)
     assert e.value.line() == f"{locked}: the graph file cannot be read (permission denied)"
+
+
+def _deleting(victim: str, monkeypatch) -> None:
+    """Before each file's fsync, delete the temporary file of `victim` (a racing process)."""
+    real = _files._fsync_path
+
+    def delete_then_sync(path: Path) -> None:
+        if path.name.startswith(f".{victim}."):
+            path.unlink()
+        real(path)
+
+    monkeypatch.setattr(_files, "_fsync_path", delete_then_sync)
+
+
+def test_a_temporary_file_deleted_before_its_fsync_is_one_line_and_nothing_stays(
+        tmp_path, monkeypatch):
+    (tmp_path / "b.txt").write_text("old")
+    _deleting("b.txt", monkeypatch)
+    with pytest.raises(ConverterError) as e:
+        with AtomicSave() as files:
+            for name in ("a.txt", "b.txt", "c.txt"):
+                files.write_text(tmp_path / name, name)
+            files.commit()
+    assert e.value.line() == (
+        f"{tmp_path / 'b.txt'}: its temporary file was deleted before the save finished; "
+        "something else deletes files in that folder: stop it or save to another folder, "
+        "then save again")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"]  # no file renamed, none left
+    assert (tmp_path / "b.txt").read_text() == "old" and _fds(tmp_path) == []
+
+
+def test_an_fsync_that_fails_names_the_final_file_and_leaves_nothing(tmp_path, monkeypatch):
+    # fsync's own error (EIO here, a failing disk) carries no file name: the save adds it.
+    real = os.fsync
+    failing = []
+
+    def failing_fsync(fd):
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(".c.txt."):
+            failing.append(fd)
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(ConverterError) as e:
+        with AtomicSave() as files:
+            for name in ("a.txt", "b.txt", "c.txt"):
+                files.write_text(tmp_path / name, name)
+            files.commit()
+    assert e.value.line() == (f"{tmp_path / 'c.txt'}: it could not be made durable "
+                              "(Input/output error); check the disk and the folder, then save "
+                              "again")
+    assert len(failing) == 1 and list(tmp_path.iterdir()) == [] and _fds(tmp_path) == []
+
+
+_CONVERT_WHILE_DELETING = """
+import sys
+from pathlib import Path
+import converter.formats._files as files
+real = files._fsync_path
+def delete_then_sync(path):
+    if path.name.startswith(".model.webnn."):
+        path.unlink()
+    real(path)
+files._fsync_path = delete_then_sync
+from cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_cli_reports_a_deleted_temporary_file_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "m",
+                                                [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, "-c", _CONVERT_WHILE_DELETING, "convert",
+                           str(tmp_path / "m.onnx"), "-o", str(out / "model.webnn")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: {out / 'model.webnn'}: its temporary file was deleted before the save "
+        "finished; something else deletes files in that folder: stop it or save to another "
+        "folder, then save again"]
+    assert list(out.iterdir()) == []

@@ -18,6 +18,7 @@ import onnx
 from ...budget import MemoryBudget
 from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
+from .. import REFUSAL_FIX
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_known_indices, check_model
@@ -159,7 +160,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
             problems.append(f"graph output '{vi.name}': {e}")
     if problems:
         error = UnsupportedError(problems, where=where,
-                                 fix="these nodes have no WebNN form; see `webnn-convert ops`")
+                                 fix=REFUSAL_FIX)
         error.needs_known = needs
         raise error
     return graph.verify()

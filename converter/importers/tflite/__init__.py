@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph
+from .. import REFUSAL_FIX
 from . import rules  # noqa: F401  (registers every op family's rules)
 from .context import ImportContext, Value, stored_array
 from .model_file import Operator, TfliteModel, read_tflite
@@ -83,7 +84,7 @@ def import_model(model: TfliteModel, *,
             report.add_model(f"resource variables: {e}")
     if report:
         raise UnsupportedError(report.items(), where=model.where,
-                               fix="these have no WebNN form; see `webnn-convert ops`")
+                               fix=REFUSAL_FIX)
     graph.remove_unused()  # results no output depends on (the model's dead ends)
     return graph.verify()
 

@@ -141,3 +141,24 @@ def test_an_input_webnn_needs_as_a_value_can_be_fixed_with_const(tmp_path):
     assert r.exit_code == 0, r.output
     graph = converter.load(out)
     assert list(graph.inputs) == ["x"] and graph.outputs["y"].shape == (3, 2)
+
+
+def test_the_fix_holds_for_reasons_that_are_not_missing_ops(tmp_path):
+    """A refused attribute, a node with no WebNN form and a value needed at conversion time, in
+    one line through the CLI: every reason is kept, and the fix claims none of their kinds."""
+    m = _model([helper.make_node("GlobalLpPool", ["x"], ["a"], p=0),
+                helper.make_node("Unique", ["x"], ["b"]),
+                helper.make_node("Reshape", ["x", "s"], ["c"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2]),
+                helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+               [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "abc"])
+    src = tmp_path / "m.onnx"
+    src.write_bytes(m.SerializeToString())
+    line = _convert(src, tmp_path)
+    assert line.endswith(
+        "3 unsupported: GlobalLpPool 'GlobalLpPool_0': p=0.0 is not a norm order (must be "
+        "positive); Unique 'Unique_1': no WebNN equivalent; Reshape 'Reshape_2': the shape "
+        "input must be known at conversion time, but it is computed from graph inputs; give "
+        "'s' a value at conversion time (--const NAME=VALUE); change or remove each part named "
+        "above (its reason says what stops it); `webnn-convert ops` lists the WebNN ops with "
+        "the data types and ranks each takes")

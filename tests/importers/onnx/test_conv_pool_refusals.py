@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 
 from converter.errors import FormatError
@@ -88,6 +89,26 @@ def test_conv_transpose_same_output_is_input_times_stride(auto_pad, pads):
 ])
 def test_pool_refusals(op_type, x, attrs, reason):
     assert reason in refused(single_node(op_type, ["x"], {"x": x}, **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("op_type, attrs", [("GlobalLpPool", {}),
+                                             ("LpPool", {"kernel_shape": [2, 2]})])
+@pytest.mark.parametrize("p", [3.0, 2.0, 2.5])
+def test_lp_pool_p_stored_as_a_float_breaks_an_onnx_rule_as_onnx_runtime_says(op_type, attrs, p):
+    """p is an INT in the schema: ONNX Runtime refuses a FLOAT p even when it is whole, and so
+    does the import (a whole float is not read as the int it spells)."""
+    x = rand(1, 1, 2, 2)
+    model = single_node(op_type, ["x"], {"x": x}, p=p, **attrs)
+    assert {a.name: a.type for a in model.graph.node[0].attribute}["p"] == \
+        onnx.AttributeProto.FLOAT
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.InvalidGraph,
+                       match="Mismatched attribute type in ' : p'. Expected: 'INT', actual: "
+                             "'FLOAT'"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(FormatError) as info:
+        _import(model, {"x": x})
+    assert f"{op_type} '{op_type}_0': attribute 'p' holds a float, not the int it takes; " \
+        "the model breaks an ONNX rule" in str(info.value)
 
 
 def test_global_lp_pool_without_p_is_the_l2_norm():

@@ -1,6 +1,7 @@
-"""What the ONNX indexing rules refuse, each with its reason, and the corners beside those
-checks (TopK's opset-1 k attribute, TensorScatter without write indices, int32 write indices),
-against ONNX Runtime where it runs them."""
+"""What the ONNX indexing rules refuse, each with its reason (GatherND's batch_dims, a scatter
+reduction ONNX does not define, ReverseSequence's axes and lengths, OneHot's depth and values,
+Compress past its axis or selecting nothing, TopK's k range and limit), and one corner beside
+those checks: TopK-1's k attribute, against ONNX Runtime."""
 from __future__ import annotations
 
 import numpy as np

@@ -442,3 +442,27 @@ def test_dynamic_update_slice_of_mixed_types_is_refused_as_litert_does():
     with pytest.raises(ConverterError, match="operand->type != update->type"):
         run_litert(model, {"x": np.zeros((3, 3), np.int8), "u": np.ones((2, 2), np.float32)})
     assert "its operand is int8 but its update float32" in refused(model).line()
+
+
+def test_float_matrix_set_diag_with_an_int8_diagonal_is_refused():
+    """Types are compared as stored: dequantizing the int8 diagonal next to a float operand
+    would give values LiteRT never computes (it copies the int8 bytes into float rows)."""
+    q = Quant([0.5], [-7])
+    model = one_op("MATRIX_SET_DIAG", [Input("x", [3, 3]), Input("d", [3], "int8", q)],
+                   [Output("y", [3, 3])])
+    d = np.array([1, 2, 3], np.int8)
+    got = run_litert(model, {"x": np.zeros((3, 3), np.float32), "d": d})
+    dequantized = (d.astype(np.float32) + 7) * 0.5  # 4, 4.5, 5: what a dequantizing import gives
+    assert not np.any(np.isin(np.diag(got["y"]), dequantized))
+    assert "its operand is float32 but its diagonal int8; give both the same type" in \
+        refused(model).line()
+
+
+def test_float_dynamic_update_slice_with_an_int8_update_is_refused_as_litert_does():
+    q = Quant([0.5], [-7])
+    model = one_op("DYNAMIC_UPDATE_SLICE", [Input("x", [3, 3]), Input("u", [2, 2], "int8", q),
+                                            _i32([1, 0])], [Output("y", [3, 3])])
+    with pytest.raises(ConverterError, match=r"operand->type != update->type \(FLOAT32 != INT8\)"):
+        run_litert(model, {"x": np.zeros((3, 3), np.float32), "u": np.ones((2, 2), np.int8)})
+    assert "its operand is float32 but its update int8; give both the same type" in \
+        refused(model).line()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.errors import UnsupportedError
-from converter.testing.tflite_fixtures import Input, Output, TfliteBuilder, one_op
+from converter.testing.tflite_fixtures import Input, Output, Quant, TfliteBuilder, one_op
 
 from .helpers import refused
 
@@ -94,3 +94,25 @@ def test_an_op_without_its_options_table_is_refused():
     error = refused(b.build([y]))
     assert error.items == ["MAX_POOL_2D (op 0 -> 'y'): it has no options table; MAX_POOL_2D "
                            "needs one"]
+
+
+def test_the_fix_holds_for_reasons_that_are_not_missing_ops():
+    """A refused type pair next to an op with no WebNN form: every reason is kept, and the fix
+    does not call the type mismatch a missing form."""
+    b = TfliteBuilder()
+    x, d = b.input("x", [3, 3]), b.input("d", [3], "int8", Quant([0.5], [-7]))
+    diag = b.tensor("diag", [3, 3])
+    b.op("MATRIX_SET_DIAG", [x, d], [diag])
+    values, indices = b.tensor("values", [3, 2]), b.tensor("indices", [3, 2], "int32")
+    b.op("TOPK_V2", [x, b.constant("k", np.array(2, np.int32))], [values, indices])
+    error = refused(b.build([diag, values]))
+    assert error.items == [
+        "MATRIX_SET_DIAG (op 0 -> 'diag'): its operand is float32 but its diagonal int8; "
+        "give both the same type",
+        "TOPK_V2 (op 1 -> 'values'): no WebNN equivalent",
+    ]
+    assert error.fix == ("change or remove each part named above (its reason says what stops "
+                         "it); `webnn-convert ops` lists the WebNN ops with the data types and "
+                         "ranks each takes")
+    assert error.line().endswith("give both the same type; TOPK_V2 (op 1 -> 'values'): no "
+                                 f"WebNN equivalent; {error.fix}")

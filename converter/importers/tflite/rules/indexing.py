@@ -228,13 +228,21 @@ def matrix_diag(ctx: ImportContext, op: Operator):
     return [emit(ctx, "where", _diagonal_mask(ctx, n, n), row, ctx.scalar(0, x.data_type))]
 
 
+def _refuse_mixed_types(ctx: ImportContext, what: str) -> None:
+    """The operand and input 1 must be stored as the same type (the TFLite schema's rule).
+    Compared as stored, before passthrough: it dequantizes a quantized input 1 next to a
+    float operand, which would hide an int8 diagonal or update under float32."""
+    stored, other = ctx.desc(0).data_type, ctx.desc(1).data_type
+    if stored != other:
+        raise Unsupported(f"its operand is {stored} but its {what} {other}; "
+                          "give both the same type")
+
+
 @tflite_op("MATRIX_SET_DIAG", webnn=("pad", "reshape", "where"))
 def matrix_set_diag(ctx: ImportContext, op: Operator):
     """The input with its main diagonal replaced: diagonal[..., i] lands at [..., i, i]."""
+    _refuse_mixed_types(ctx, "diagonal")  # LiteRT copies the bytes: no values to match
     x, diagonal = ctx.passthrough(0), ctx.passthrough(1, 0)
-    if x.data_type != diagonal.data_type:  # LiteRT copies the bytes: no values to match
-        raise Unsupported(f"its operand is {x.data_type} but its diagonal {diagonal.data_type}; "
-                          "give both the same type")
     rows, cols = x.shape[-2:]
     k = min(rows, cols)
     if diagonal.shape[-1] != k:
@@ -250,11 +258,9 @@ def matrix_set_diag(ctx: ImportContext, op: Operator):
 def dynamic_update_slice(ctx: ImportContext, op: Operator):
     """The operand with a block overwritten by the update, at start indices that must be known
     (clamped so the block fits, as TFLite does): a scatterND over the block's coordinates."""
+    _refuse_mixed_types(ctx, "update")  # as LiteRT, which refuses the model
     x = ctx.passthrough(0)
     update = ctx.passthrough(1, 0)
-    if x.data_type != update.data_type:  # as LiteRT, which refuses the model
-        raise Unsupported(f"its operand is {x.data_type} but its update {update.data_type}; "
-                          "give both the same type")
     starts = [int(s) for s in ctx.require_known(2, "start indices").reshape(-1)]
     if len(starts) != x.rank or update.rank != x.rank:
         raise Unsupported(f"its start indices {starts} and update {list(update.shape)} do not "
