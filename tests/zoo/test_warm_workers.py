@@ -176,3 +176,19 @@ def test_each_job_gets_its_share_of_the_cores(monkeypatch):
     assert THREADS_ENV not in runner._child_env()  # a lone job (Ray's) keeps the default
     monkeypatch.setenv(THREADS_ENV, "3")  # the user's own choice stands
     assert runner._child_env(2)[THREADS_ENV] == "3"
+
+
+def test_the_workers_rehearsal_verifies_and_leaves_nothing(tmp_path, monkeypatch, capfd):
+    # The worker runs one made-up model through a whole job before its first fork (so the
+    # children inherit warm code); that job must be a real one that passes, must write nothing
+    # to the worker's stdout (the protocol's channel) and must leave no file behind.
+    import tempfile
+
+    from converter.zoo.warm import _rehearse
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = _rehearse()
+    assert result["status"] == "verified", result["error"]
+    assert result["ops"] == 6 and result["targets"][0]["parity"]["ort"]["passed"]
+    assert capfd.readouterr().out == ""
+    assert list(tmp_path.iterdir()) == []
