@@ -6,13 +6,18 @@ producers wins) or fail with a misleading message ("not produced by any node" fo
 """
 from __future__ import annotations
 
+import functools
+
 import onnx
 import onnx.defs
 
 from ...errors import FormatError
 from .registry import DEFAULT_DOMAINS, Invalid
 
-__all__ = ["check_model", "check_known_indices", "MIN_OPSET", "max_opset"]
+__all__ = ["check_model", "check_known_indices", "check_attribute_types", "MIN_OPSET",
+           "max_opset"]
+
+_SCHEMA_DOMAINS = DEFAULT_DOMAINS + ("ai.onnx.ml",)  # the domains the onnx package defines
 
 MIN_OPSET = 7  # the oldest default-domain opset the importer's rules are written for
 
@@ -80,6 +85,55 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
     if uses_default and not default:
         raise FormatError("the model uses default-domain ops but imports no default-domain "
                           "opset", where=where, fix="add an opset_import entry for domain ''")
+
+
+def check_attribute_types(node) -> None:
+    """The node's attributes are those its op's ONNX schema declares: each of the declared
+    type, none unknown to the op at the model's opset, none of the required ones missing;
+    Invalid otherwise. ONNX Runtime refuses such a model ("Mismatched attribute type",
+    "Unrecognized attribute", "Required attribute ... is missing"): a FLOAT `p` where LpPool
+    declares INT is another model, not another spelling of the same one. Ops of domains the
+    onnx package does not define (com.microsoft) are not checked here; their rules check the
+    kind of each value they read."""
+    if node.domain not in _SCHEMA_DOMAINS:
+        return
+    domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+    declared = _declared(node.op_type, node.opset, domain)
+    if declared is None:
+        return  # not defined at this opset: the rule lookup says so
+    types, required = declared
+    what = f"ONNX's {node.op_type} (opset {node.opset})"
+    for attribute in node.proto.attribute:
+        want = types.get(attribute.name)
+        if want is None:
+            raise Invalid(f"attribute '{attribute.name}' is not one {what} has")
+        if attribute.type != want:
+            raise Invalid(f"attribute '{attribute.name}' has type "
+                          f"{_attribute_type_name(attribute.type)}, but {what} declares "
+                          f"{_attribute_type_name(want)}")
+    missing = sorted(required - {a.name for a in node.proto.attribute})
+    if missing:
+        raise Invalid(f"{what} requires attribute '{missing[0]}', which the node does not set")
+
+
+@functools.lru_cache(maxsize=None)
+def _declared(op_type: str, opset: int, domain: str
+              ) -> tuple[dict[str, int], frozenset[str]] | None:
+    """(attribute name -> AttributeProto type code, the required names) from the schema in
+    force at `opset`; None for an op the onnx package does not define there."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+    return ({name: int(a.type) for name, a in schema.attributes.items()},
+            frozenset(name for name, a in schema.attributes.items() if a.required))
+
+
+def _attribute_type_name(code: int) -> str:
+    try:
+        return onnx.AttributeProto.AttributeType.Name(code)
+    except ValueError:
+        return f"{code} (no such type)"
 
 
 def _since(op_type: str, opset: int) -> int | None:

@@ -66,12 +66,13 @@ class OnnxNode:
     def has_attr(self, name: str) -> bool:
         return name in self._attrs
 
-    def attr(self, name: str, default: Any = None, *, exact_type: bool = False) -> Any:
+    def attr(self, name: str, default: Any = None) -> Any:
         """The attribute's value, or `default` when the node does not set it. A value that is
         not of the kind its default is (an int where an int is expected ...), or holds nothing
         of its declared type, is Invalid: a damaged model must not reach a rule's arithmetic.
-        A whole float stands for an int unless `exact_type` (for attributes that ONNX Runtime
-        refuses as FLOAT where the schema says INT, such as LpPool's p)."""
+        (Ops of the onnx package's domains have had each attribute's type checked against
+        their schema before their rule runs, checks.check_attribute_types; for the others, a
+        whole float stands for an int.)"""
         a = self._attrs.get(name)
         if a is None:
             return default
@@ -86,8 +87,7 @@ class OnnxNode:
                 from None
         if value is None:
             raise Invalid(f"attribute '{name}' holds no value of its type {_type_name(a.type)}")
-        if isinstance(default, int) and isinstance(value, float) and value.is_integer() \
-                and not exact_type:
+        if isinstance(default, int) and isinstance(value, float) and value.is_integer():
             return int(value)  # a whole number written as a float means the same
         if default is not None and not _same_kind(value, default):
             raise Invalid(f"attribute '{name}' holds a {type(value).__name__}, not the "

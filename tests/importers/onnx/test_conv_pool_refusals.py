@@ -107,8 +107,8 @@ def test_lp_pool_p_stored_as_a_float_breaks_an_onnx_rule_as_onnx_runtime_says(op
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     with pytest.raises(FormatError) as info:
         _import(model, {"x": x})
-    assert f"{op_type} '{op_type}_0': attribute 'p' holds a float, not the int it takes; " \
-        "the model breaks an ONNX rule" in str(info.value)
+    assert f"{op_type} '{op_type}_0': attribute 'p' has type FLOAT, but ONNX's {op_type} " \
+        f"(opset 17) declares INT; the model breaks an ONNX rule" in str(info.value)
 
 
 def test_global_lp_pool_without_p_is_the_l2_norm():

@@ -115,8 +115,27 @@ def test_blocksize_1_moves_nothing(op):
 
 def test_space_to_depth_refuses_an_unknown_mode():
     x = rand(1, 1, 2, 2)
-    model = single_node("SpaceToDepth", ["x"], {"x": x}, opset=13, blocksize=2, mode="XYZ")
+    model = single_node("SpaceToDepth", ["x"], {"x": x}, opset=28, blocksize=2, mode="XYZ")
     assert "mode 'XYZ' is not DCR or CRD" in refused(model, {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["CRD", "DCR"])
+def test_space_to_depth_has_no_mode_before_opset_28(mode):
+    # SpaceToDepth gained `mode` at opset 28: setting it at 13 breaks the schema in force,
+    # which ONNX Runtime refuses as well.
+    import onnxruntime as ort
+
+    from converter.errors import FormatError
+
+    from .helpers import _import
+
+    x = rand(1, 1, 2, 2)
+    model = single_node("SpaceToDepth", ["x"], {"x": x}, opset=13, blocksize=2, mode=mode)
+    with pytest.raises(Exception, match="Unrecognized attribute: mode for operator SpaceToDepth"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(FormatError) as info:
+        _import(model, {"x": x})
+    assert "attribute 'mode' is not one ONNX's SpaceToDepth (opset 13) has" in str(info.value)
 
 
 def test_nearest_exclude_outside_ignores_extrapolated_outputs():

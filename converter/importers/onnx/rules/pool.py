@@ -237,7 +237,7 @@ def average_pool(ctx: ImportContext, node: OnnxNode):
 
 @onnx_op("LpPool", webnn=("l2Pool2d", "abs", "pow", "reshape", "slice"))
 def lp_pool(ctx: ImportContext, node: OnnxNode):
-    p = float(node.attr("p", 2, exact_type=True))  # an INT in the schema, never FLOAT
+    p = float(node.attr("p", 2))  # an INT: its schema's type is checked before the rule
     if p == 2.0:
         return [_pool(ctx, node, "l2Pool2d")]
     if p <= 0:
@@ -276,7 +276,7 @@ def global_max_pool(ctx: ImportContext, node: OnnxNode):
 def global_lp_pool(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     axes = _spatial_axes(ctx, x)
-    p = float(node.attr("p", 2, exact_type=True))  # an INT in the schema, never FLOAT
+    p = float(node.attr("p", 2))  # an INT: its schema's type is checked before the rule
     if p in (1.0, 2.0):
         return [ctx.emit("reduceL1" if p == 1.0 else "reduceL2", [x],
                          {"axes": axes, "keepDimensions": True})]
