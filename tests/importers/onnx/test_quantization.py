@@ -7,6 +7,8 @@ Expected values are hand-computed from ONNX's formulas, or, for MatMulNBits and 
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -339,6 +341,23 @@ def test_matmul_nbits_2_bits_is_unsupported():
     with pytest.raises(UnsupportedError) as info:
         import_model(model)
     assert "bits=2" in str(info.value)
+
+
+@pytest.mark.parametrize("bits, size, need", [(4, 24, 16), (4, 8, 16), (8, 32, 24),
+                                               (8, 23, 24)])
+def test_matmul_nbits_zero_points_of_the_wrong_size_are_refused(bits, size, need):
+    # N=8, K=48, block 16: 3 blocks a row, packed two a byte at 4 bits (2 bytes a row)
+    model, feeds = _nbits_model(48, 8, 16, bits=bits)
+    (z,) = [t for t in model.graph.initializer if t.name == "z"]
+    z.CopyFrom(numpy_helper.from_array(np.arange(size, dtype=np.uint8) % 3, "z"))
+    said = f"zero_points initializer shape {{{size}}} does not match attribute-derived shape " \
+        f"[{need}]"
+    with pytest.raises(Exception, match=re.escape(said)):
+        _ort(model, feeds)
+    with pytest.raises(UnsupportedError) as info:
+        import_model(model)
+    assert f"zero_points has {size} bytes; N=8 rows of 3 blocks at {bits} bits need {need}" \
+        in str(info.value)
 
 
 def test_qlinear_matmul_per_row_a_and_per_column_b_by_the_spec_formula():

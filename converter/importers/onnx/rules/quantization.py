@@ -410,9 +410,12 @@ def _nbits_zero_points(ctx: ImportContext, name: str, n: int, blocks: int, bits:
     packed = ctx.require_known(name, "zero_points")
     if packed.dtype != np.uint8:
         raise Unsupported(f"zero_points of type {packed.dtype}: packed uint8 or A's float type")
+    per_row = blocks if bits == 8 else -(-blocks // 2)  # bytes a row of B holds
+    if packed.size != n * per_row:  # ONNX Runtime refuses such a model too
+        raise Unsupported(f"zero_points has {packed.size} bytes; N={n} rows of {blocks} "
+                          f"blocks at {bits} bits need {n * per_row}")
     if bits == 8:
         return ctx.constant(packed.reshape(n, blocks), "uint8")
-    per_row = -(-blocks // 2)
     rows = packed.reshape(n, per_row)
     # low nibble first; no np.empty: an element left unwritten would hold stale bytes
     values = np.stack([rows & 0x0F, rows >> 4], axis=-1).reshape(n, per_row * 2)
