@@ -35,6 +35,14 @@ def _fds(*under: Path) -> list[str]:
     return sorted(found)
 
 
+def _save_three(folder: Path) -> None:
+    """One AtomicSave of a.txt, b.txt and c.txt (each holding its own name) into `folder`."""
+    with AtomicSave() as files:
+        for name in ("a.txt", "b.txt", "c.txt"):
+            files.write_text(folder / name, name)
+        files.commit()
+
+
 def test_a_model_file_is_handed_out_blocking_and_a_device_is_refused(tmp_path):
     (tmp_path / "m.bin").write_bytes(b"abc")
     with open_model_file(tmp_path / "m.bin", "model") as f:
@@ -135,10 +143,7 @@ def test_a_failed_rename_names_its_file_and_leaves_no_temporary_file(tmp_path, m
 
     monkeypatch.setattr(os, "replace", failing_second)
     with pytest.raises(FormatError) as e:
-        with AtomicSave() as files:
-            for name in ("a.txt", "b.txt", "c.txt"):
-                files.write_text(tmp_path / name, name)
-            files.commit()
+        _save_three(tmp_path)
     assert e.value.line() == f"{tmp_path / 'b.txt'}: could not rename into place: Permission denied"
     assert calls == [tmp_path / "a.txt", tmp_path / "b.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
@@ -297,10 +302,7 @@ def test_a_temporary_file_deleted_before_its_fsync_is_one_line_and_nothing_stays
     (tmp_path / "b.txt").write_text("old")
     _deleting("b.txt", monkeypatch)
     with pytest.raises(ConverterError) as e:
-        with AtomicSave() as files:
-            for name in ("a.txt", "b.txt", "c.txt"):
-                files.write_text(tmp_path / name, name)
-            files.commit()
+        _save_three(tmp_path)
     assert e.value.line() == (
         f"{tmp_path / 'b.txt'}: its temporary file was deleted before the save finished; "
         "something else deletes files in that folder: stop it or save to another folder, "
@@ -322,10 +324,7 @@ def test_an_fsync_that_fails_names_the_final_file_and_leaves_nothing(tmp_path, m
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(ConverterError) as e:
-        with AtomicSave() as files:
-            for name in ("a.txt", "b.txt", "c.txt"):
-                files.write_text(tmp_path / name, name)
-            files.commit()
+        _save_three(tmp_path)
     assert e.value.line() == (f"{tmp_path / 'c.txt'}: it could not be made durable "
                               "(Input/output error); check the disk and the folder, then save "
                               "again")
