@@ -19,7 +19,9 @@
 Pushing down is done where it cannot add transposes for nothing: a transpose read by one op
 moves freely (the count stays the same); one read by several, or one that would come out of a
 multi-result op as several, moves only when a look ahead sees each copy cancelled or reaching a
-graph output.
+graph output. A transpose that is itself a graph output stays whatever moves, so a copy of it
+that only reaches another output would be one transpose more: it moves only when each copy is
+cancelled.
 """
 from __future__ import annotations
 
@@ -119,8 +121,11 @@ class TransposeMover(LayoutEditor):
             return None
         shared = y.is_graph_output() or any(u.op is not op for u in y.uses())
         if shared or len(op.outputs) > 1:
+            # t stays for a graph output whatever moves: a copy below op that only reaches
+            # another graph output adds a transpose, so then each copy must be cancelled.
             memo: dict = {}
-            if not all(self._absorbed(out, q, _LOOKAHEAD, memo)
+            if not all(self._absorbed(out, q, _LOOKAHEAD, memo,
+                                      to_output=not y.is_graph_output())
                        for out, q in zip(op.outputs, relayout.outputs)):
                 return None
         inputs = list(op.inputs)
@@ -234,7 +239,8 @@ class TransposeMover(LayoutEditor):
         region (a GroupNorm with several groups, layout_grouped.py): the region runs on x
         regrouped. Either way each reshape back to y's shape becomes a reshape to x's shape
         and the transpose. Moves when t has no other reader and the region one exit, else
-        when a look ahead sees every new transpose absorbed."""
+        when a look ahead sees every new transpose absorbed (cancelled, when t is a graph
+        output)."""
         y, perm, x = t.output, perm_of(t), t.inputs[0]
         if reshape.inputs[0] is not y:
             return None
@@ -247,8 +253,9 @@ class TransposeMover(LayoutEditor):
             exits = region.exits
         shared = y.is_graph_output() or any(u.op is not reshape for u in y.uses())
         if shared or len(exits) > 1:
-            memo: dict = {}
-            if not all(self._absorbed(e.output, perm, _LOOKAHEAD, memo) for e in exits):
+            memo: dict = {}  # t stays for a graph output: then each copy must be cancelled
+            if not all(self._absorbed(e.output, perm, _LOOKAHEAD, memo,
+                                      to_output=not y.is_graph_output()) for e in exits):
                 return None
         if region is not None:
             made = rewrite_grouped(self, region, x, perm)
@@ -266,22 +273,26 @@ class TransposeMover(LayoutEditor):
         self.stats["order_free_regions_passed"] += 1
         return made
 
-    def _absorbed(self, operand: Operand, q, depth: int, memo: dict) -> bool:
+    def _absorbed(self, operand: Operand, q, depth: int, memo: dict, *,
+                  to_output: bool = True) -> bool:
         """Whether a transpose by `q` put on `operand` would, pushed on down, be cancelled by
-        another transpose, become a reshape's business, or reach a graph output; other
-        operands met on the way are assumed to come transposed alike (as a residual branch
-        from the same source does)."""
+        another transpose, become a reshape's business, or (with `to_output`) reach a graph
+        output; other operands met on the way are assumed to come transposed alike (as a
+        residual branch from the same source does)."""
         if q is None or is_identity(q):
             return True
-        key = (operand.name, tuple(q))
+        key = (operand.name, tuple(q), to_output)
         if key in memo:
             return memo[key]
         memo[key] = False  # a cycle cannot happen in a DAG; this bounds repeated visits
-        ok = self._absorbed_uncached(operand, list(q), depth, memo)
+        ok = self._absorbed_uncached(operand, list(q), depth, memo, to_output)
         memo[key] = ok
         return ok
 
-    def _absorbed_uncached(self, operand: Operand, q: list[int], depth: int, memo) -> bool:
+    def _absorbed_uncached(self, operand: Operand, q: list[int], depth: int, memo,
+                           to_output: bool) -> bool:
+        if not to_output and operand.is_graph_output():
+            return False  # the copy stays there for the output
         for reader in operand.consumers():
             if reader.op_type == "transpose":
                 if not is_identity(compose(q, perm_of(reader))):
@@ -296,7 +307,8 @@ class TransposeMover(LayoutEditor):
                     region = grouped_region(operand.shape, q, reader,
                                             apply(operand.shape, inverse(q)))
                     exits = None if region is None else region.exits
-                if exits is None or not all(self._absorbed(e.output, q, depth - 1, memo)
+                if exits is None or not all(self._absorbed(e.output, q, depth - 1, memo,
+                                                           to_output=to_output)
                                             for e in exits):
                     return False
                 continue
@@ -313,7 +325,7 @@ class TransposeMover(LayoutEditor):
                     reader.op_type, merged_attrs(reader.attrs, relayout.attrs), view.shapes):
                 return False
             for out, q2 in zip(reader.outputs, relayout.outputs):
-                if not self._absorbed(out, q2, depth - 1, memo):
+                if not self._absorbed(out, q2, depth - 1, memo, to_output=to_output):
                     return False
         return True
 

@@ -151,3 +151,76 @@ def test_transposes_are_pushed_up_from_the_graphs_end():
     assert all(op.attr("inputLayout") in (None, "nchw") for op in after.operations
                if op.op_type == "conv2d")
     assert result.counts["transposes_after"] == 0 and result.counts["pushed_up"] >= 1
+
+
+def _output_and_reader(t_is_output: bool):
+    """x -> s = transpose(x, [0, 2, 3, 1]) -> t = transpose(s, [0, 3, 1, 2]), read by relu (z);
+    sigmoid(s) is w. t is the output y too, or (without) y is tanh(t)."""
+    def build():
+        b = GraphBuilder("output_and_reader")
+        x = b.input("x", "float32", [2, 3, 4, 5])
+        s = b.transpose(x, permutation=[0, 2, 3, 1])
+        t = b.transpose(s, permutation=[0, 3, 1, 2])
+        return b.build({"y": t if t_is_output else b.tanh(t), "z": b.relu(t),
+                        "w": b.sigmoid(s)})
+    return build
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_a_transpose_kept_for_an_output_is_not_copied_to_another_output(layout):
+    """t stays for y whatever moves (y must be an op's result, and t composed with s is x, an
+    input): taking it below relu as well would leave a copy for z, one transpose more (four,
+    where the graph had two). relu reads t; only s goes down, below sigmoid, to w."""
+    after, result = check_numbers(_output_and_reader(True), layout)
+    assert types(after) == ["transpose", "transpose", "relu", "sigmoid", "transpose"]
+    x, out = after.inputs["x"], after.outputs
+    s, t, relu, sigmoid, w = after.operations
+    assert (s.inputs[0], s.attr("permutation")) == (x, [0, 2, 3, 1])
+    assert (t.inputs[0], t.attr("permutation")) == (s.output, [0, 3, 1, 2])
+    assert out["y"] is t.output and relu.inputs[0] is t.output and out["z"] is relu.output
+    assert sigmoid.inputs[0] is x
+    assert (w.inputs[0], w.attr("permutation"), w.output) == (sigmoid.output, [0, 2, 3, 1],
+                                                              out["w"])
+    assert result.counts["transposes_before"] == 2 and result.counts["transposes_after"] == 3
+    assert result.counts["pushed_down"] == 1
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_a_shared_transpose_no_output_holds_goes_down_to_the_outputs(layout):
+    """The same graph with y = tanh(t): t is no output, so it goes below both its readers
+    (each copy reaching an output), s then has no reader left but sigmoid, and s goes too."""
+    after, result = check_numbers(_output_and_reader(False), layout)
+    x = after.inputs["x"]
+    assert sorted(types(after)) == ["relu", "sigmoid", "tanh", "transpose"]
+    for name, op_type in (("y", "tanh"), ("z", "relu")):  # t's copy after each composes
+        assert after.outputs[name].producer.op_type == op_type  # with s: cancelled
+        assert after.outputs[name].producer.inputs[0] is x
+    w = after.outputs["w"].producer
+    assert w.attr("permutation") == [0, 2, 3, 1] and w.inputs[0].producer.inputs[0] is x
+    assert result.counts["transposes_before"] == 2 and result.counts["transposes_after"] == 1
+
+
+@pytest.mark.parametrize("end", ["output", "inverse"])
+def test_a_transpose_kept_for_an_output_enters_a_region_only_to_be_cancelled(end):
+    """t (an output) is also flattened into a one-group GroupNorm (an order-free region) whose
+    reshape back is y, or is read by t's inverse for y. Passing the region leaves a copy of t
+    after the reshape back: for y alone that copy would be a second transpose, so the region
+    keeps reading t; the inverse cancels it, so the region reads x."""
+    def build():
+        b = GraphBuilder(f"region_{end}")
+        x = b.input("x", "float32", [2, 4, 6, 5])
+        t = b.transpose(x, permutation=[0, 2, 3, 1])
+        normed = b.layerNormalization(b.reshape(t, [2, 1, 120]), axes=[2])
+        back = b.reshape(normed, [2, 6, 5, 4])
+        y = back if end == "output" else b.transpose(back, permutation=[0, 3, 1, 2])
+        return b.build({"t": t, "y": y})
+
+    after, result = check_numbers(build, "nhwc")
+    t = after.outputs["t"].producer
+    assert (t.inputs[0], t.attr("permutation")) == (after.inputs["x"], [0, 2, 3, 1])
+    flatten = next(op for op in after.operations if op.op_type == "reshape")
+    assert flatten.inputs[0] is (t.output if end == "output" else after.inputs["x"])
+    assert after.outputs["y"].producer.op_type == "reshape"
+    assert types(after).count("transpose") == 1
+    assert result.counts["transposes_before"] == (1 if end == "output" else 2)
+    assert result.counts.get("order_free_regions_passed", 0) == (0 if end == "output" else 1)

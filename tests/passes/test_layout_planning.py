@@ -64,7 +64,7 @@ LOOKAHEAD = 256  # layout_push._LOOKAHEAD: ops followed from the transpose's op
 def _long_chain(kind: str, steps: int):
     """A transpose `steps` ops away from the graph input (and one reshape more), read by a
     matmul (up), or a transpose of the input shared by an output and a chain of `steps` ops
-    after its first reader (down)."""
+    after its first reader, ended by the inverse transpose (down)."""
     def build():
         b = GraphBuilder(f"{kind}_{steps}")
         x = b.input("x", "float32", [1, 4, 30] if kind == "reshape" else [1, 4, 6, 5])
@@ -73,7 +73,7 @@ def _long_chain(kind: str, steps: int):
             value = b.relu(t)
             for _ in range(steps):
                 value = b.relu(value)
-            return b.build({"t": t, "y": value})
+            return b.build({"t": t, "y": b.transpose(value, permutation=[0, 3, 1, 2])})
         value = x
         for _ in range(steps):
             value = b.relu(value)
@@ -105,10 +105,11 @@ def test_pushing_up_follows_at_most_the_look_ahead(kind, steps, moves):
 @pytest.mark.parametrize("steps,moves", [(LOOKAHEAD, True), (LOOKAHEAD + 1, False)])
 def test_pushing_a_shared_transpose_down_looks_ahead_at_most_so_far(steps, moves):
     after, result = check_numbers(_long_chain("down", steps), "nhwc")
-    # moved: the output t keeps its transpose and the chain's end gets one, a copy that
-    # reaches a graph output; else the chain reads the one transpose
-    assert result.counts["transposes_after"] == (2 if moves else 1)
-    assert after.outputs["y"].producer.op_type == ("transpose" if moves else "relu")
+    # moved: the output t keeps its transpose and the copy cancels the chain's last one, so
+    # the chain reads x; else the chain reads t and ends with its transpose
+    assert result.counts["transposes_after"] == (1 if moves else 2)
+    assert after.outputs["y"].producer.op_type == ("relu" if moves else "transpose")
+    assert (after.operations[1].inputs[0] is after.inputs["x"]) == moves
 
 
 # -- a layout-bearing op the look ahead or the push up meets -----------------------------------

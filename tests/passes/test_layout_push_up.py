@@ -121,19 +121,24 @@ def test_a_transpose_goes_down_a_split_only_when_each_result_can_take_it_on():
 
 def test_the_look_ahead_asks_each_reader_about_its_own_slots_only():
     # relu(t) is read by sigmoid (one operand) and as the second operand of an add: each
-    # reader takes the transpose on, so the shared t goes down and each copy reaches an output
+    # reader takes the transpose on, so the shared t (an output, which keeps it) goes down
+    # and each copy cancels the inverse transpose after its reader
     def build():
         b = GraphBuilder("slots")
         x = b.input("x", "float32", [2, 3, 4, 5])
         t = b.transpose(x, permutation=[0, 2, 3, 1])
         r = b.relu(t)
-        return b.build({"t": t, "y": b.sigmoid(r),
-                        "z": b.add(b.constant(seeded((2, 4, 5, 3), 1)), r)})
+        back = [0, 3, 1, 2]
+        return b.build({"t": t, "y": b.transpose(b.sigmoid(r), permutation=back),
+                        "z": b.transpose(b.add(b.constant(seeded((2, 4, 5, 3), 1)), r),
+                                         permutation=back)})
 
     after, result = check_numbers(build, "nhwc")
-    assert types(after) == ["transpose", "relu", "sigmoid", "transpose", "add", "transpose"]
+    assert types(after) == ["transpose", "relu", "sigmoid", "add"]
     assert next(op for op in after.operations if op.op_type == "relu").inputs[0] is \
         after.inputs["x"]
+    assert after.outputs["z"].producer.inputs[0].shape == (2, 3, 4, 5)  # the constant
     tallies = ("transposes_before", "transposes_after")
     assert {k: v for k, v in result.counts.items() if not k.startswith(tallies)} == \
-        {"constants_transposed": 1, "pushed_down": 3}
+        {"constants_transposed": 1, "pushed_down": 3, "transpose_pairs_cancelled": 2}
+    assert result.counts["transposes_before"] == 3 and result.counts["transposes_after"] == 1
