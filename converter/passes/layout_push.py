@@ -223,8 +223,10 @@ class TransposeMover(LayoutEditor):
         if is_identity(whole):
             return None  # nothing would move on
         relayout = rule_for("reshape").remap(OpView.of(reshape), whole)
+        # Split, t is two transposes: the whole-group part must be cancelled below, or the
+        # count goes up by one.
         if relayout is None or not self._absorbed(reshape.output, relayout.outputs[0],
-                                                  _LOOKAHEAD, {}):
+                                                  _LOOKAHEAD, {}, to_output=False):
             return None
         first = self.transpose(t.inputs[0], inside, before=t)
         second = self.transpose(first, whole, before=t)
@@ -274,7 +276,7 @@ class TransposeMover(LayoutEditor):
         return made
 
     def _absorbed(self, operand: Operand, q, depth: int, memo: dict, *,
-                  to_output: bool = True) -> bool:
+                  to_output: bool) -> bool:
         """Whether a transpose by `q` put on `operand` would, pushed on down, be cancelled by
         another transpose, become a reshape's business, or (with `to_output`) reach a graph
         output; other operands met on the way are assumed to come transposed alike (as a
