@@ -283,7 +283,7 @@ class TransposeMover(LayoutEditor):
         residual branch from the same source does)."""
         if q is None or is_identity(q):
             return True
-        key = (operand.name, tuple(q), to_output)
+        key = (operand.name, tuple(q))  # (one memo per question: to_output never changes in it)
         if key in memo:
             return memo[key]
         memo[key] = False  # a cycle cannot happen in a DAG; this bounds repeated visits
