@@ -132,6 +132,29 @@ def test_the_look_ahead_stops_at_a_resample_the_transpose_would_move_off_the_tar
         assert result.counts.get(moved, 0) == 0, moved
 
 
+def test_the_look_ahead_of_a_transpose_no_output_holds_stops_at_the_resample_too():
+    """As above, but the transpose is no graph output: tanh reads it too, and its copy there
+    would cancel the inverse transpose after tanh. The look ahead goes on past relu to the
+    resample2d, whose layout check refuses, so only tanh's copy goes down (and cancels); relu
+    and the resample keep the transpose above them."""
+    def build():
+        b = GraphBuilder("look_ahead_resample_shared")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        t = b.transpose(x, permutation=[0, 3, 1, 2])
+        y = b.resample2d(b.relu(t), mode="linear", scales=[2.0, 1.5], axes=[2, 3])
+        u = b.transpose(b.tanh(t), permutation=[0, 2, 3, 1])
+        return b.build({"u": b.sigmoid(u), "y": y})
+    after, result = check_numbers(build, "nchw")
+    assert types(after) == ["transpose", "relu", "resample2d", "tanh", "sigmoid"]
+    transpose, relu, resample, tanh, _ = after.operations
+    assert transpose.attr("permutation") == [0, 3, 1, 2] and transpose.inputs[0].name == "x"
+    assert relu.inputs[0] is transpose.output and tanh.inputs[0].name == "x"
+    assert resample.attr("axes") == [2, 3]
+    assert (result.counts["transposes_before"], result.counts["transposes_after"]) == (2, 1)
+    assert result.counts["pushed_down"] == 1 and result.counts.get("pushed_up", 0) == 0
+    assert result.counts["transpose_pairs_cancelled"] == 1
+
+
 def test_a_transpose_is_not_pushed_up_through_a_resample_it_would_move_off_the_target_layout():
     """transpose(resample2d(x) over nchw's spatial axes) read by matmul (which stops it going
     down): moving it above the resample would make that resample resize axes [1, 2], an nhwc
