@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from mutation_modules import MODULES  # noqa: E402
 from mutation_ops import candidates, find_code  # noqa: E402
+from mutation_procs import fork_group, reaped, silence, stop, wait_child  # noqa: E402
 
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.md"
 _OUT = [sys.stdout]   # where per-mutant lines go (a fork running pytest points it elsewhere)
@@ -94,61 +95,7 @@ def existing(tests: list[str]) -> list[str]:
     return [t for t in tests if (ROOT / t).exists()]
 
 
-# --- children: each fork of this process leads a process group, killed with us ----------------
-_CHILDREN: set[int] = set()   # pids (= process group ids) of this process's live forks
-
-
-def _fork() -> int:
-    """os.fork, the child in a process group of its own (its pytest forks and their
-    subprocesses join it), so that a stopped run can kill the whole tree: see _stop. Only
-    this process forks this way; a fork's own forks stay in its group."""
-    stops = {signal.SIGTERM, signal.SIGINT}
-    # held over the fork: a stop between fork and bookkeeping would miss the new child
-    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            os.setpgid(0, 0)
-            _CHILDREN.clear()
-            for signum in stops:
-                signal.signal(signum, signal.SIG_DFL)
-            return 0
-        try:
-            os.setpgid(pid, pid)   # also here, so the group exists before any kill
-        except OSError:            # the child made it first, or has already exited
-            pass
-        _CHILDREN.add(pid)
-        return pid
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
-
-
-def _reaped(pid: int) -> None:
-    _CHILDREN.discard(pid)
-
-
-def _stop(signum: int, frame) -> None:
-    """SIGTERM or SIGINT: kill every child's process group, reap them, exit as stopped.
-    (The children lead their own groups, so a Ctrl-C reaches this process alone.)"""
-    for pid in list(_CHILDREN):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-    _CHILDREN.clear()
-    print(f"mutation: stopped by {signal.Signals(signum).name}; its test runs were killed",
-          file=sys.stderr, flush=True)
-    os._exit(128 + signum)
-
-
 # --- running pytest in a fork ---------------------------------------------------------------
-def _silence() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-
-
 class _Select:
     """pytest plugin: keep only the chosen test ids, in the order given."""
 
@@ -171,27 +118,11 @@ def _pytest_args(test_paths: list[str], first_failure: bool) -> list[str]:
     return args + test_paths
 
 
-def _wait(pid: int, timeout: float) -> tuple[int, bool]:
-    """Exit code of child `pid`, killing it past `timeout` seconds (then (-9, True))."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            _reaped(pid)
-            return (os.waitstatus_to_exitcode(status), False)
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)   # its group: what its tests started goes too
-            os.waitpid(pid, 0)
-            _reaped(pid)
-            return (-9, True)
-        time.sleep(0.02)
-
-
 # --- baseline: which tests execute which line, how long each test takes ------------------------
 def baseline(files: list[Path], test_paths: list[str]) -> dict:
     out = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
     out.close()
-    pid = _fork()
+    pid = fork_group()
     if pid == 0:
         try:
             import coverage
@@ -214,7 +145,7 @@ def baseline(files: list[Path], test_paths: list[str]) -> dict:
                 def pytest_runtest_teardown(self, item, nextitem):
                     pass
 
-            _silence()
+            silence()
             cov.start()
             import importlib
             for f in files:  # import-time lines run here, in the empty context, not in a test
@@ -233,7 +164,7 @@ def baseline(files: list[Path], test_paths: list[str]) -> dict:
             import traceback
             Path(out.name).write_text(json.dumps({"error": traceback.format_exc()}))
             os._exit(1)
-    _wait(pid, 3600)
+    wait_child(pid, 3600)
     result = json.loads(Path(out.name).read_text() or "{}")
     os.unlink(out.name)
     if "error" in result:
@@ -367,10 +298,10 @@ def run_fresh(m: Mutant | None, test_paths: list[str], timeout: float,
               order: list[str] | None = None) -> tuple[int, bool]:
     """Fork of a process that has not imported the project: import hook, then pytest (the
     mutant's tests, else `order`, else every test under `test_paths`)."""
-    pid = _fork()
+    pid = fork_group()
     if pid == 0:
         try:
-            _silence()
+            silence()
             if m is not None:
                 path = ROOT / m.path
                 sys.meta_path.insert(0, _MutantFinder(module_name(path), path,
@@ -382,7 +313,7 @@ def run_fresh(m: Mutant | None, test_paths: list[str], timeout: float,
             os._exit(int(code))
         except BaseException:
             os._exit(3)
-    return _wait(pid, timeout)
+    return wait_child(pid, timeout)
 
 
 class _Loop:
@@ -441,7 +372,7 @@ class _Loop:
             return pid
         try:
             from _pytest.runner import runtestprotocol
-            _silence()
+            silence()
             module = mutated_code(path, m.index)
             new = find_code(module, m.owner)
             for fn in targets:
@@ -535,7 +466,7 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
         _sanity_subsets(fast, test_paths)
         result_file = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
         result_file.close()
-        pid = _fork()
+        pid = fork_group()
         if pid == 0:
             import pytest
             loop = _Loop(fast, timeouts, jobs, report)
@@ -550,7 +481,7 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
                     [[m.status, m.path_kind, m.seconds] for m in fast]))
                 os._exit(0)
         os.waitpid(pid, 0)
-        _reaped(pid)
+        reaped(pid)
         for m, (status, kind, secs) in zip(fast, json.loads(Path(result_file.name).read_text())):
             m.status, m.path_kind, m.seconds = status, kind, secs
         os.unlink(result_file.name)
@@ -599,16 +530,16 @@ def _sanity_subsets(fast: list[Mutant], test_paths: list[str]) -> None:
 
 
 def run_fresh_identity(probe: Mutant, test_paths: list[str]) -> tuple[int, bool]:
-    pid = _fork()
+    pid = fork_group()
     if pid == 0:
         try:
-            _silence()
+            silence()
             import pytest
             paths = sorted({t.split("::")[0] for t in probe.tests})
             os._exit(int(pytest.main(_pytest_args(paths, True), plugins=[_Select(probe.tests)])))
         except BaseException:
             os._exit(3)
-    return _wait(pid, 600)
+    return wait_child(pid, 600)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -632,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.lines:
         only = {(p.rsplit(":", 1)[0], int(p.rsplit(":", 1)[1])) for p in args.lines.split(",")}
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stop)
+        signal.signal(signum, stop)
     os.nice(10)
     os.chdir(ROOT)
     for mod in HEAVY:   # imported once, shared by every fork
