@@ -96,6 +96,19 @@ def cnn(layout: str, features: bool = False):
     return b.build(outputs)
 
 
+def channel_shuffle():
+    """conv, then a channel shuffle (reshape to groups, swap groups and channels, reshape back)
+    between two nchw convolutions."""
+    from converter.builder import GraphBuilder
+
+    b = GraphBuilder("shuffle")
+    x = b.input("x", "float32", [1, 6, 5, 3])
+    c = conv(b, x, 6, 6, "nchw", seed=1)
+    r = b.reshape(c, [1, 2, 3, 5, 3])  # [n, groups, channels per group, h, w]
+    s = b.reshape(b.transpose(r, permutation=[0, 2, 1, 3, 4]), [1, 6, 5, 3])
+    return b.build({"y": conv(b, s, 6, 4, "nchw", seed=2)})
+
+
 def assert_in_layout(graph, layout: str) -> None:
     filters = {"nchw": "oihw", "nhwc": "ohwi"}[layout]
     for op in graph.operations:

@@ -20,8 +20,9 @@ from converter.passes.layout_rules import missing_rules, rule_for
 from converter.formats.webnn_text import dumps
 from converter.targets import Target
 
-from .layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, assert_in_layout, check_numbers, cnn,
-    conv, feeds_for, layout_pass, only, same_values, seeded, types)
+from .layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, assert_in_layout, channel_shuffle,
+                             check_numbers, cnn, conv, feeds_for, layout_pass, only,
+                             same_values, seeded, types)
 
 
 # -- whole networks ----------------------------------------------------------------------------
@@ -409,15 +410,7 @@ def test_every_catalogue_op_has_a_layout_rule():
 
 
 def test_a_channel_shuffle_keeps_only_its_own_transpose_in_nhwc():
-    def build():
-        b = GraphBuilder("shuffle")
-        x = b.input("x", "float32", [1, 6, 5, 3])
-        c = conv(b, x, 6, 6, "nchw", seed=1)
-        r = b.reshape(c, [1, 2, 3, 5, 3])  # [n, groups, channels per group, h, w]
-        s = b.reshape(b.transpose(r, permutation=[0, 2, 1, 3, 4]), [1, 6, 5, 3])
-        return b.build({"y": conv(b, s, 6, 4, "nchw", seed=2)})
-
-    graph, result = check_numbers(build, "nhwc")
+    graph, result = check_numbers(channel_shuffle, "nhwc")
     # In nhwc the shuffle is [n, h, w, groups, per group] -> swap the last two -> [n, h, w, c].
     assert types(graph) == ["transpose", "conv2d", "reshape", "transpose", "reshape", "conv2d",
                             "transpose"]

@@ -12,8 +12,8 @@ from converter.passes import PassContext, run_passes
 from converter.passes.layout_edit import LayoutEditor, merged_attrs
 from converter.targets import Target
 
-from .layout_helpers import (NCHW_TO_NHWC, check_numbers, conv, feeds_for, same_values, seeded,
-                             types)
+from .layout_helpers import (NCHW_TO_NHWC, channel_shuffle, check_numbers, conv, feeds_for,
+                             same_values, seeded, types)
 
 
 def test_a_rules_changes_replace_add_and_drop_arguments():
@@ -88,15 +88,6 @@ def test_a_presented_inputs_transpose_is_the_graphs_first_op():
 
 
 # -- every step of two rewrites, counted -------------------------------------------------------
-def _shuffle():
-    b = GraphBuilder("shuffle")
-    x = b.input("x", "float32", [1, 6, 5, 3])
-    c = conv(b, x, 6, 6, "nchw", seed=1)
-    r = b.reshape(c, [1, 2, 3, 5, 3])  # [n, groups, channels per group, h, w]
-    s = b.reshape(b.transpose(r, permutation=[0, 2, 1, 3, 4]), [1, 6, 5, 3])
-    return b.build({"y": conv(b, s, 6, 4, "nchw", seed=2)})
-
-
 def _head_with_bias():
     b = GraphBuilder("head")
     x = b.input("x", "float32", [1, 3, 4, 5])
@@ -108,7 +99,8 @@ def _head_with_bias():
 @pytest.mark.parametrize("build,ops,steps", [
     # the conv's transposes move into the shuffle's; the shuffle's own transpose splits into
     # one inside the groups, which stays, and one of whole groups, which cancels below
-    (_shuffle, ["transpose", "conv2d", "reshape", "transpose", "reshape", "conv2d", "transpose"],
+    (channel_shuffle,
+     ["transpose", "conv2d", "reshape", "transpose", "reshape", "conv2d", "transpose"],
      {"constants_transposed": 2, "filters_relaid": 2, "layout_ops_converted": 2,
       "pushed_down": 2, "transpose_pairs_cancelled": 1, "transposes_merged": 1,
       "transposes_split": 1}),
