@@ -171,6 +171,21 @@ def test_statistics_the_region_cannot_regroup_leave_it_alone(case):
         assert stat.inputs[0].producer.inputs[0].producer.op_type == "transpose"
 
 
+def _relaid_with_layer_norms(build, layout: str):
+    """The layout pass on build() for a target preferring `layout` that has layerNormalization,
+    mul and add (the rewrite of an instance norm into them is made only for such a target),
+    checked against the graph before it; (the graph after, the pass's result)."""
+    before = build()
+    feeds = feeds_for(before)
+    want = converter.run(before, feeds)
+    after = build()
+    target = Target(name="t", limits={"preferredInputLayout": layout, "layerNormalization": {},
+                                      "mul": {}, "add": {}})
+    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
+    same_values(converter.run(after, feeds), want)
+    return after, result
+
+
 @pytest.mark.parametrize("case", ["instance, no scale", "instance, scale only",
                                   "layer norm, default axes"])
 def test_group_norm_forms_by_their_parts(case):
@@ -189,15 +204,7 @@ def test_group_norm_forms_by_their_parts(case):
         return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
                                              padding=[1, 1, 1, 1], strides=[1, 1])})
 
-    before = build()
-    feeds = feeds_for(before)
-    want = converter.run(before, feeds)
-    after = build()
-    # The rewrite into layerNormalization, mul and add is made only for a target that has them.
-    target = Target(name="t", limits={"preferredInputLayout": "nhwc", "layerNormalization": {},
-                                      "mul": {}, "add": {}})
-    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
-    same_values(converter.run(after, feeds), want)
+    after, result = _relaid_with_layer_norms(build, "nhwc")
     assert result.counts["transposes_after_inside"] == 0
     assert result.counts["transposes_after"] == 2
     if case.startswith("instance"):
@@ -232,14 +239,7 @@ def test_an_instance_norm_becomes_a_layer_norm_only_off_the_target_layout_with_a
         return b.build({"y": b.averagePool2d(back, windowDimensions=[3, 3],
                                              padding=[1, 1, 1, 1], strides=[1, 1])})
 
-    before = build()
-    feeds = feeds_for(before)
-    want = converter.run(before, feeds)
-    after = build()
-    target = Target(name="t", limits={"preferredInputLayout": target_layout,
-                                      "layerNormalization": {}, "mul": {}, "add": {}})
-    [(_, result)] = run_passes(after, ["layout"], PassContext(target=target))
-    same_values(converter.run(after, feeds), want)
+    after, result = _relaid_with_layer_norms(build, target_layout)
     assert result.counts.get("instance_norms_as_layer_norms", 0) == (1 if rewritten else 0)
     assert ("instanceNormalization" in types(after)) == (not rewritten)
     if rewritten:
