@@ -60,23 +60,26 @@ def _child(args: list[str]) -> tuple[float, int]:
 
 # Runs the measured program in this child and reports the child's own peak RSS. It reads VmHWM
 # (the high-water mark of this process's address space, fresh at exec): ru_maxrss would not do,
-# as Linux carries it across fork and exec, so a child would inherit the parent's peak.
+# as Linux carries it across fork and exec, so a child would inherit the parent's peak. Ours runs
+# as the `webnn-convert` script does (cli.script.run, which leaves without the interpreter's
+# teardown once exit handlers have run), so the peak is reported from an exit handler.
 _MEASURE = """
-import json, sys
+import atexit, json, sys
+
+def report():
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    print(json.dumps({"peak_kb": peak}), flush=True)
+
+atexit.register(report)
 kind = sys.argv[1]
 if kind == "baseline":
     sys.argv = ["baseline", *sys.argv[2:]]
     exec(compile(%r, "baseline", "exec"))
 else:
-    from cli.main import main
-    try:
-        main(sys.argv[2:], standalone_mode=False)
-    except SystemExit as e:
-        if e.code:
-            raise
-with open("/proc/self/status") as f:
-    peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-print(json.dumps({"peak_kb": peak}))
+    from cli.script import run
+    sys.argv = ["webnn-convert", *sys.argv[2:]]
+    run()
 """ % _BASELINE
 
 

@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = ("import sys; from cli.main import main; from cli.commands import zoo; "
-       "main.commands.setdefault('zoo', zoo.command); sys.exit(main())")
+CLI = "from cli.script import run; run()"  # as the `webnn-convert` script runs
 
 
 _ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},

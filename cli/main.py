@@ -14,6 +14,7 @@ import click
 from converter import __version__
 from converter.errors import ConverterError
 
+from . import collector
 from .commands import LazyGroup
 
 EXIT_ERROR = 2
@@ -40,6 +41,13 @@ def _stop_on_signals() -> None:
 
 class _Group(LazyGroup):
     """Turns every error into one line on stderr; the traceback only with --debug."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        found = super().resolve_command(ctx, args)
+        command = found[1]
+        if not getattr(command, "resumes_collector", False):  # its modules are imported now
+            collector.resume()
+        return found
 
     def invoke(self, ctx: click.Context):
         try:
@@ -94,4 +102,6 @@ def main(debug: bool) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .script import run
+
+    run()

@@ -1,12 +1,11 @@
 """`python -m converter ...` works as `webnn-convert ...`."""
-import sys
 
 
-def _main() -> int:
-    from cli.main import main  # imported here, so that `import converter` stays light
+def _main() -> None:
+    from cli.script import run  # imported here, so that `import converter` stays light
 
-    return main(prog_name="webnn-convert")
+    run()
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    _main()

@@ -11,9 +11,22 @@ from typing import Iterable, Mapping, Sequence
 from .errors import ConverterError
 from .ir import Graph
 
-__all__ = ["load_any", "write_any", "OUTPUT_SUFFIXES", "refuse_overwriting"]
+__all__ = ["load_any", "write_any", "import_reader", "OUTPUT_SUFFIXES", "refuse_overwriting"]
 
 OUTPUT_SUFFIXES = (".webnn", ".json", ".onnx", ".tflite", ".js")
+# The module load_any reads each kind of source with (imported on first use).
+_READERS = {".onnx": "converter.importers.onnx", ".tflite": "converter.importers.tflite",
+            ".webnn": "converter.dynamic.variants_file", ".json": "converter.dynamic.variants_file"}
+
+
+def import_reader(path: str | Path) -> None:
+    """Import the module load_any would read `path` with (by its suffix) without reading it,
+    so that a caller can have its start-up done first; nothing for a suffix load_any refuses."""
+    import importlib
+
+    module = _READERS.get(Path(path).suffix.lower())
+    if module is not None:
+        importlib.import_module(module)
 
 
 def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,

@@ -6,9 +6,11 @@ from pathlib import Path
 import click
 
 import converter
-from converter.by_suffix import OUTPUT_SUFFIXES, load_any, refuse_overwriting, write_any
+from converter.by_suffix import OUTPUT_SUFFIXES, import_reader, load_any, refuse_overwriting, \
+    write_any
 from converter.formats._files import StagedSave
 
+from .. import collector
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
 from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
@@ -60,6 +62,8 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     stateful = bool(state_patterns) or cache_capacity is not None
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"converting {source}")
+    import_reader(source)  # the last of start-up's imports (the onnx package for .onnx) ...
+    collector.resume()  # ... so the collector, paused while they ran, skips them from now on
     if any(not isinstance(v, int) for v in dims.values()):
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
@@ -121,6 +125,10 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     from .verify_model import finish  # here: a plain conversion needs no verification code
 
     finish(report, as_json)
+
+
+# The group leaves the collector paused for this command until its source's reader is imported.
+command.resumes_collector = True
 
 
 def _wrote(written, graph, as_json: bool) -> None:

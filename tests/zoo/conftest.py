@@ -11,10 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# `zoo` runs through the real command group; the lead registers the command in
-# cli/commands/__init__.py, until then it is added here.
-_CLI = ("import sys; from cli.main import main; from cli.commands import zoo; "
-        "main.commands.setdefault('zoo', zoo.command); sys.exit(main())")
+# `zoo` runs as the `webnn-convert` script runs it (cli.script.run, with its quick exit).
+_CLI = "from cli.script import run; run()"
 
 
 def _synthetic():

@@ -6,13 +6,12 @@ producers wins) or fail with a misleading message ("not produced by any node" fo
 """
 from __future__ import annotations
 
-import functools
-
 import onnx
 import onnx.defs
 
 from ...errors import FormatError
 from .registry import DEFAULT_DOMAINS, Invalid
+from .schema_table import declared, since_version
 
 __all__ = ["check_model", "check_known_indices", "check_attribute_types", "MIN_OPSET",
            "max_opset"]
@@ -75,7 +74,7 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
         if version < MIN_OPSET:
             changed = sorted({n.op_type for n in _all_nodes(model.graph)
                               if n.domain in DEFAULT_DOMAINS
-                              and _since(n.op_type, version) != _since(n.op_type, MIN_OPSET)})
+                              and since_version(n.op_type, version) != since_version(n.op_type, MIN_OPSET)})
             if changed:
                 raise FormatError(f"the model imports default-domain opset {version}; this "
                                   f"converter reads opsets {MIN_OPSET} to {newest} (and older "
@@ -98,10 +97,10 @@ def check_attribute_types(node) -> None:
     if node.domain not in _SCHEMA_DOMAINS:
         return
     domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
-    declared = _declared(node.op_type, node.opset, domain)
-    if declared is None:
+    attributes = declared(node.op_type, node.opset, domain)
+    if attributes is None:
         return  # not defined at this opset: the rule lookup says so
-    types, required = declared
+    types, required = attributes
     what = f"ONNX's {node.op_type} (opset {node.opset})"
     for attribute in node.proto.attribute:
         want = types.get(attribute.name)
@@ -116,32 +115,11 @@ def check_attribute_types(node) -> None:
         raise Invalid(f"{what} requires attribute '{missing[0]}', which the node does not set")
 
 
-@functools.lru_cache(maxsize=None)
-def _declared(op_type: str, opset: int, domain: str
-              ) -> tuple[dict[str, int], frozenset[str]] | None:
-    """(attribute name -> AttributeProto type code, the required names) from the schema in
-    force at `opset`; None for an op the onnx package does not define there."""
-    try:
-        schema = onnx.defs.get_schema(op_type, opset, domain)
-    except onnx.defs.SchemaError:
-        return None
-    return ({name: int(a.type) for name, a in schema.attributes.items()},
-            frozenset(name for name, a in schema.attributes.items() if a.required))
-
-
 def _attribute_type_name(code: int) -> str:
     try:
         return onnx.AttributeProto.AttributeType.Name(code)
     except ValueError:
         return f"{code} (no such type)"
-
-
-def _since(op_type: str, opset: int) -> int | None:
-    """The version of `op_type`'s definition in force at `opset` (None: not defined there)."""
-    try:
-        return onnx.defs.get_schema(op_type, opset, "").since_version
-    except onnx.defs.SchemaError:
-        return None
 
 
 def _all_nodes(graph: onnx.GraphProto):
