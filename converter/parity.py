@@ -127,7 +127,10 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, bounds: Bounds | None 
     diff = np.where(both_nan, 0.0, diff)
     same_inf = np.isinf(g64) & (g64 == w64)
     diff = np.where(same_inf, 0.0, diff)
-    rel = diff / np.maximum(np.abs(w64), np.finfo(np.float64).tiny)
+    # What is NaN now is a NaN on one side only: as far from the other as an infinity, so
+    # max_abs, max_rel and the worst index show it rather than skip it.
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    rel = diff / np.fmax(np.abs(w64), np.finfo(np.float64).tiny)  # fmax: NaN counts as 0
     max_abs = float(np.nanmax(diff)) if diff.size else 0.0
     max_rel = float(np.nanmax(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
     worst = [int(i) for i in np.unravel_index(int(np.nanargmax(diff)), diff.shape)] \
@@ -217,6 +220,13 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float | None:
 NOISE_FACTOR = 2.0
 
 
+def _infinity_apart(got, want) -> bool:
+    """An infinity against a number or the other infinity: judged as it is, the float64
+    analysis has nothing to add (a NaN on one side goes through it, and is never noise)."""
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return bool(np.any((np.isinf(g) | np.isinf(w)) & (g != w) & ~np.isnan(g) & ~np.isnan(w)))
+
+
 def _stray_nonfinite(got: np.ndarray, truth: np.ndarray) -> int:
     """How many elements are NaN or infinite in one array and not the same in the other."""
     g, t = np.asarray(got, np.float64), np.asarray(truth, np.float64)
@@ -246,7 +256,8 @@ def judge(name: str, got: np.ndarray, want: np.ndarray, oracle: np.ndarray | Non
     """
     direct = compare(name, got, want, bounds, data_type)
     want = np.asarray(want)
-    if oracle is None or want.dtype.kind != "f" or direct.max_abs == float("inf"):
+    if oracle is None or want.dtype.kind != "f" or np.shape(got) != want.shape \
+            or _infinity_apart(got, want):
         direct.extra["decidedBy"] = "webnn vs source" + (
             "" if oracle is not None or want.dtype.kind != "f" else " (no float64 oracle)")
         return direct
@@ -288,7 +299,7 @@ def judge(name: str, got: np.ndarray, want: np.ndarray, oracle: np.ndarray | Non
                       + (f" and {NOISE_FACTOR:g}x the source's own spread ({spread_from} "
                          f"{spread:.3g})" if spread_from is not None else ""))
     # the executor: is our float32 run as close to the f64 value as the source's run is?
-    # (A NaN or infinity where the truth has none is never noise: max_abs does not see it.)
+    # (A NaN or infinity where the truth has none is never noise, whatever the figures say.)
     stray = _stray_nonfinite(got, truth)
     if ours.passed:
         executor_ok, executor = True, "webnn vs f64 within the budget"

@@ -113,12 +113,23 @@ def test_the_same_non_finite_value_on_both_sides_matches(value, bound):
 
 
 def test_all_nan_output_against_numbers_fails_and_the_reverse():
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # nanmax of all-NaN differences
+    with np.errstate(invalid="ignore"):
         r = compare("y", f32(np.nan, np.nan), f32(1.0, 2.0))
-        assert not r.passed and r.mismatched == 2
+        assert not r.passed and r.mismatched == 2 and r.max_abs == np.inf
         r = compare("y", f32(1.0, 2.0), f32(np.nan, np.nan))
-        assert not r.passed and r.mismatched == 2
+        assert not r.passed and r.mismatched == 2 and r.max_abs == np.inf
+
+
+@pytest.mark.parametrize("side", ["got", "want"])
+def test_a_nan_on_one_side_shows_in_the_figures_where_it_is(side):
+    """The worst difference is the NaN's: max_abs and max_rel are infinite and the worst index
+    names its place, not that of the largest finite difference (0.5 here)."""
+    nan_side, other = f32(1.0, 2.5, np.nan, 4.0), f32(1.0, 2.0, 3.0, 4.0)
+    got, want = (nan_side, other) if side == "got" else (other, nan_side)
+    r = compare("y", got, want)
+    assert not r.passed and r.mismatched == 2
+    assert r.max_abs == np.inf and r.max_rel == np.inf and r.worst_index == [2]
+    assert r.to_json()["maxAbs"] == np.inf
 
 
 def test_negative_zero_matches_zero_and_denormals_are_compared_by_value():

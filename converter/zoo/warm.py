@@ -272,13 +272,17 @@ def _serve() -> None:
     from .job import _die_with_parent
 
     _die_with_parent()
-    _import_everything()
-    _rehearse()
-    # Everything made so far lives as long as the worker: the collector leaves it alone, so
-    # a child's collections do not write to (and so copy) every page the worker filled.
+    # Everything made until the first fork lives as long as the worker: the collector would
+    # only walk it again and again as it is made (30 ms of the worker's start), so it is off
+    # until then; then it is frozen out of every later collection, so that a child's
+    # collections do not write to (and so copy) every page the worker filled.
     import gc
 
+    gc.disable()
+    _import_everything()
+    _rehearse()
     gc.freeze()
+    gc.enable()
     out = sys.stdout.buffer
 
     def say(message: dict) -> None:

@@ -188,3 +188,17 @@ def test_an_oracle_of_another_shape_fails_the_conversion_and_is_not_called_non_f
     assert not r.passed
     assert r.extra["decidedBy"].startswith("webnn vs f64 within 2x source vs f64; ")
     assert r.reason.startswith("the graph computes something other than the source")
+
+
+def test_an_infinity_against_the_source_is_judged_as_it_is():
+    # an infinity where the source has a number (or the other infinity) is a plain mismatch:
+    # no float64 figure could excuse it, and none is taken
+    for ours in (f32(1.0, 2.0, np.inf), f32(1.0, 2.0, -np.inf)):
+        r = judge("y", ours, f32(1.0, 2.0, 4.0), TRUTH, alternates={"k": f32(1.0, 2.0, 4.0)})
+        assert not r.passed and r.extra["decidedBy"] == "webnn vs source"
+        assert r.max_abs == np.inf and r.worst_index == [2]
+    r = judge("y", f32(1.0, 2.0, np.inf), f32(1.0, 2.0, -np.inf), TRUTH)
+    assert not r.passed and r.extra["decidedBy"] == "webnn vs source"
+    # a NaN on one side goes through the float64 analysis (which never calls it noise)
+    r = judge("y", f32(1.0, 2.0, np.nan), f32(1.0, 2.0, 4.0), TRUTH)
+    assert not r.passed and "sourceVsF64" in r.extra

@@ -1,4 +1,5 @@
-"""The zoo runner's test-only job hook: makes a job process segfault or hang on purpose.
+"""The zoo runner's test-only job hooks: make a job process segfault or hang on purpose, or report
+what it sees.
 
 The runner passes it to the child only when a test sets `ZooOptions(hook=HOOK)`; the command
 line has no way to. It reads the `webnn-zoo-test-fault` metadata entry that
@@ -61,3 +62,16 @@ def meet(spec: dict) -> None:
         if time.monotonic() > deadline:
             os._exit(3)
         time.sleep(0.01)
+
+
+COLLECTOR_HOOK = "tests.zoo.faults:collector_state"
+
+
+def collector_state(spec: dict) -> None:
+    """Write the job process's garbage-collector state beside the model, as JSON."""
+    import gc
+    import json
+    from pathlib import Path
+
+    state = {"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}
+    (Path(spec["path"]).parent / f"{spec['id']}.gc.json").write_text(json.dumps(state))

@@ -192,3 +192,19 @@ def test_the_workers_rehearsal_verifies_and_leaves_nothing(tmp_path, monkeypatch
     assert result["ops"] == 6 and result["targets"][0]["parity"]["ort"]["passed"]
     assert capfd.readouterr().out == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_children_collect_garbage_but_never_walk_what_the_worker_made(tmp_path):
+    # The worker imports with the collector off and freezes what it made before its first
+    # fork: each child collects its own garbage, and the worker's objects (numpy, onnx, ONNX
+    # Runtime, the converter: more than 100,000) are out of every collection.
+    import json
+
+    from .faults import COLLECTOR_HOOK
+
+    manifest = make_synthetic.write_manifest(tmp_path, ["add"])
+    run = run_zoo(manifest, ZooOptions(jobs=1, timeout=120, hook=COLLECTOR_HOOK),
+                  results_path=tmp_path / "r.jsonl")
+    assert run.results[0]["status"] == "verified"
+    state = json.loads((tmp_path / "add.gc.json").read_text())
+    assert state["enabled"] is True and state["frozen"] > 100_000
