@@ -130,7 +130,9 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, bounds: Bounds | None 
     # What is NaN now is a NaN on one side only: as far from the other as an infinity, so
     # max_abs, max_rel and the worst index show it rather than skip it.
     diff = np.where(np.isnan(diff), np.inf, diff)
-    rel = diff / np.fmax(np.abs(w64), np.finfo(np.float64).tiny)  # fmax: NaN counts as 0
+    with np.errstate(invalid="ignore"):  # inf / inf: an infinite difference is infinitely far
+        rel = np.where(np.isinf(diff), np.inf,
+                       diff / np.fmax(np.abs(w64), np.finfo(np.float64).tiny))  # fmax: NaN as 0
     max_abs = float(np.nanmax(diff)) if diff.size else 0.0
     max_rel = float(np.nanmax(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
     worst = [int(i) for i in np.unravel_index(int(np.nanargmax(diff)), diff.shape)] \
