@@ -165,6 +165,8 @@ class AtomicSave:
         self._pending: list[tuple[Path, Path]] = []
         self._open: list[BinaryIO] = []
         self._committed = False
+        self._writing: Path | None = None  # the final name of the file opened last
+        self._temporary_names: set[str] = set()
 
     def __enter__(self) -> "AtomicSave":
         return self
@@ -172,6 +174,19 @@ class AtomicSave:
     def __exit__(self, exc_type, exc, tb) -> None:
         if not self._committed:
             self.abort()
+            if isinstance(exc, OSError) and self._names_no_other_file(exc):
+                # A write that failed (a full disk ...): named by the file it was for, never
+                # by the hidden temporary name, which is gone now.
+                raise ConverterError(f"could not write it ({exc.strerror or exc})",
+                                     where=str(self._writing), fix="check the disk's free "
+                                     "space and the folder, then save again") from None
+
+    def _names_no_other_file(self, exc: OSError) -> bool:
+        """Whether an OSError is about the file being written: it names none (write errors
+        do not), or one of this save's temporary files."""
+        if self._writing is None:
+            return False
+        return exc.filename is None or str(exc.filename) in self._temporary_names
 
     def open(self, final: Path) -> BinaryIO:
         """A binary file that becomes `final` on commit."""
@@ -184,9 +199,16 @@ class AtomicSave:
         tmp = folder / f".{final.name}.{os.urandom(4).hex()}.tmp"
         with signals_held():  # an interrupt between create and append would orphan the file
             # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                         0o666)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | getattr(os, "O_BINARY", 0), 0o666)
+            except OSError as e:
+                raise ConverterError(f"could not create it ({e.strerror or e})",
+                                     where=str(final), fix="check that the folder is writable "
+                                     "and the disk has room, then save again") from None
             self._pending.append((tmp, final))
+        self._writing = final
+        self._temporary_names.add(str(tmp))
         stream = os.fdopen(fd, "wb")
         self._open.append(stream)
         return stream

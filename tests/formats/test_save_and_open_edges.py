@@ -370,3 +370,42 @@ def test_the_cli_reports_a_deleted_temporary_file_in_one_line(tmp_path):
         "finished; something else deletes files in that folder: stop it or save to another "
         "folder, then save again"]
     assert list(out.iterdir()) == []
+
+
+def test_a_write_that_fails_names_the_final_file_and_leaves_nothing(tmp_path):
+    # A full disk fails a write with no file name (ENOSPC): the save names the file it was
+    # writing, never its hidden temporary name, and removes every temporary file.
+    (tmp_path / "b.txt").write_text("old")
+    with pytest.raises(ConverterError) as e:
+        with AtomicSave() as files:
+            files.write_text(tmp_path / "a.txt", "a")
+            with files.open(tmp_path / "b.txt") as stream:
+                stream.write(b"partial")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert e.value.line() == (f"{tmp_path / 'b.txt'}: could not write it (No space left on "
+                              "device); check the disk's free space and the folder, then save "
+                              "again")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"]
+    assert (tmp_path / "b.txt").read_text() == "old" and _fds(tmp_path) == []
+
+
+def test_an_oserror_about_another_file_passes_through(tmp_path):
+    # reading a source that fails while saving is that file's error, not the save's
+    with pytest.raises(FileNotFoundError) as e:
+        with AtomicSave() as files:
+            files.write_text(tmp_path / "a.txt", "a")
+            open(tmp_path / "missing.bin", "rb")
+    assert e.value.filename == str(tmp_path / "missing.bin")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_cannot_be_created_is_named_by_its_final_name(tmp_path):
+    # A name that fits the file system's 255 bytes while its temporary name (a dot before, a
+    # random suffix after) does not: the file cannot be created, and the error names the file.
+    final = tmp_path / ("n" * 250)
+    with pytest.raises(ConverterError) as e:
+        with AtomicSave() as files:
+            files.write_text(final, "x")
+    assert e.value.line() == (f"{final}: could not create it (File name too long); check that "
+                              "the folder is writable and the disk has room, then save again")
+    assert list(tmp_path.iterdir()) == []
