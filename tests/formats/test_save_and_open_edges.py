@@ -409,3 +409,22 @@ def test_a_file_that_cannot_be_created_is_named_by_its_final_name(tmp_path):
     assert e.value.line() == (f"{final}: could not create it (File name too long); check that "
                               "the folder is writable and the disk has room, then save again")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_oserror_naming_a_temporary_file_is_named_by_its_final_file(tmp_path):
+    with pytest.raises(ConverterError) as e:
+        with AtomicSave() as files:
+            files.write_text(tmp_path / "a.txt", "a")
+            (tmp_name,) = tmp_path.iterdir()  # the hidden temporary file of a.txt
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(tmp_name))
+    assert e.value.line() == (f"{tmp_path / 'a.txt'}: could not write it (Input/output "
+                              "error); check the disk's free space and the folder, then save "
+                              "again")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_oserror_before_any_file_is_opened_passes_through(tmp_path):
+    with pytest.raises(OSError) as e:
+        with AtomicSave():
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+    assert type(e.value) is OSError and e.value.errno == errno.EIO
