@@ -36,7 +36,6 @@ import os
 import random
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from mutation_modules import MODULES  # noqa: E402
 from mutation_ops import candidates, find_code  # noqa: E402
-from mutation_procs import fork_group, reaped, silence, stop, wait_child  # noqa: E402
+from mutation_procs import (  # noqa: E402
+    fork_group, read_result, reaped, result_file, silence, stop, wait_child)
 
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.md"
 _OUT = [sys.stdout]   # where per-mutant lines go (a fork running pytest points it elsewhere)
@@ -120,8 +120,7 @@ def _pytest_args(test_paths: list[str], first_failure: bool) -> list[str]:
 
 # --- baseline: which tests execute which line, how long each test takes ------------------------
 def baseline(files: list[Path], test_paths: list[str]) -> dict:
-    out = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
-    out.close()
+    out = result_file()
     pid = fork_group()
     if pid == 0:
         try:
@@ -157,16 +156,15 @@ def baseline(files: list[Path], test_paths: list[str]) -> dict:
             for f in files:
                 by_line = data.contexts_by_lineno(str(f))
                 lines[str(f)] = {str(k): sorted(v) for k, v in by_line.items()}
-            Path(out.name).write_text(json.dumps(
+            Path(out).write_text(json.dumps(
                 {"code": int(code), "lines": lines, "durations": durations, "failed": failed}))
             os._exit(0)
         except BaseException:
             import traceback
-            Path(out.name).write_text(json.dumps({"error": traceback.format_exc()}))
+            Path(out).write_text(json.dumps({"error": traceback.format_exc()}))
             os._exit(1)
     wait_child(pid, 3600)
-    result = json.loads(Path(out.name).read_text() or "{}")
-    os.unlink(out.name)
+    result = json.loads(read_result(out) or "{}")
     if "error" in result:
         raise SystemExit(f"baseline run failed:\n{result['error']}")
     return result
@@ -464,8 +462,7 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
     fast = [m for m in mutants if m.path_kind == "fast"]
     if fast:
         _sanity_subsets(fast, test_paths)
-        result_file = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
-        result_file.close()
+        results = result_file()
         pid = fork_group()
         if pid == 0:
             import pytest
@@ -477,14 +474,13 @@ def run_module(name: str, jobs: int, verbose: bool, only_lines=None) -> dict:
                 _OUT[0] = os.fdopen(saved, "w", buffering=1)  # our own reports still show
                 pytest.main(_pytest_args(test_paths, False), plugins=[loop])
             finally:
-                Path(result_file.name).write_text(json.dumps(
+                Path(results).write_text(json.dumps(
                     [[m.status, m.path_kind, m.seconds] for m in fast]))
                 os._exit(0)
         os.waitpid(pid, 0)
         reaped(pid)
-        for m, (status, kind, secs) in zip(fast, json.loads(Path(result_file.name).read_text())):
+        for m, (status, kind, secs) in zip(fast, json.loads(read_result(results))):
             m.status, m.path_kind, m.seconds = status, kind, secs
-        os.unlink(result_file.name)
         for m in fast:
             if m.path_kind == "unswappable":
                 m.path_kind = "fresh"

@@ -3,18 +3,42 @@
 tools/mutation.py runs pytest in forks of itself (the baseline, fresh-import mutants, the
 collected session). A fork's own forks and whatever its tests start stay in its group, so
 killing the group stops the whole tree: at a mutant's timeout (`wait_child`) and when the tool
-is stopped (`stop`, the SIGTERM/SIGINT handler), so no pytest is left running.
+is stopped (`stop`, the SIGTERM/SIGINT handler), so no pytest is left running. The files
+through which forks report back (`result_file`) are removed then too.
 """
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-__all__ = ["fork_group", "reaped", "stop", "silence", "wait_child"]
+__all__ = ["fork_group", "reaped", "stop", "silence", "wait_child", "result_file",
+           "read_result"]
 
 _CHILDREN: set[int] = set()   # pids (= process group ids) of this process's live forks
+_RESULT_FILES: set[str] = set()   # files forks report through, removed when read or stopped
+
+
+def result_file() -> str:
+    """A new empty file a fork writes its result to (JSON); read and removed by read_result,
+    or removed by `stop`."""
+    handle = tempfile.NamedTemporaryFile(prefix="webnn-mutation-", suffix=".json",
+                                         delete=False)
+    handle.close()
+    _RESULT_FILES.add(handle.name)
+    return handle.name
+
+
+def read_result(name: str) -> str:
+    """The text a fork wrote to `name` (result_file's), and the file gone."""
+    try:
+        return Path(name).read_text()
+    finally:
+        os.unlink(name)
+        _RESULT_FILES.discard(name)
 
 
 def fork_group() -> int:
@@ -29,6 +53,7 @@ def fork_group() -> int:
         if pid == 0:
             os.setpgid(0, 0)
             _CHILDREN.clear()
+            _RESULT_FILES.clear()   # the parent's to remove, not the fork's
             for signum in stops:
                 signal.signal(signum, signal.SIG_DFL)
             return 0
@@ -56,6 +81,11 @@ def stop(signum: int, frame) -> None:
         except (ProcessLookupError, ChildProcessError):
             pass
     _CHILDREN.clear()
+    for name in list(_RESULT_FILES):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
     print(f"mutation: stopped by {signal.Signals(signum).name}; its test runs were killed",
           file=sys.stderr, flush=True)
     os._exit(128 + signum)

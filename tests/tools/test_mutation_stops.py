@@ -54,12 +54,14 @@ def _left(seen: dict[int, tuple[int, str]]) -> list[int]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_run_leaves_no_child_behind(signum):
+def test_a_stopped_run_leaves_no_child_behind(signum, tmp_path):
     # The smallest module (one file, 21 fast tests); stopped once a mutant's fork runs its
     # tests, two levels down (tool -> the collected session's fork -> the mutant's fork).
+    # Its temporary files (the forks' result files) go to tmp_path: none may be left there.
     tool = subprocess.Popen([sys.executable, "tools/mutation.py", "passes.fold_constants"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
     seen: dict[int, tuple[int, str]] = {}
     try:
         deadline = time.monotonic() + 300   # a bound on waiting, not a measured time
@@ -79,6 +81,8 @@ def test_a_stopped_run_leaves_no_child_behind(signum):
         assert tool.returncode == 128 + signum
         assert tool.stderr.read().splitlines() == [
             f"mutation: stopped by {signal.Signals(signum).name}; its test runs were killed"]
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("webnn-mutation-")] \
+            == []
     finally:   # whatever happened, nothing this test started keeps running
         try:   # the tool's own session and group, reserved until it is waited for
             os.killpg(tool.pid, signal.SIGKILL)
