@@ -22,7 +22,17 @@ def run() -> None:
     (cli/collector.py).
     """
     collector.pause()  # before click, numpy and the rest are imported
+    from .commands import command_in, load_command
     from .main import main
+
+    # The command's module (numpy, the converter) is imported here, near the bottom of the
+    # call stack, not deep inside click's resolution of the command. CPython keeps frames in
+    # 16 KiB chunks and maps a new chunk for a call that crosses a chunk's end, unmapping it on
+    # return; numpy's typing modules, imported deep in click, made some 1,800 calls straddle
+    # such an end: 1,800 mmap/munmap pairs, 40 ms of a small model's 200 ms conversion.
+    named = command_in(sys.argv[1:])
+    if named is not None:
+        main.add_command(load_command(named))
 
     try:
         main(prog_name="webnn-convert")

@@ -19,6 +19,13 @@ COMMANDS = {
 }
 
 
+def command_in(args: list[str]) -> str | None:
+    """The command an argument list names (its first argument that is not an option of the
+    group: --debug, --version, -h/--help take no value), if it is one of COMMANDS."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def load_command(name: str) -> click.Command:
     command = importlib.import_module(f"{__name__}.{COMMANDS[name]}").command
     if command.name != name:  # the table and the module must agree

@@ -110,3 +110,20 @@ main(["convert", {str(TINY_CNN)!r}, "-o", {str(tmp_path / "t.webnn")!r}])
                           env={"PYTHONPATH": str(ROOT), "PATH": ""}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert _collector_at_exit(proc) == (True, 0)
+
+
+def test_the_script_finds_the_command_it_imports_first():
+    from cli.commands import command_in
+
+    assert command_in(["convert", "m.onnx", "-o", "m.webnn"]) == "convert"
+    assert command_in(["--debug", "verify", "m.onnx"]) == "verify"
+    assert command_in(["--version"]) is None and command_in([]) is None
+    assert command_in(["--help"]) is None
+    assert command_in(["nosuch", "convert"]) is None  # the first word is the command, or none
+
+
+def test_an_unknown_command_is_still_clicks_usage_error(tmp_path):
+    proc = _script("nosuch", marker=tmp_path / "m")
+    assert proc.returncode == 2 and "No such command 'nosuch'" in proc.stderr
+    proc = _script("--debug", "targets", marker=tmp_path / "m2")
+    assert proc.returncode == 0 and "chromium-litert" in proc.stdout
