@@ -55,7 +55,7 @@ class _Planning:
         """Transposes added minus transposes removed; None when an op the plan rewrites would
         have to stay for a reader outside the plan (or would be rewritten twice)."""
         plans_of = Counter(p.operand.name for p in self.done)
-        cost, freed = 0, set()
+        cost = 0
         for plan in self.done:
             x = plan.operand
             if plan.kind in ("op", "region") and (
@@ -65,11 +65,10 @@ class _Planning:
                 cost += 1
             elif plan.kind == "compose":
                 cost += 0 if is_identity(compose(perm_of(x.producer), plan.perm)) else 1
-                # the transpose x goes when the plan reads x wherever x is read
-                if x.name not in freed and self.reads[x.name] == len(x.uses()) \
-                        and not x.is_graph_output():
-                    freed.add(x.name)
-                    cost -= 1
+        # a transpose the plan composes with goes when the plan reads it wherever it is read
+        composed = {p.operand.name: p.operand for p in self.done if p.kind == "compose"}
+        cost -= sum(1 for x in composed.values()
+                    if self.reads[x.name] == len(x.uses()) and not x.is_graph_output())
         return cost
 
 
