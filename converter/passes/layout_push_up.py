@@ -53,7 +53,8 @@ class _Planning:
 
     def cost(self) -> int | None:
         """Transposes added minus transposes removed; None when an op the plan rewrites would
-        have to stay for a reader outside the plan (or would be rewritten twice)."""
+        have to stay for a reader outside the plan, or would be rewritten twice (computed in
+        two layouts)."""
         plans_of = Counter(p.operand.name for p in self.done)
         cost = 0
         for plan in self.done:
@@ -218,11 +219,7 @@ class UpMover(LayoutEditor):
         entry = region_entry(exit_op, operand.shape)
         if entry is None or order_free_exits(operand.shape, perm, entry) != [exit_op]:
             return None
-        # The region's source is planned apart (shared with nothing else of the plan): its new
-        # ops go in before the entry, which may come long before the ops the rest is put before.
-        outer, planning.memo = planning.memo, {}
         child = self._plan_up(planning, entry.inputs[0], perm, depth - 1)
-        planning.memo = outer
         if child is None:
             return None
         return _UpPlan("region", operand, perm, {"entry": entry}, [(0, child)])
@@ -257,6 +254,8 @@ class UpMover(LayoutEditor):
         if plan.kind == "region":
             entry = plan.attrs["entry"]
             [(_, child)] = plan.children
+            # (a child shared with the rest of the plan may be made already, after the entry:
+            # the pass sorts the graph at its end)
             entry.replace_input(0, self._apply_up(child, entry, made, values))
             back = self.graph.add_operation("reshape", [op.inputs[0]],
                                             {"newShape": list(apply(operand.shape, perm))},

@@ -193,3 +193,45 @@ def test_the_two_reads_of_x_cost_one_transpose():
     assert t.attr("permutation") == NCHW_TO_NHWC
     assert len(graph.inputs["x"].uses()) == 1
     assert result.counts["transposes_after_at_boundary"] == 2
+
+
+@pytest.mark.parametrize("region_first", [True, False])
+def test_an_operand_read_by_an_order_free_region_and_beside_it_is_planned_once(region_first):
+    # z = relu(x) is read by a one-group GroupNorm (a region reshaping the whole sample) and
+    # by the concat beside it: both reach z with one permutation, so the relu is rewritten
+    # once and the region reads the rewritten relu, whichever concat operand is planned first
+    def build():
+        b = GraphBuilder("region_shared")
+        x = b.input("x", "float32", [1, 4, 6, 5])
+        z = b.relu(x)
+        normed = b.layerNormalization(b.reshape(z, [1, 1, 120]), axes=[2])
+        back = b.reshape(normed, [1, 4, 6, 5])
+        parts = [back, z] if region_first else [z, back]
+        return b.build({"y": conv(b, b.concat(parts, 1), 8, 4, "nchw", seed=3)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["transpose", "relu", "reshape", "layerNormalization", "reshape",
+                            "concat", "conv2d", "transpose"]
+    transpose, relu, entry = after.operations[:3]
+    assert transpose.inputs[0] is after.inputs["x"] and relu.inputs[0] is transpose.output
+    assert entry.inputs[0] is relu.output and relu.output in after.operations[5].inputs
+    assert (result.counts["pushed_up"], result.counts["order_free_regions_passed"]) == (1, 1)
+    assert result.counts["transposes_after_inside"] == 0
+
+
+def test_an_op_the_plan_would_rewrite_twice_keeps_the_transpose_below():
+    # r = relu(s) is read as a [1, 3, 3] operand of an add (moved by [1, 2, 0]) and through
+    # a reshape to [1, 3, 3, 1] (moved by [0, 2, 1]): the relu would be computed twice, once
+    # per layout, so the transpose stays after the last add (s is a constant: no transpose
+    # would be made for it either way)
+    def build():
+        b = GraphBuilder("two_permutations")
+        r = b.relu(b.constant(seeded((1, 3, 3), 5)))
+        a = b.add(b.constant(seeded((1, 1, 3, 3), 1)), r)
+        y = b.add(a, b.reshape(r, [1, 3, 3, 1]))  # [1, 3, 3, 3]
+        return b.build({"y": conv(b, y, 3, 2, "nchw", seed=2)})
+
+    after, result = check_numbers(build, "nhwc")
+    assert types(after) == ["relu", "add", "reshape", "add", "transpose", "conv2d", "transpose"]
+    assert "pushed_up" not in result.counts
+    assert result.counts["transposes_after_inside"] == 1
