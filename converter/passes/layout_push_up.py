@@ -66,10 +66,12 @@ class _Planning:
                 cost += 1
             elif plan.kind == "compose":
                 cost += 0 if is_identity(compose(perm_of(x.producer), plan.perm)) else 1
-        # a transpose the plan composes with goes when the plan reads it wherever it is read
+        # a transpose the plan composes with goes when the plan reads it wherever it is read,
+        # and never as it is (a "same" plan: the permutation moves only its size-1 axes)
         composed = {p.operand.name: p.operand for p in self.done if p.kind == "compose"}
-        cost -= sum(1 for x in composed.values()
-                    if self.reads[x.name] == len(x.uses()) and not x.is_graph_output())
+        kept = {p.operand.name for p in self.done if p.kind == "same"}
+        cost -= sum(1 for name, x in composed.items() if name not in kept
+                    and self.reads[name] == len(x.uses()) and not x.is_graph_output())
         return cost
 
 
