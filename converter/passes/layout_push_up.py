@@ -41,38 +41,46 @@ class _UpPlan:
     children: list[tuple[int, "_UpPlan"]] = field(default_factory=list)
 
 
-class _Planning:
-    """One push-up's plans: each (operand, permutation) planned once (`memo`), the plans in
-    the order they were finished (`done`: every plan after the plans it reads), and how many
-    times the plan reads each operand (`reads`)."""
+def _walk(top: _UpPlan) -> tuple[list[_UpPlan], Counter[str]]:
+    """The distinct plans `top` is made of, each after the plans it reads, and how many times
+    they read each operand (a plan reached on two paths is one plan, read twice)."""
+    done: list[_UpPlan] = []
+    reads: Counter[str] = Counter()
+    seen: set[int] = set()
 
-    def __init__(self) -> None:
-        self.memo: dict[tuple[str, tuple[int, ...]], _UpPlan | None] = {}
-        self.done: list[_UpPlan] = []
-        self.reads: Counter[str] = Counter()
+    def visit(plan: _UpPlan) -> None:
+        for _, child in plan.children:
+            reads[child.operand.name] += 1
+            if id(child) not in seen:
+                seen.add(id(child))
+                visit(child)
+        done.append(plan)
 
-    def cost(self) -> int | None:
-        """Transposes added minus transposes removed; None when an op the plan rewrites would
-        have to stay for a reader outside the plan, or would be rewritten twice (computed in
-        two layouts)."""
-        plans_of = Counter(p.operand.name for p in self.done)
-        cost = 0
-        for plan in self.done:
-            x = plan.operand
-            if plan.kind in ("op", "region") and (
-                    plans_of[x.name] > 1 or self.reads[x.name] != len(x.uses())):
-                return None
-            if plan.kind == "transpose":
-                cost += 1
-            elif plan.kind == "compose":
-                cost += 0 if is_identity(compose(perm_of(x.producer), plan.perm)) else 1
-        # a transpose the plan composes with goes when the plan reads it wherever it is read,
-        # and never as it is (a "same" plan: the permutation moves only its size-1 axes)
-        composed = {p.operand.name: p.operand for p in self.done if p.kind == "compose"}
-        kept = {p.operand.name for p in self.done if p.kind == "same"}
-        cost -= sum(1 for name, x in composed.items() if name not in kept
-                    and self.reads[name] == len(x.uses()) and not x.is_graph_output())
-        return cost
+    visit(top)
+    return done, reads
+
+
+def _cost(done: list[_UpPlan], reads: Counter[str]) -> int | None:
+    """Transposes added minus transposes removed; None when an op the plans rewrite would have
+    to stay for a reader outside them, or would be rewritten twice (computed in two layouts)."""
+    plans_of = Counter(p.operand.name for p in done)
+    cost = 0
+    for plan in done:
+        x = plan.operand
+        if plan.kind in ("op", "region") and (
+                plans_of[x.name] > 1 or reads[x.name] != len(x.uses())):
+            return None
+        if plan.kind == "transpose":
+            cost += 1
+        elif plan.kind == "compose":
+            cost += 0 if is_identity(compose(perm_of(x.producer), plan.perm)) else 1
+    # a transpose the plans compose with goes when they read it wherever it is read, and
+    # never as it is (a "same" plan: the permutation moves only its size-1 axes)
+    composed = {p.operand.name: p.operand for p in done if p.kind == "compose"}
+    kept = {p.operand.name for p in done if p.kind == "same"}
+    cost -= sum(1 for name, x in composed.items() if name not in kept
+                and reads[name] == len(x.uses()) and not x.is_graph_output())
+    return cost
 
 
 class UpMover(LayoutEditor):
@@ -90,36 +98,34 @@ class UpMover(LayoutEditor):
             return None
         if all(s.output.is_graph_output() for s in siblings):
             return None  # already at the boundary: moving it up gains nothing
-        planning = _Planning()
-        planning.reads[x.name] = len(siblings)  # x is read by the siblings, which all go
-        plan = self._plan_up(planning, x, perm, LOOKAHEAD, top=True)
-        cost = None if plan is None else planning.cost()
+        plan = self._plan_up({}, x, perm, LOOKAHEAD, top=True)
+        if plan is None:
+            return None
+        done, reads = _walk(plan)
+        reads[x.name] = len(siblings)  # x is read by the siblings, which all go
+        cost = _cost(done, reads)
         if cost is None or cost > len(siblings):
             return None
         made: list[Operation] = []
         value = self._apply_up(plan, producer, made, {})
         for i, s in enumerate(siblings):
             self.swap(s, [value], rename=i == 0)
-        for done in reversed(planning.done):  # the ops replaced, readers before their sources
-            if done.kind in ("op", "compose", "region"):
-                self.remove_if_dead(done.operand.producer)
+        for replaced in reversed(done):  # the ops replaced, readers before their sources
+            if replaced.kind in ("op", "compose", "region"):
+                self.remove_if_dead(replaced.operand.producer)
         self.stats["pushed_up"] += 1
         return made
 
-    def _plan_up(self, planning: _Planning, operand: Operand, perm: list[int], depth: int,
+    def _plan_up(self, memo: dict, operand: Operand, perm: list[int], depth: int,
                  top: bool = False) -> _UpPlan | None:
-        if not top:
-            planning.reads[operand.name] += 1
+        """The plan for transpose(operand, perm), made once per push-up (`memo`) however
+        many paths reach it."""
         key = (operand.name, tuple(perm))
-        if key in planning.memo:
-            return planning.memo[key]
-        plan = self._plan_new(planning, operand, perm, depth, top)
-        planning.memo[key] = plan
-        if plan is not None:
-            planning.done.append(plan)
-        return plan
+        if key not in memo:
+            memo[key] = self._plan_new(memo, operand, perm, depth, top)
+        return memo[key]
 
-    def _plan_new(self, planning: _Planning, operand: Operand, perm: list[int], depth: int,
+    def _plan_new(self, memo: dict, operand: Operand, perm: list[int], depth: int,
                   top: bool) -> _UpPlan | None:
         if is_identity(perm):
             return _UpPlan("same", operand, perm)
@@ -139,8 +145,8 @@ class UpMover(LayoutEditor):
         if not top and operand.is_graph_output():
             return None
         if op.op_type == "reshape":
-            return self._plan_up_reshape(planning, operand, perm, depth) \
-                or self._plan_up_order_free(planning, operand, perm, depth)
+            return self._plan_up_reshape(memo, operand, perm, depth) \
+                or self._plan_up_order_free(memo, operand, perm, depth)
         rule = rule_for(op.op_type)
         if rule.opaque:
             return None
@@ -163,7 +169,7 @@ class UpMover(LayoutEditor):
             lead = rank - source.rank
             if perm[:lead] == list(range(lead)):
                 own = [p - lead for p in perm[lead:]]
-                child = self._plan_up(planning, source, own, depth - 1)
+                child = self._plan_up(memo, source, own, depth - 1)
                 shapes[slot] = apply(source.shape, own)
             elif self.foldable(source):
                 child = _UpPlan("fold", source, perm)
@@ -183,7 +189,7 @@ class UpMover(LayoutEditor):
             return None
         return _UpPlan("op", operand, perm, attrs, children)
 
-    def _plan_up_reshape(self, planning: _Planning, operand: Operand, perm: list[int],
+    def _plan_up_reshape(self, memo: dict, operand: Operand, perm: list[int],
                          depth: int) -> _UpPlan | None:
         """transpose(reshape(x), perm) as reshape(transpose(x, perm'), ...): possible when perm
         moves the reshape's groups of axes whole (a conv1d's [n, c, l] -> [n, c, 1, l] read in
@@ -207,12 +213,12 @@ class UpMover(LayoutEditor):
             last = rank_of.get(axis, last)
             keys.append((*last, 0 if axis in rank_of else axis + 1))
         source_perm = sorted(range(x.rank), key=lambda a: keys[a])
-        child = self._plan_up(planning, x, source_perm, depth - 1)
+        child = self._plan_up(memo, x, source_perm, depth - 1)
         if child is None:
             return None
         return _UpPlan("op", operand, perm, {"newShape": list(new_shape)}, [(0, child)])
 
-    def _plan_up_order_free(self, planning: _Planning, operand: Operand, perm: list[int],
+    def _plan_up_order_free(self, memo: dict, operand: Operand, perm: list[int],
                             depth: int) -> _UpPlan | None:
         """transpose(exit, perm) where `operand` is the one exit of an order-free region (a
         one-group GroupNorm's reshape back): the region reads its source transposed instead,
@@ -221,7 +227,7 @@ class UpMover(LayoutEditor):
         entry = region_entry(exit_op, operand.shape)
         if entry is None or order_free_exits(operand.shape, perm, entry) != [exit_op]:
             return None
-        child = self._plan_up(planning, entry.inputs[0], perm, depth - 1)
+        child = self._plan_up(memo, entry.inputs[0], perm, depth - 1)
         if child is None:
             return None
         return _UpPlan("region", operand, perm, {"entry": entry}, [(0, child)])
