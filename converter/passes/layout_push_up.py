@@ -98,7 +98,7 @@ class UpMover(LayoutEditor):
             return None
         if all(s.output.is_graph_output() for s in siblings):
             return None  # already at the boundary: moving it up gains nothing
-        plan = self._plan_up({}, x, perm, LOOKAHEAD, top=True)
+        plan = self._plan_up({}, x, perm, LOOKAHEAD)
         if plan is None:
             return None
         done, reads = _walk(plan)
@@ -116,17 +116,17 @@ class UpMover(LayoutEditor):
         self.stats["pushed_up"] += 1
         return made
 
-    def _plan_up(self, memo: dict, operand: Operand, perm: list[int], depth: int,
-                 top: bool = False) -> _UpPlan | None:
+    def _plan_up(self, memo: dict, operand: Operand, perm: list[int], depth: int
+                 ) -> _UpPlan | None:
         """The plan for transpose(operand, perm), made once per push-up (`memo`) however
         many paths reach it."""
         key = (operand.name, tuple(perm))
         if key not in memo:
-            memo[key] = self._plan_new(memo, operand, perm, depth, top)
+            memo[key] = self._plan_new(memo, operand, perm, depth)
         return memo[key]
 
-    def _plan_new(self, memo: dict, operand: Operand, perm: list[int], depth: int,
-                  top: bool) -> _UpPlan | None:
+    def _plan_new(self, memo: dict, operand: Operand, perm: list[int], depth: int
+                  ) -> _UpPlan | None:
         if is_identity(perm):
             return _UpPlan("same", operand, perm)
         if self.foldable(operand):
@@ -142,8 +142,8 @@ class UpMover(LayoutEditor):
             return _UpPlan("compose", operand, perm)
         if depth == 0 or len(op.outputs) != 1:
             return None
-        if not top and operand.is_graph_output():
-            return None
+        if operand.is_graph_output():
+            return None  # its op stays for the output (push_up's own x is never one)
         if op.op_type == "reshape":
             return self._plan_up_reshape(memo, operand, perm, depth) \
                 or self._plan_up_order_free(memo, operand, perm, depth)
