@@ -73,7 +73,7 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     _optimize(editor)
     collapse_chains(editor, rank_window(ctx.target, "transpose", ["input", "output"]),
                     rank_window(ctx.target, "reshape", ["input", "output"]))
-    graph.sort()
+    graph.sort()  # a push-up shared with a region may make its source after the entry
     editor.drop_orphans()
     after = count_transposes(graph)
     counts = {

@@ -4,7 +4,7 @@ LayoutEditor holds the graph and the target layout, makes each edit through the 
 methods and counts it in `stats`. Its `simplify(t)` handles one transpose on its own: by the
 identity it goes; of a transpose it becomes one transpose (or none); of a constant it becomes
 a new constant, transposed now. Replaced results hand their names on (`swap`), so the graph's
-operand names outlive the rewrites. Moving transposes through other ops is layout_push.py.
+operand names outlive the rewrites. Moving transposes: layout_push.py (up: layout_push_up.py).
 """
 from __future__ import annotations
 
