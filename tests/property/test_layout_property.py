@@ -80,7 +80,13 @@ def build_chain(layout: str, c: int, h: int, w: int, steps: list[tuple[str, int]
             cur = b.batchNormalization(cur, mean, var, axis=ch,
                                        scale=b.constant(seeded([c], seed + 2)))
         elif step == "instancenorm":
-            cur = b.instanceNormalization(cur, layout=layout,
+            # A fixed spatial pattern first: over a constant channel (a relu that zeroed it, a
+            # softmax over one channel) the variance is 0 and instance normalization multiplies
+            # the mean's rounding, which depends on the order of the additions, by
+            # 1/sqrt(epsilon); the comparison would then measure that conditioning, not the
+            # layout.
+            pattern = seeded([1, c, h, w] if nchw else [1, h, w, c], seed + 1)
+            cur = b.instanceNormalization(b.add(cur, b.constant(pattern)), layout=layout,
                                           bias=b.constant(seeded([c], seed)))
         elif step == "resample":
             cur = b.resample2d(cur, scales=[2.0, 1.0], axes=spatial,
