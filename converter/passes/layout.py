@@ -236,6 +236,7 @@ def _states_held(graph: Graph, inputs: dict[str, str | None], outputs: dict[str,
 
 
 def _transposed(data: ConstantData, perm: list[int]) -> ConstantData:
+    """`data` transposed by `perm`: a fill stays a fill, 4-bit values are packed again."""
     shape = apply(data.shape, perm)
     if data.fill is not None:
         return ConstantData(data.data_type, shape, fill=data.fill, origin=data.origin)

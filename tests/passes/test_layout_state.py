@@ -141,3 +141,38 @@ def test_wake_words_with_nchw_io_keep_one_transpose_and_match_litert(model_id, p
     assert steps.source_runtime == "litert" and len(steps.steps) == 20
     assert steps.passed, json.dumps(steps.summary())
     assert steps.summary()[logits]["maxAbs"] == 0  # int8 logits: bit-identical
+
+
+def test_a_state_of_another_rank_is_left_alone():
+    b = GraphBuilder("rank3")
+    x = b.input("x", "float32", [1, 3, 4])
+    state = b.input("st", "float32", [1, 2, 4])
+    window = b.concat([state, x], 1)
+    graph = b.build({"y": b.relu(window), "st_next": b.slice(window, [0, 3, 0], [1, 2, 4])})
+    graph.declare_state("st", "st_next", initial=seeded((1, 2, 4), 3))
+    result = layout_pass(graph, "nchw", io="nchw")
+    assert graph.inputs["st"].shape == (1, 2, 4) and graph.state[0].initial.shape == (1, 2, 4)
+    assert not [note for note in result.notes if note.startswith("state")]
+
+
+@pytest.mark.parametrize("kind", ["fill", "int4", "float32"])
+def test_an_initial_value_is_transposed_in_its_own_form(kind):
+    from converter.ir import ConstantData
+    from converter.ir.operand import pack4
+    from converter.passes.layout import _transposed
+
+    values = np.arange(-8, 16).reshape(1, 2, 3, 4) % 16 - 8
+    if kind == "fill":
+        data = ConstantData("float32", (1, 2, 3, 4), fill=2.5, origin="scalar")
+        values = np.full((1, 2, 3, 4), 2.5, np.float32)
+    elif kind == "int4":
+        data = ConstantData("int4", (1, 2, 3, 4), array=pack4(values.astype(np.int8)))
+    else:
+        data = ConstantData("float32", (1, 2, 3, 4), array=values.astype(np.float32))
+    moved = _transposed(data, NHWC_TO_NCHW)
+    assert (moved.data_type, moved.shape) == (data.data_type, (1, 4, 2, 3))
+    assert (moved.fill, moved.origin) == (data.fill, data.origin)
+    np.testing.assert_array_equal(moved.numpy(), values.transpose(NHWC_TO_NCHW))
+    assert moved.nbytes == data.nbytes  # int4 stays packed: two values a byte
+    if kind == "int4":
+        assert moved.held.dtype == np.uint8 and moved.held.size == 12
