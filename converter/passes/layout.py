@@ -3,7 +3,9 @@ transposes as it takes.
 
 1. Boundary. With `ctx.io_layout`, each rank-4 graph input and output whose source layout
    differs is presented in that layout: its shape is permuted and a transpose to (from) the
-   source layout put next to it. Without it, the interface stays exactly as it is.
+   source layout put next to it. A state pair (graph.state) moves as one, its initial value
+   permuted alike, and only when both its ends were traced to one layout. Without
+   io_layout, the interface stays exactly as it is.
 2. Conversion. Each layout-bearing op (conv2d, convTranspose2d, the pools, instanceNormalization,
    resample2d, a 4-D batchNormalization; see layout_ops.py) not in the target layout is
    rewritten to it between a transpose of its input and the inverse transpose of its result.
@@ -29,8 +31,11 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from ..errors import ConverterError
-from ..ir import Graph, Operand
+from ..ir import ConstantData, Graph, Operand
+from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 from .layout_chains import collapse_chains
 from .layout_edit import perm_of
@@ -123,7 +128,7 @@ def _single(found: set[str]) -> str | None:
 def _keeps_axes(op, rank: int) -> bool:
     """Ops a layout is traced through: every axis stays where it is."""
     return (op.op_type not in ("transpose", "reshape") and not rule_for(op.op_type).opaque
-            and len(op.outputs) == 1 and op.output.rank == rank)
+            and all(out.rank == rank for out in op.outputs))
 
 
 def _reached(start: Operand, *, forward: bool) -> set[str]:
@@ -148,8 +153,8 @@ def _reached(start: Operand, *, forward: bool) -> set[str]:
                     found.add(_letters(layout_of(OpView.of(op)), back))
                 elif op.op_type == "transpose":
                     todo.append((op.output, compose(perm, perm_of(op))))
-                elif _keeps_axes(op, operand.rank):
-                    todo.append((op.output, perm))
+                elif _keeps_axes(op, operand.rank):  # a split's results are each traced
+                    todo.extend((out, perm) for out in op.outputs)
         elif operand.producer is not None:
             op = operand.producer
             if op.op_type in LAYOUT_BEARING:
@@ -170,8 +175,11 @@ def _letters(layout: str | None, perm: list[int]) -> str | None:
 def _present_boundary(editor: TransposeMover, io_layout: str, notes: list[str]) -> None:
     graph = editor.graph
     inputs, outputs = source_layouts(graph)
+    held = _states_held(graph, inputs, outputs, notes)
     first = graph.operations[0] if graph.operations else None
     for name, source in inputs.items():
+        if name in held:
+            continue
         if source is None:
             notes.append(f"input '{name}': its layout is unknown (no layout-bearing op reads "
                          f"it), so it keeps its shape")
@@ -182,11 +190,16 @@ def _present_boundary(editor: TransposeMover, io_layout: str, notes: list[str]) 
         readers = list(x.uses())
         # The input itself changes shape: its name and position in the interface stay.
         graph.set_input_shape(x, apply(x.shape, letters_perm(source, io_layout)))
+        for var in graph.state:  # the first step's value is fed in the new layout too
+            if var.input == name and var.initial is not None:
+                var.initial = _transposed(var.initial, letters_perm(source, io_layout))
         to_source = editor.transpose(x, letters_perm(io_layout, source), before=first)
         for use in readers:
             use.op.replace_input(use.index, to_source)
         editor.stats["inputs_presented"] += 1
     for name, source in outputs.items():
+        if name in held:
+            continue
         if source is None:
             notes.append(f"output '{name}': its layout is unknown (no layout-bearing op makes "
                          f"it), so it keeps its shape")
@@ -200,6 +213,35 @@ def _present_boundary(editor: TransposeMover, io_layout: str, notes: list[str]) 
             graph.rename(result, graph.fresh_name(f"{name}_{source}"))
             graph.rename(presented, name)
         editor.stats["outputs_presented"] += 1
+
+
+def _states_held(graph: Graph, inputs: dict[str, str | None], outputs: dict[str, str | None],
+                 notes: list[str]) -> set[str]:
+    """The ends of the state pairs that keep their shapes: a state's next value is fed back as
+    its input, so both ends are presented or neither, and only when both were traced to one
+    layout (an end traced to none runs into data of no known layout, such as the state input
+    itself next to a rank-3 audio frame: presenting the pair would only move the transposes
+    to the boundary)."""
+    held: set[str] = set()
+    for var in graph.state:
+        if var.input not in inputs:  # not rank 4 (a pair's ends have one shape)
+            continue
+        ends = inputs[var.input], outputs[var.output]
+        if ends[0] != ends[1]:
+            held.update((var.input, var.output))
+            notes.append(f"state '{var.input}' -> '{var.output}': its input was traced to "
+                         f"{ends[0] or 'no layout'} and its output to {ends[1] or 'no layout'},"
+                         f" so both keep their shapes")
+    return held
+
+
+def _transposed(data: ConstantData, perm: list[int]) -> ConstantData:
+    """`data` transposed by `perm`: a fill stays a fill, 4-bit values are packed again."""
+    shape = apply(data.shape, perm)
+    if data.fill is not None:
+        return ConstantData(data.data_type, shape, fill=data.fill, origin=data.origin)
+    array = np.ascontiguousarray(data.numpy().transpose(perm))
+    return ConstantData(data.data_type, shape, array=pack4(array) if data.packed else array)
 
 
 # -- 2. layout-bearing ops to the target layout ----------------------------------------------
