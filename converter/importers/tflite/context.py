@@ -76,7 +76,13 @@ class ImportContext:
         return self.tensor(k) is not None
 
     def out_tensor(self, k: int = 0) -> Tensor:
-        return self.subgraph.tensors[self.op.outputs[k]]
+        """The tensor at output slot k, which the op writes: a malformed model may list fewer
+        outputs, or omit this one (-1), and then the op is refused here."""
+        outputs = self.op.outputs
+        if k >= len(outputs) or outputs[k] < 0:
+            listed = "omits it (-1)" if k < len(outputs) else f"lists {len(outputs)} outputs"
+            raise Unsupported(f"{self.op.name} writes output {k}, and the operator {listed}")
+        return self.subgraph.tensors[outputs[k]]
 
     def value(self, k: int) -> Value:
         t = self.tensor(k)

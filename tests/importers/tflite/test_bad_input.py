@@ -154,3 +154,21 @@ def test_an_input_shape_past_the_spec_limit_names_the_file_and_tensor(tmp_path):
     assert line.startswith(f"{tmp_path / 'model.tflite'}: input tensor 0 'x': shape "
                            f"[2147483647, 2147483647, 2147483647, 2147483647] has "), line
     assert "more than the spec's limit 2147483647" in line
+
+
+@pytest.mark.parametrize("outputs, says", [
+    ([], "TRANSPOSE writes output 0, and the operator lists 0 outputs"),
+    ([-1], "TRANSPOSE writes output 0, and the operator omits it (-1)"),
+])
+def test_an_operator_without_the_output_its_op_writes_is_refused(tmp_path, outputs, says):
+    # found by tools/fuzz.py (seed 101): an IndexError escaped as an internal error
+    b = TfliteBuilder()
+    x = b.input("x", [1, 2, 3])
+    y = b.tensor("y", [3, 2, 1])
+    b.op("TRANSPOSE", [x, b.constant("perm", np.array([2, 1, 0], np.int32))], [y])
+    b.subgraphs[0].operators[0].outputs = outputs
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build(outputs=[x]))
+    with pytest.raises(ConverterError) as info:
+        import_tflite(path)
+    assert says in str(info.value)
