@@ -24,12 +24,16 @@ __all__ = [
     "byte_length",
     "MAX_DIMENSION",
     "MAX_ELEMENT_COUNT",
+    "MAX_RANK",
 ]
 
 # Each dimension is an [EnforceRange] unsigned long and must be > 0.
 MAX_DIMENSION = 2**32 - 1
 # The element count must fit in a WebIDL `long` (spec #926); Chromium enforces the same int32 bound.
 MAX_ELEMENT_COUNT = 2**31 - 1
+# The most axes a shape may have. The spec sets none, but every value the converter computes is a
+# numpy array, and numpy holds at most 32 axes (1.x; 64 from 2.0); no backend takes more than 8.
+MAX_RANK = 32
 
 
 @dataclass(frozen=True)

@@ -343,6 +343,8 @@ def _check_desc(name: str, data_type: str, shape) -> None:
 
 def shape_problem(shape) -> str | None:
     """Why a shape is not a valid WebNN shape, or None when it is."""
+    if len(shape) > dtypes.MAX_RANK:
+        return f"rank {len(shape)} exceeds {dtypes.MAX_RANK}, the most axes the converter handles"
     count = 1
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)):

@@ -416,3 +416,43 @@ def test_hostile_attribute_values_give_clear_errors(tmp_path, case, attr, value,
         converter.load(src)
     line = convert_refused(src, tmp_path / "out")
     assert re.search(message if "|" in message else re.escape(message), line)
+
+
+# -- ranks numpy cannot hold (found by tools/fuzz.py, seed 202: a ValueError escaped) --------
+def _rank_model(kind: str, rank: int) -> onnx.ModelProto:
+    y = helper.make_tensor_value_info("y", T.FLOAT, None)
+    if kind == "input":
+        nodes = [helper.make_node("Relu", ["x"], ["y"])]
+        return helper.make_model(helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [1] * rank)], [y]),
+            opset_imports=[helper.make_opsetid("", 17)])
+    x = helper.make_tensor_value_info("x", T.FLOAT, [1])
+    if kind == "initializer":
+        nodes = [helper.make_node("Add", ["x", "w"], ["y"])]
+        inits = [helper.make_tensor("w", T.FLOAT, [1] * rank, [1.0])]
+    else:  # "folded": a Reshape of constants, computed at conversion time, is an output
+        nodes = [helper.make_node("Reshape", ["c", "s"], ["y"])]
+        inits = [helper.make_tensor("c", T.FLOAT, [2], [1.0, 2.0]),
+                 helper.make_tensor("s", T.INT64, [rank], [1] * (rank - 1) + [2])]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("kind, rank, says", [
+    ("initializer", 70, "initializer 'w' has rank 70; the converter handles up to 32 axes"),
+    ("initializer", 33, "initializer 'w' has rank 33; the converter handles up to 32 axes"),
+    ("input", 70, "input 'x': rank 70 exceeds 32, the most axes the converter handles"),
+    ("input", 33, "input 'x': rank 33 exceeds 32, the most axes the converter handles"),
+    ("folded", 40, "a value it computes cannot be a WebNN constant: rank 40 exceeds 32"),
+])
+def test_a_rank_past_32_is_one_clear_line(tmp_path, kind, rank, says):
+    src = write(_rank_model(kind, rank), tmp_path)
+    with pytest.raises(ConverterError, match=re.escape(says)):
+        converter.load(src)
+    line = convert_refused(src, tmp_path / "out")
+    assert says in line and str(src) in line
+
+
+def test_rank_32_still_converts(tmp_path):
+    graph = converter.load(write(_rank_model("input", 32), tmp_path))
+    assert graph.inputs["x"].shape == (1,) * 32

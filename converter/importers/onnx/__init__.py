@@ -128,7 +128,11 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
         if elem not in ONNX_TO_WEBNN:
             raise ConverterError(f"input '{vi.name}' has data type {onnx_dtype_name(elem)}, "
                                  f"which WebNN does not have", where=where)
-        operand = graph.add_input(vi.name, ONNX_TO_WEBNN[elem][0], shapes[vi.name])
+        try:
+            operand = graph.add_input(vi.name, ONNX_TO_WEBNN[elem][0], shapes[vi.name])
+        except ConverterError as e:  # a shape past the spec's or the converter's limits
+            raise ConverterError(f"input '{vi.name}': {e.what}", where=where, fix=e.fix) \
+                from None
         ctx.set(vi.name, operand, elem)
 
     problems: list[str] = []

@@ -229,7 +229,11 @@ class ImportContext:
             data = ConstantData(data_type, array.shape, fill=array.reshape(-1)[0].item())
         else:
             data = ConstantData(data_type, shape or array.shape, array=array)
-        return self.graph.add_constant(cname, data)
+        try:
+            return self.graph.add_constant(cname, data)
+        except ConverterError as e:  # a shape past the spec's or the converter's limits
+            raise Unsupported(f"a value it computes cannot be a WebNN constant: {e.what}") \
+                from None
 
     def emit(self, op_type: str, inputs: Sequence[Operand | None], attrs: dict | None = None,
              *, suffix: str | None = None) -> Operand | list[Operand]:

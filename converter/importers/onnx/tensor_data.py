@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 
 from ...budget import MemoryBudget, shape_bytes
+from ...dtypes import MAX_RANK
 from ...errors import FormatError
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
@@ -81,6 +82,9 @@ def _itemsize(tensor: onnx.TensorProto, what: str, where: str) -> float | None:
 
 
 def _dims(tensor, what: str, where: str) -> tuple[int, ...]:
+    if len(tensor.dims) > MAX_RANK:
+        raise FormatError(f"{what} has rank {len(tensor.dims)}; the converter handles up to "
+                          f"{MAX_RANK} axes", where=where)
     dims = tuple(int(d) for d in tensor.dims)
     if any(d < 0 for d in dims):
         raise FormatError(f"{what} declares a negative dimension in {list(dims)}", where=where)

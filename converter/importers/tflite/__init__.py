@@ -204,7 +204,11 @@ def _outputs(ctx: ImportContext, report: _Report) -> None:
             continue
         operand = value.operand
         if operand is None:
-            operand = ctx.constant(value.known, t.info.webnn, name=t.name)
+            try:
+                operand = ctx.constant(value.known, t.info.webnn, name=t.name)
+            except Unsupported as e:
+                report.add_model(f"output '{t.name}': {e}")
+                continue
         if operand.kind != "intermediate":  # the spec's build() rejects inputs and constants
             operand = ctx.emit("identity", [operand], suffix=f"{t.name}/identity")
         name = t.name

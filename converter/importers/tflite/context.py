@@ -245,7 +245,11 @@ class ImportContext:
         else:
             data = ConstantData(data_type, array.shape,
                                 array=array.astype(dtypes.numpy_dtype(data_type), copy=False))
-        return self.graph.add_constant(cname, data)
+        try:
+            return self.graph.add_constant(cname, data)
+        except ConverterError as e:  # a shape past the spec's or the converter's limits
+            raise Unsupported(f"a value it computes cannot be a WebNN constant: {e.what}") \
+                from None
 
     def scalar(self, value, data_type: str) -> Operand:
         """A rank-0 constant of `data_type`."""

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...formats._files import open_model_file
 
@@ -323,6 +324,9 @@ def _tensor(t, index: int, buffers: list, where: str) -> Tensor:
     raw_name = t.Name()
     name = raw_name.decode("utf-8", "replace") if raw_name else f"tensor{index}"
     shape = tuple(int(d) for d in _ints(t, "Shape"))
+    if len(shape) > MAX_RANK:
+        raise FormatError(f"tensor {index} '{name}' has rank {len(shape)}; the converter handles "
+                          f"up to {MAX_RANK} axes", where=where)
     signature = None if t.ShapeSignatureIsNone() else tuple(int(d) for d in
                                                              t.ShapeSignatureAsNumpy())
     b = t.Buffer()

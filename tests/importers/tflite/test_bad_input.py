@@ -172,3 +172,35 @@ def test_an_operator_without_the_output_its_op_writes_is_refused(tmp_path, outpu
     with pytest.raises(ConverterError) as info:
         import_tflite(path)
     assert says in str(info.value)
+
+
+def test_a_tensor_of_more_than_32_axes_is_refused_when_read(tmp_path):
+    # found by tools/fuzz.py (seed 202): a rank-258 tensor reached numpy, which holds 64 axes
+    b = _conv_model()
+    b.subgraphs[0].tensors[-1].shape = [1] * 257 + [0]
+    assert "tensor 3 'bias' has rank 258; the converter handles up to 32 axes" in \
+        _error(tmp_path, b.build())
+
+
+@pytest.mark.parametrize("rank", [33, 70])
+def test_a_reshape_to_more_than_32_axes_is_refused(tmp_path, rank):
+    b = TfliteBuilder()
+    x = b.input("x", [1, 2])
+    y = b.tensor("y", [1, 2])
+    shape = b.constant("s", np.array([1] * (rank - 1) + [2], np.int32))
+    b.op("RESHAPE", [x, shape], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build(outputs=[y]))
+    with pytest.raises(ConverterError, match=f"its new shape has {rank} axes; the converter "
+                                             f"handles up to 32"):
+        import_tflite(path)
+
+
+def test_a_tensor_of_32_axes_still_imports(tmp_path):
+    b = TfliteBuilder()
+    x = b.input("x", [1] * 31 + [2])
+    y = b.tensor("y", [1] * 31 + [2])
+    b.op("ADD", [x, x], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build(outputs=[y]))
+    assert import_tflite(path).inputs["x"].shape == (1,) * 31 + (2,)

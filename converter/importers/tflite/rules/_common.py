@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ....dtypes import MAX_RANK
 from ....ir import Operand
 from ..context import ImportContext
 from ..registry import Unsupported
@@ -83,6 +84,9 @@ def transpose(ctx: ImportContext, x: Operand, perm: Sequence[int], suffix: str =
 
 def resolve_shape(new_shape: Sequence[int], size: int, what: str = "shape") -> list[int]:
     """A reshape target with at most one -1 (the remaining size) resolved."""
+    if len(new_shape) > MAX_RANK:
+        raise Unsupported(f"its {what} has {len(new_shape)} axes; the converter handles up to "
+                          f"{MAX_RANK}")
     shape = [int(d) for d in new_shape]
     if shape.count(-1) > 1:
         raise Unsupported(f"its {what} {shape} has more than one -1")
