@@ -456,3 +456,23 @@ def test_a_rank_past_32_is_one_clear_line(tmp_path, kind, rank, says):
 def test_rank_32_still_converts(tmp_path):
     graph = converter.load(write(_rank_model("input", 32), tmp_path))
     assert graph.inputs["x"].shape == (1,) * 32
+
+
+@pytest.mark.parametrize("field", [b"location", b"w.bin"])
+def test_an_external_data_entry_that_is_not_text_is_one_clear_line(tmp_path, field):
+    # found by tools/fuzz.py (seed 404): protobuf hands invalid UTF-8 over as bytes, and the
+    # path check's regular expression met bytes (a TypeError escaped)
+    w = external(numpy_helper.from_array(np.ones(4, np.float32), "w"), "w.bin")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", T.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, [4])], [w])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]) \
+        .SerializeToString()
+    assert data.count(field) == 1
+    (tmp_path / "w.bin").write_bytes(np.ones(4, np.float32).tobytes())
+    src = tmp_path / "m.onnx"
+    src.write_bytes(data.replace(field, b"\xff" + field[1:]))  # same length: still protobuf
+    says = "initializer 'w': an external data entry is not valid UTF-8 text"
+    with pytest.raises(FormatError, match=says):
+        converter.load(src)
+    assert says in convert_refused(src, tmp_path / "out")

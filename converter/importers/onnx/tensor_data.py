@@ -108,7 +108,13 @@ def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
                    where: str) -> memoryview:
     """The bytes of an external-data tensor, as a view of its memory-mapped file (see the module
     docstring for the rules); FormatError naming the tensor for anything else."""
-    info = {e.key: e.value for e in tensor.external_data}
+    info = {}
+    for entry in tensor.external_data:
+        if not isinstance(entry.key, str) or not isinstance(entry.value, str):
+            # protobuf hands over a string that is not valid UTF-8 as bytes
+            raise FormatError(f"{what}: an external data entry is not valid UTF-8 text",
+                              where=where, fix="the model file is damaged; re-export it")
+        info[entry.key] = entry.value
     location = info.get("location", "")
     fix = "keep external data files beside the model, named relatively"
     if folder is None:

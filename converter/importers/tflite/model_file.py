@@ -327,6 +327,10 @@ def _tensor(t, index: int, buffers: list, where: str) -> Tensor:
     if len(shape) > MAX_RANK:
         raise FormatError(f"tensor {index} '{name}' has rank {len(shape)}; the converter handles "
                           f"up to {MAX_RANK} axes", where=where)
+    if any(d < 0 for d in shape):
+        raise FormatError(f"tensor {index} '{name}' has a negative dimension in its shape "
+                          f"{list(shape)} (a dynamic axis is -1 in its shape signature only)",
+                          where=where, fix="the file is corrupt: re-export it")
     signature = None if t.ShapeSignatureIsNone() else tuple(int(d) for d in
                                                              t.ShapeSignatureAsNumpy())
     b = t.Buffer()

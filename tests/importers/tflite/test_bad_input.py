@@ -204,3 +204,25 @@ def test_a_tensor_of_32_axes_still_imports(tmp_path):
     path = tmp_path / "m.tflite"
     path.write_bytes(b.build(outputs=[y]))
     assert import_tflite(path).inputs["x"].shape == (1,) * 31 + (2,)
+
+
+def test_a_negative_dimension_in_a_shape_is_refused_when_read(tmp_path):
+    # found by tools/fuzz.py (seed 505): an empty "constant" of shape [.., -276, .., 0, ..]
+    # reached np.zeros, which refused it with a ValueError
+    b = _conv_model()
+    b.subgraphs[0].tensors[1].shape = [8, 3, -3, 0]
+    assert "tensor 1 'weights' has a negative dimension in its shape [8, 3, -3, 0]" in \
+        _error(tmp_path, b.build())
+
+
+def test_a_zero_dimension_is_read_as_it_is(tmp_path):
+    # empty tensors exist (a RESHAPE to a scalar's shape [] reads an empty constant): only a
+    # negative dimension is refused
+    from converter.importers.tflite.model_file import read_tflite
+
+    b = _conv_model()
+    b.tensor("empty", [2, 0])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build())
+    [tensor] = [t for t in read_tflite(path).subgraphs[0].tensors if t.name == "empty"]
+    assert tensor.shape == (2, 0)
