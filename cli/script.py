@@ -14,12 +14,12 @@ def run() -> None:
 
     A normal exit finalizes every module and collects the objects numpy, onnx and protobuf
     made: 20-40 ms after a small model's conversion, 6 ms once start-up's objects are frozen
-    (cli/collector.py). Nothing of ours needs that teardown: files are committed or removed by their `with`
-    blocks, and the browser is closed by an exit handler. So once the command is done, exit
-    handlers run and stdout/stderr are flushed, as a normal exit does, and the process
-    ends at once. If some other non-daemon thread is still alive (a library's), the normal exit
-    runs instead, which waits for it. The garbage collector is paused while the command starts
-    (cli/collector.py).
+    (cli/collector.py). Nothing of ours needs that teardown: files are committed or removed by
+    their `with` blocks, and the browser is closed by an exit handler. So once the command is
+    done, exit handlers run and stdout/stderr are flushed, as a normal exit does, and the
+    process ends at once. If some other non-daemon thread is still alive (a library's), the
+    normal exit runs instead, which waits for it. The garbage collector is paused while the
+    command starts (cli/collector.py).
     """
     collector.pause()  # before click, numpy and the rest are imported
     from .commands import command_in, load_command

@@ -74,7 +74,8 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
         if version < MIN_OPSET:
             changed = sorted({n.op_type for n in _all_nodes(model.graph)
                               if n.domain in DEFAULT_DOMAINS
-                              and since_version(n.op_type, version) != since_version(n.op_type, MIN_OPSET)})
+                              and since_version(n.op_type, version)
+                              != since_version(n.op_type, MIN_OPSET)})
             if changed:
                 raise FormatError(f"the model imports default-domain opset {version}; this "
                                   f"converter reads opsets {MIN_OPSET} to {newest} (and older "
