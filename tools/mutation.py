@@ -36,6 +36,7 @@ import os
 import random
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from mutation_modules import MODULES  # noqa: E402
 from mutation_ops import candidates, find_code  # noqa: E402
 from mutation_procs import (  # noqa: E402
-    fork_group, read_result, reaped, result_file, silence, stop, wait_child)
+    fork_group, read_result, reaped, remove_scratch, result_file, scratch, silence, stop,
+    wait_child)
 
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.md"
 _OUT = [sys.stdout]   # where per-mutant lines go (a fork running pytest points it elsewhere)
@@ -111,8 +113,12 @@ class _Select:
 
 
 def _pytest_args(test_paths: list[str], first_failure: bool) -> list[str]:
+    # Each run's temporary folders in the tool's scratch folder (a fresh name a call: runs in
+    # forks that exist at once must not share one), removed with it.
+    basetemp = tempfile.mkdtemp(prefix="pytest-", dir=scratch())
     args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
-            "--rootdir", str(ROOT), "-o", "addopts=", "-W", "ignore::DeprecationWarning"]
+            "--rootdir", str(ROOT), "-o", "addopts=", "-W", "ignore::DeprecationWarning",
+            "--basetemp", basetemp]
     if first_failure:
         args.append("-x")
     return args + test_paths
@@ -568,10 +574,14 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             pass
     results = []
-    for n in names:
-        results.append(run_module(n, args.jobs, args.verbose, only))
-        if args.json:  # after each module: a long run that is stopped keeps what it measured
-            Path(args.json).write_text(json.dumps(results, indent=1))
+    scratch()   # made here, before any fork: every fork's pytest runs keep their folders in it
+    try:
+        for n in names:
+            results.append(run_module(n, args.jobs, args.verbose, only))
+            if args.json:  # after each module: a long run that is stopped keeps its results
+                Path(args.json).write_text(json.dumps(results, indent=1))
+    finally:
+        remove_scratch()
     print("\n| module | mutants | killed | survived (equivalent) | score | time |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:

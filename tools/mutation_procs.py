@@ -4,11 +4,13 @@ tools/mutation.py runs pytest in forks of itself (the baseline, fresh-import mut
 collected session). A fork's own forks and whatever its tests start stay in its group, so
 killing the group stops the whole tree: at a mutant's timeout (`wait_child`) and when the tool
 is stopped (`stop`, the SIGTERM/SIGINT handler), so no pytest is left running. The files
-through which forks report back (`result_file`) are removed then too.
+through which forks report back (`result_file`) and the scratch folder the forks' pytest runs
+keep their temporary folders in (`scratch`) are removed then too.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 
 __all__ = ["fork_group", "reaped", "stop", "silence", "wait_child", "result_file",
-           "read_result"]
+           "read_result", "scratch", "remove_scratch"]
 
 _CHILDREN: set[int] = set()   # pids (= process group ids) of this process's live forks
 _RESULT_FILES: set[str] = set()   # files forks report through, removed when read or stopped
@@ -30,6 +32,24 @@ def result_file() -> str:
     handle.close()
     _RESULT_FILES.add(handle.name)
     return handle.name
+
+
+_SCRATCH: list[str] = []   # the run's scratch folder, once made
+
+
+def scratch() -> str:
+    """The run's scratch folder, made on first use (by the tool itself, before any fork, so
+    that the forks share it and the tool removes it): each pytest run gets its basetemp in it,
+    so no run's temporary folders outlive the tool (pytest's own, under the system temporary
+    folder, are kept for days when a fork leaves without its cleanup)."""
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="webnn-mutation-"))
+    return _SCRATCH[0]
+
+
+def remove_scratch() -> None:
+    while _SCRATCH:
+        shutil.rmtree(_SCRATCH.pop(), ignore_errors=True)
 
 
 def read_result(name: str) -> str:
@@ -86,6 +106,7 @@ def stop(signum: int, frame) -> None:
             os.unlink(name)
         except FileNotFoundError:
             pass
+    remove_scratch()
     print(f"mutation: stopped by {signal.Signals(signum).name}; its test runs were killed",
           file=sys.stderr, flush=True)
     os._exit(128 + signum)
