@@ -74,4 +74,4 @@ def test_a_graph_name_that_is_not_utf8(tmp_path):
     path = _softmax_model(tmp_path / "m.onnx", name="GRAPHNAME")
     data = path.read_bytes()
     path.write_bytes(data.replace(b"GRAPHNAME", b"G\xe4\xff\xfeNAME!"))  # same length
-    _refused(tmp_path, path, "the graph's name is not valid UTF-8 text")
+    _refused(tmp_path, path, "model.graph.name is not valid UTF-8 text")

@@ -476,3 +476,30 @@ def test_an_external_data_entry_that_is_not_text_is_one_clear_line(tmp_path, fie
     with pytest.raises(FormatError, match=says):
         converter.load(src)
     assert says in convert_refused(src, tmp_path / "out")
+
+
+@pytest.mark.parametrize("marker, path", [
+    (b"NodeNameXYZ", "model.graph.node[0].name"),
+    (b"ValueXYZ", "model.graph.node[0].output[0]"),
+    (b"InitXYZ", "model.graph.node[0].input[1]"),
+    (b"DocXYZ", "model.graph.doc_string"),
+    (b"MetaKeyXYZ", "model.metadata_props[0].key"),
+])
+def test_text_that_is_not_utf8_anywhere_in_the_model_is_one_clear_line(tmp_path, marker, path):
+    # found by tools/fuzz.py (seed 3031): a node name protobuf handed over as bytes reached the
+    # importer's string handling (a TypeError escaped); every string field is checked first
+    w = numpy_helper.from_array(np.ones(2, np.float32), "InitXYZ")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "InitXYZ"], ["ValueXYZ"], name="NodeNameXYZ"),
+         helper.make_node("Relu", ["ValueXYZ"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [2])], [w], doc_string="DocXYZ")
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(m, {"MetaKeyXYZ": "v"})
+    data = m.SerializeToString()
+    src = tmp_path / "m.onnx"
+    src.write_bytes(data.replace(marker, b"\xff" + marker[1:]))  # same length: still protobuf
+    says = f"{path} is not valid UTF-8 text"
+    with pytest.raises(FormatError, match=re.escape(says)):
+        converter.load(src)
+    assert says in convert_refused(src, tmp_path / "out")

@@ -79,9 +79,6 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
     known_inputs = dict(known_inputs or {})
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version
               for o in model.opset_import}
-    if not isinstance(model.graph.name, str):  # protobuf hands over invalid UTF-8 as bytes
-        raise FormatError("the graph's name is not valid UTF-8 text", where=where,
-                          fix="the model file is damaged; re-export it")
     graph = Graph(model.graph.name or name or "graph")
     ctx = ImportContext(graph, opsets, budget=budget, where=where, isolate=isolate)
     # ONNX's type inference runs in a child meanwhile; values take their types from it when a

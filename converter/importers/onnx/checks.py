@@ -27,8 +27,13 @@ def max_opset() -> int:
 
 
 def check_model(model: onnx.ModelProto, where: str) -> None:
-    """Raise FormatError for the first broken rule: opset range, one producer per value,
-    topological order (naming a cycle when there is one), graph outputs that exist."""
+    """Raise FormatError for the first broken rule: text that is not UTF-8, opset range, one
+    producer per value, topological order (naming a cycle when there is one), graph outputs
+    that exist."""
+    bad = _not_text(model, "model")
+    if bad is not None:
+        raise FormatError(f"{bad} is not valid UTF-8 text", where=where,
+                          fix="the model file is damaged; re-export it")
     _check_opsets(model, where)
     graph = model.graph
     available = {t.name for t in graph.initializer} | {vi.name for vi in graph.input} \
@@ -57,6 +62,28 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         if vi.name not in producer and vi.name not in available:
             raise FormatError(f"graph output '{vi.name}' is not produced by any node, "
                               f"initializer or input", where=where)
+
+
+def _not_text(message, path: str) -> str | None:
+    """The path of the first string field (names, op types, domains, attribute strings of
+    type STRING are bytes fields) whose value is not valid UTF-8, or None. Protobuf hands such
+    a value over as bytes, which would reach the importer's string handling."""
+    for field, value in message.ListFields():
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue
+        repeated = getattr(field, "is_repeated", None)
+        if repeated is None:  # protobuf before 5.x
+            repeated = field.label == field.LABEL_REPEATED
+        for i, item in enumerate(value if repeated else [value]):
+            where = f"{path}.{field.name}" + (f"[{i}]" if repeated else "")
+            if field.type == field.TYPE_STRING:
+                if not isinstance(item, str):
+                    return where
+            else:
+                found = _not_text(item, where)
+                if found is not None:
+                    return found
+    return None
 
 
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
