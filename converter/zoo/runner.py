@@ -247,6 +247,8 @@ def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], b
         request.update(memory=options.memory, hook=options.hook)
         started = time.perf_counter()
         try:
+            worker.wait_ready()  # the worker's start is the run's, not this model's time
+            started = time.perf_counter()
             code = worker.run(request, options.timeout)
         except WorkerLost as e:
             return _failed(spec, "crash", "signal", str(e), started), True

@@ -80,10 +80,14 @@ class WarmWorker:
     def lost(self) -> bool:
         return self._lost is not None
 
-    def run(self, request: dict, timeout: float) -> int | None:
+    def wait_ready(self) -> None:
+        """Return once the worker has imported everything; WorkerLost if it never will."""
         if not self._ready.wait(_READY_SECONDS):
             raise WorkerLost(f"zoo worker {self._proc.pid} did not start within "
                              f"{_READY_SECONDS:g} s")
+
+    def run(self, request: dict, timeout: float) -> int | None:
+        self.wait_ready()
         answers: queue.SimpleQueue = queue.SimpleQueue()
         with self._lock:
             if self._lost is not None:

@@ -215,3 +215,35 @@ def test_children_collect_garbage_but_never_walk_what_the_worker_made(tmp_path):
     assert run.results[0]["status"] == "verified"
     state = json.loads((tmp_path / "add.gc.json").read_text())
     assert state["enabled"] is True and state["frozen"] > 50_000
+
+
+def test_a_models_wall_time_leaves_out_the_workers_start(monkeypatch):
+    # The first model of a run waits for the worker's imports; that wait is the run's start,
+    # not the model's time (bench/bench_zoo.py splits a run by the models' walls). A clock
+    # that only the worker moves: 5 s of start, then 0.25 s for the model.
+    import json
+    from pathlib import Path
+
+    from converter.zoo import runner
+
+    clock = [100.0]
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: clock[0])
+
+    class StartingWorker:  # as WarmWorker: run() waits for the start too, if not yet done
+        ready = False
+
+        def wait_ready(self):
+            if not self.ready:
+                clock[0] += 5.0
+                self.ready = True
+
+        def run(self, request, timeout):
+            self.wait_ready()
+            clock[0] += 0.25
+            Path(request["out"]).write_text(json.dumps(
+                {"id": "m", "status": "verified", "times": {"job": 0.2}}))
+            return 0
+
+    result, lost = runner.run_warm(StartingWorker(), {"id": "m"}, ZooOptions())
+    assert (result["status"], result["times"], lost) == \
+        ("verified", {"job": 0.2, "wall": 0.25}, False)
