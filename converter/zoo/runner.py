@@ -191,7 +191,7 @@ def _start_workers(options: ZooOptions) -> list:
     once however many jobs run; each child's runtimes get an equal share of the cores."""
     from .warm import WarmWorker
 
-    return [WarmWorker(_child_env(options.jobs))]
+    return [WarmWorker(_child_env(options.jobs), targets=bool(options.targets))]
 
 
 def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
@@ -216,7 +216,8 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
                 with replacing:
                     if current[0] is worker:  # the first job to see it gone replaces it
                         worker.close()
-                        current[0] = WarmWorker(_child_env(options.jobs))
+                        current[0] = WarmWorker(_child_env(options.jobs),
+                                                targets=bool(options.targets))
         return result
 
     pool = ThreadPoolExecutor(max_workers=min(options.jobs, len(entries)))
@@ -246,6 +247,8 @@ def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], b
         request.update(memory=options.memory, hook=options.hook)
         started = time.perf_counter()
         try:
+            worker.wait_ready()  # the worker's start is the run's, not this model's time
+            started = time.perf_counter()
             code = worker.run(request, options.timeout)
         except WorkerLost as e:
             return _failed(spec, "crash", "signal", str(e), started), True

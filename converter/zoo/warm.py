@@ -1,7 +1,8 @@
 """The warm worker: a process that imports the converter and its runtimes once, then forks a
 child for each model, several at once.
 
-    worker = WarmWorker(env)      # starts `python -m converter.zoo.warm`, which imports all
+    worker = WarmWorker(env, targets=True)  # starts `python -m converter.zoo.warm [--targets]`,
+                                            # which imports all the run's jobs use
     code = worker.run({"spec": ..., "out": ..., "err": ..., "memory": 4096, "hook": None},
                       timeout=600)  # the child's exit code; None when it was killed at timeout
     worker.close()
@@ -59,8 +60,11 @@ class WarmWorker:
     """The runner's side of one worker process. `run` is safe to call from several threads:
     a reader thread hands each answer to the request it names."""
 
-    def __init__(self, env: dict[str, str]):
-        self._proc = subprocess.Popen([sys.executable, "-m", "converter.zoo.warm"], env=env,
+    def __init__(self, env: dict[str, str], targets: bool = True):
+        """`targets`: whether the run's jobs rewrite for targets (so the worker imports the
+        target passes and the JSON Schema validator of a target's file, 40 ms of its start)."""
+        command = [sys.executable, "-m", "converter.zoo.warm"] + (["--targets"] if targets else [])
+        self._proc = subprocess.Popen(command, env=env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
         self._lock = threading.Lock()  # request ids, the waiting table, writes to the worker
@@ -76,10 +80,14 @@ class WarmWorker:
     def lost(self) -> bool:
         return self._lost is not None
 
-    def run(self, request: dict, timeout: float) -> int | None:
+    def wait_ready(self) -> None:
+        """Return once the worker has imported everything; WorkerLost if it never will."""
         if not self._ready.wait(_READY_SECONDS):
             raise WorkerLost(f"zoo worker {self._proc.pid} did not start within "
                              f"{_READY_SECONDS:g} s")
+
+    def run(self, request: dict, timeout: float) -> int | None:
+        self.wait_ready()
         answers: queue.SimpleQueue = queue.SimpleQueue()
         with self._lock:
             if self._lost is not None:
@@ -147,8 +155,10 @@ def _answer(answers: queue.SimpleQueue, deadline: float) -> dict:
 
 # ---- the worker process ----------------------------------------------------------------------
 
-def _import_everything() -> None:
-    """What any job may need, imported before the first fork so no child imports it again.
+def _import_everything(targets: bool = True) -> None:
+    """What any job of the run may need, imported before the first fork so no child imports
+    it again; with `targets` False (a run that names no target) the target pipeline and
+    jsonschema are left out, as such a job never reaches them.
 
     Much of the converter loads on first use (the importers' rule modules, the op families,
     the lowerings, the JSON Schema validators, ONNX's reference evaluator that folding runs),
@@ -168,17 +178,19 @@ def _import_everything() -> None:
     from ..ir import feeds, verify  # noqa: F401
     from ..lowering import onnx as lowering  # noqa: F401
     from ..lowering.onnx import executor  # noqa: F401
-    from ..passes import _all  # noqa: F401  (every pass a target may run)
     from ..lowering.onnx.registry import all_lowerings
     from ..ops import all_ops
-    from ..schemas import _validator
-    from ..targets import pipeline  # noqa: F401
     from . import job  # noqa: F401
 
     onnx_importer.rules.load_all()
     all_ops()
     all_lowerings()
-    _validator("target")  # jsonschema and the one schema jobs check (each --target's file)
+    if targets:
+        from ..passes import _all  # noqa: F401  (every pass a target may run)
+        from ..schemas import _validator
+        from ..targets import pipeline  # noqa: F401
+
+        _validator("target")  # jsonschema and the one schema jobs check (each --target's file)
     try:
         from ..runtimes import litert  # noqa: F401
         from ai_edge_litert import interpreter  # noqa: F401
@@ -262,7 +274,7 @@ def _child(request: dict) -> None:
         os._exit(code)  # never run the worker's own cleanup in the child
 
 
-def _serve() -> None:
+def _serve(targets: bool) -> None:
     """The worker's loop: fork a child for each request as it comes, report each as it ends.
 
     One thread only (forking a process with threads is unsafe): it waits in `select` on its
@@ -279,7 +291,7 @@ def _serve() -> None:
     import gc
 
     gc.disable()
-    _import_everything()
+    _import_everything(targets)
     _rehearse()
     gc.freeze()
     gc.enable()
@@ -331,4 +343,4 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(targets="--targets" in sys.argv[1:])

@@ -55,3 +55,35 @@ def test_convert_with_verify_still_loads_and_runs_verification(tmp_path):
     assert out.is_file()
     assert {"converter.verification", "cli.commands.verify_model"} <= loaded
     assert not list(tmp_path.glob(".webnn-convert.*"))  # the staging folder is gone
+
+
+_PRELOAD_THEN_LOAD = """
+import json, sys
+from converter.by_suffix import import_reader, load_any
+import_reader(sys.argv[1])
+before = set(sys.modules)
+load_any(sys.argv[1])
+readers = {"converter.importers.onnx", "converter.importers.tflite",
+           "converter.dynamic.variants_file"}
+print(json.dumps(sorted(readers & (set(sys.modules) - before))))
+"""
+
+
+def test_the_preloaded_reader_is_the_one_each_suffix_is_read_with(tmp_path):
+    # `convert` imports the source's reader before it resumes the collector
+    # (by_suffix.import_reader, from a table of its own); a table that drifted from load_any's
+    # dispatch would leave the reader to be imported after, unseen but slower.
+    from converter.by_suffix import _READERS, load_any, write_any
+
+    graph = load_any(TINY_CNN)
+    sources = [TINY_CNN]
+    for suffix in (".tflite", ".webnn", ".json"):
+        sources.append(tmp_path / f"tiny{suffix}")
+        write_any(graph, sources[-1])
+    assert sorted({s.suffix for s in sources}) == sorted(_READERS)
+    for source in sources:
+        proc = subprocess.run([sys.executable, "-c", _PRELOAD_THEN_LOAD, str(source)],
+                              capture_output=True, text=True, cwd=ROOT,
+                              env={"PYTHONPATH": str(ROOT), "PATH": ""})
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.strip().splitlines()[-1]) == [], source.suffix
