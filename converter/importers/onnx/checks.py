@@ -35,6 +35,7 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         raise FormatError(f"{bad} is not valid UTF-8 text", where=where,
                           fix="the model file is damaged; re-export it")
     _check_opsets(model, where)
+    _check_output_counts(model, where)
     graph = model.graph
     available = {t.name for t in graph.initializer} | {vi.name for vi in graph.input} \
         | {s.values.name for s in graph.sparse_initializer}
@@ -62,6 +63,23 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         if vi.name not in producer and vi.name not in available:
             raise FormatError(f"graph output '{vi.name}' is not produced by any node, "
                               f"initializer or input", where=where)
+
+
+def _check_output_counts(model: onnx.ModelProto, where: str) -> None:
+    """Split's num_outputs (opset 18) equals its node's output count, in every graph. ONNX's
+    own shape inference sizes a vector by num_outputs before it compares the two, so a 300-byte
+    file with num_outputs = 2**31 costs it seconds and gigabytes (then std::bad_alloc): the
+    attribute is checked here, before that inference starts."""
+    for index, node in _all_nodes(model.graph):
+        if node.op_type != "Split" or node.domain not in DEFAULT_DOMAINS:
+            continue
+        for attribute in node.attribute:
+            if attribute.name == "num_outputs" and attribute.type == attribute.INT \
+                    and attribute.i != len(node.output):
+                raise FormatError(f"{_label(node, index)}: num_outputs is "
+                                  f"{attribute.i} but the node has {len(node.output)} outputs",
+                                  where=where,
+                                  fix="the model breaks an ONNX rule; fix or re-export it")
 
 
 def _not_text(message, path: str) -> str | None:
@@ -99,7 +117,7 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
                               f"converter reads opsets {MIN_OPSET} to {newest}", where=where,
                               fix=fix)
         if version < MIN_OPSET:
-            changed = sorted({n.op_type for n in _all_nodes(model.graph)
+            changed = sorted({n.op_type for _, n in _all_nodes(model.graph)
                               if n.domain in DEFAULT_DOMAINS
                               and since_version(n.op_type, version)
                               != since_version(n.op_type, MIN_OPSET)})
@@ -151,11 +169,12 @@ def _attribute_type_name(code: int) -> str:
 
 
 def _all_nodes(graph: onnx.GraphProto):
+    """(index in its own graph, node) for every node of `graph` and of its subgraphs."""
     todo = [graph]
     while todo:
         g = todo.pop()
-        for node in g.node:
-            yield node
+        for index, node in enumerate(g.node):
+            yield index, node
             for a in node.attribute:
                 if a.HasField("g"):
                     todo.append(a.g)
