@@ -13,8 +13,8 @@ from ...errors import FormatError
 from .registry import DEFAULT_DOMAINS, Invalid
 from .schema_table import declared, since_version
 
-__all__ = ["check_model", "check_known_indices", "check_attribute_types", "MIN_OPSET",
-           "max_opset"]
+__all__ = ["check_model", "check_known_indices", "check_known_top_k", "check_attribute_types",
+           "MIN_OPSET", "max_opset"]
 
 _SCHEMA_DOMAINS = DEFAULT_DOMAINS + ("ai.onnx.ml",)  # the domains the onnx package defines
 
@@ -252,3 +252,28 @@ def check_known_indices(ctx, node) -> None:
         bad = low if low < -dim else high
         raise Invalid(f"index {bad} is out of range for axis {axis} of size {dim} (indices "
                       f"must lie in [{-dim}, {dim - 1}])")
+
+
+def check_known_top_k(ctx, node) -> None:
+    """TopK's k, when known, lies in 0..the length of its axis (ONNX's shape inference refuses
+    more), checked before the node is folded: ONNX's reference implementation sizes arrays by
+    k itself, so a file with k = 2**31 would ask it for 16 GiB."""
+    if node.op_type != "TopK" or node.domain not in DEFAULT_DOMAINS:
+        return
+    data = node.input(0)
+    if data is None or data not in ctx.values:
+        return
+    if node.opset < 10:
+        k = node.attr("k")
+    else:
+        given = node.input(1)
+        known = ctx.known(given) if given is not None and given in ctx.values else None
+        if known is None or known.size != 1 or known.dtype.kind not in "iu":
+            return  # the rule says what is wrong with it
+        k = int(known.reshape(-1)[0])
+    shape = ctx.shape(data)
+    axis = int(node.attr("axis", -1))
+    if k is None or not -len(shape) <= axis < len(shape):
+        return
+    if not 0 <= k <= shape[axis]:
+        raise Invalid(f"k {k} is outside 0..{shape[axis]}, the length of axis {axis}")
