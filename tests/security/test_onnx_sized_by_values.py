@@ -15,6 +15,10 @@ from converter.errors import ConverterError, FormatError, UnsupportedError
 
 from .onnx_cases import convert_refused, model, vi, write
 
+from .bounded import address_space_bounded  # noqa: F401  (the fixture, used by every test)
+
+pytestmark = pytest.mark.usefixtures("address_space_bounded")
+
 BIG = 2 ** 31
 
 

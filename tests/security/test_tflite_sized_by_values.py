@@ -15,6 +15,10 @@ from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import Const, Input, Output, TfliteBuilder, one_op, \
     sparse_parameters
 
+from .bounded import address_space_bounded  # noqa: F401  (the fixture, used by every test)
+
+pytestmark = pytest.mark.usefixtures("address_space_bounded")
+
 BIG = 2 ** 31 - 1
 
 
