@@ -155,6 +155,41 @@ def test_mel_weight_matrix_sizes_are_bounded_before_it_is_computed(tmp_path):
                                           ["y"])], [], [vi("y")], inits, opset=17)
 
 
+def test_a_top_k_axis_out_of_range_is_left_to_the_rule(tmp_path):
+    nodes, inputs, outputs, inits, _ = _top_k(5, False)
+    nodes[0].attribute.append(helper.make_attribute("axis", 1))
+    with pytest.raises(UnsupportedError, match="axis 1 is out of range for rank 1"):
+        _load(tmp_path, nodes, inputs, outputs, inits)
+
+
+@pytest.mark.parametrize("limit, fits", [(15, False), (None, True)])
+def test_mel_weight_matrix_past_the_budget_is_refused_by_its_rule(tmp_path, limit, fits):
+    # 2 bins of a length-2 transform: 2 x 2 float32 results (16 bytes) fold within a default
+    # budget; under 16 bytes the rule refuses, counting what ONNX's implementation holds.
+    inits = [_const("b", 2), _const("l", 2), _const("r", 8000),
+             _const("lo", 0.0, np.float32), _const("hi", 4000.0, np.float32)]
+    nodes = [helper.make_node("MelWeightMatrix", ["b", "l", "r", "lo", "hi"], ["y"])]
+    if not fits:
+        with pytest.raises(ConverterError, match="MelWeightMatrix_0' at conversion time would "
+                                                 "allocate 64 bytes"):
+            _load(tmp_path, nodes, [], [vi("y")], inits, opset=17, max_tensor_bytes=limit)
+        return
+    y = converter.run(_load(tmp_path, nodes, [], [vi("y")], inits, opset=17), {})["y"]
+    assert y.shape == (2, 2)
+
+
+def test_scan_8_num_scan_inputs_is_checked_too(tmp_path):
+    body = helper.make_graph([helper.make_node("Add", ["s", "e"], ["s2"])], "body",
+                             [vi("s", shape=[3]), vi("e", shape=[3])], [vi("s2", shape=[3])])
+    src = write(model([helper.make_node("Scan", ["", "s0", "x"], ["y"], body=body,
+                                        num_scan_inputs=BIG)],
+                      [vi("s0", shape=[1, 3]), vi("x", shape=[1, 4, 3])], [vi("y")], opset=8),
+                tmp_path)
+    line = convert_refused(src, tmp_path / "out")
+    assert "Scan 'Scan_0': num_scan_inputs is 2147483648, but the node has 2 inputs to scan" \
+        in line
+
+
 def _one_hot(depth):
     return ([helper.make_node("OneHot", ["i", "d", "v"], ["y"])], [vi("i", T.INT64, [3])],
             [vi("y")], [_const("d", depth), _const("v", [0.0, 1.0], np.float32)])
@@ -268,7 +303,7 @@ def _top_k(k, known_data, opset=18):
 
 
 @pytest.mark.parametrize("known_data", [True, False])
-@pytest.mark.parametrize("k, opset", [(BIG, 18), (5, 18), (-1, 18), (5, 1)])
+@pytest.mark.parametrize("k, opset", [(BIG, 18), (5, 18), (-1, 18), (5, 10), (5, 1)])
 def test_top_k_past_its_axis_breaks_an_onnx_rule(tmp_path, k, opset, known_data):
     # Was (data known, so the node is folded): ONNX's reference TopK asked for 16 GiB.
     with pytest.raises(FormatError) as e:
@@ -299,3 +334,17 @@ def test_a_quantization_block_longer_than_its_axis_is_one_block(tmp_path, known_
                   inputs, [vi("y", shape=[4, 4])], inits, opset=21)
     y = converter.run(graph, {} if known_data else {"q": q})["y"]
     np.testing.assert_array_equal(y, q.astype(np.float32) * scale)
+    # not folded: the rule, which repeats the scale no further than the axis, computes it
+    assert "dequantizeLinear" in [op.op_type for op in graph.operations]
+
+
+def test_a_quantization_block_as_long_as_an_axis_is_folded(tmp_path):
+    q = (np.arange(32) - 16).astype(np.int8).reshape(4, 8)
+    scale = np.array([[0.5], [2.0], [0.25], [1.0]], np.float32)  # one block of 8 per row
+    graph = _load(tmp_path, [helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=1,
+                                              block_size=8)],
+                  [], [vi("y", shape=[4, 8])], [_const("q", q, np.int8), _const("s", scale,
+                                                                               np.float32)],
+                  opset=21)
+    assert "dequantizeLinear" not in [op.op_type for op in graph.operations]
+    np.testing.assert_array_equal(converter.run(graph, {})["y"], q * scale)

@@ -223,3 +223,45 @@ def test_densify_claims_its_walk_before_it(limit, fits):
                                     "allocate 288 bytes", limit)
         return
     np.testing.assert_array_equal(run(_import(b.build([y]), limit), {})["y"], dense)
+
+
+def test_a_broadcast_fill_with_a_single_row_is_one_number():
+    graph = _import(_broadcast([[2.0]], [1, 4]))
+    np.testing.assert_array_equal(run(graph, {})["y"], np.full((1, 4), 2.0, np.float32))
+
+
+def test_a_broadcast_of_distinct_bytes_is_no_fill():
+    # uint8 strides are 1 byte: only the broadcast (stride 0) axes may be cut to find a fill.
+    model = one_op("BROADCAST_TO", [Const(np.array([[0, 1]], np.uint8)), _i32([3, 2])],
+                   [Output("y", [3, 2], "uint8")])
+    np.testing.assert_array_equal(run(_import(model), {})["y"], [[0, 1]] * 3)
+
+
+def test_a_broadcast_past_the_spec_with_a_dimension_of_1_is_refused_too():
+    with pytest.raises(UnsupportedError, match=r"its shape \[1, 2147483647, 2147483647\] is not "
+                                               r"a WebNN shape"):
+        _import(_broadcast([[1.0]], [1, BIG, BIG]))
+
+
+def test_an_empty_range_claims_nothing():
+    with pytest.raises(UnsupportedError, match=r"range\(5, 5, 1\) is empty"):
+        _import(_range(5, start=5), max_tensor_bytes=1)
+
+
+@pytest.mark.parametrize("weights, fits", [(36, True), (24, False)])
+def test_the_total_for_computed_values_scales_with_the_weights(monkeypatch, weights, fits):
+    # A floor of 64 bytes here; the weights are w and the range's three 4-byte bounds: twice
+    # 36 + 12 allows the 80-byte range, twice 24 + 12 does not (nor would the floor alone).
+    import converter.budget
+
+    monkeypatch.setattr(converter.budget, "MIN_TOTAL_BYTES", 64)
+    b = TfliteBuilder()
+    w = b.constant("w", np.ones(weights // 4, np.float32))
+    y, z = b.tensor("y", [10], "int32"), b.tensor("z", [weights // 4])
+    b.op("RANGE", [b.constant("s", np.array(0, np.int32)), b.constant("l", np.array(10, np.int32)),
+                   b.constant("d", np.array(1, np.int32))], [y])
+    b.op("NEG", [w], [z])
+    if fits:
+        np.testing.assert_array_equal(run(_import(b.build([y, z])), {})["y"], np.arange(10))
+    else:
+        _refused_past(b.build([y, z]), "taking the conversion past its limit of 72 bytes")

@@ -260,20 +260,16 @@ def check_known_top_k(ctx, node) -> None:
     k itself, so a file with k = 2**31 would ask it for 16 GiB."""
     if node.op_type != "TopK" or node.domain not in DEFAULT_DOMAINS:
         return
-    data = node.input(0)
-    if data is None or data not in ctx.values:
-        return
     if node.opset < 10:
-        k = node.attr("k")
+        k = node.attr("k")  # required: its presence and type are checked before
     else:
-        given = node.input(1)
-        known = ctx.known(given) if given is not None and given in ctx.values else None
+        known = ctx.known(node.input(1))
         if known is None or known.size != 1 or known.dtype.kind not in "iu":
             return  # the rule says what is wrong with it
-        k = int(known.reshape(-1)[0])
-    shape = ctx.shape(data)
+        k = int(known.item())
+    shape = ctx.shape(node.input(0))
     axis = int(node.attr("axis", -1))
-    if k is None or not -len(shape) <= axis < len(shape):
-        return
+    if not -len(shape) <= axis < len(shape):
+        return  # the rule says so
     if not 0 <= k <= shape[axis]:
         raise Invalid(f"k {k} is outside 0..{shape[axis]}, the length of axis {axis}")

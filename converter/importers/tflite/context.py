@@ -252,7 +252,7 @@ class ImportContext:
             data = ConstantData(data_type, array.shape, fill=array[(0,) * array.ndim].item())
         elif 0 in array.strides:  # a broadcast view: its elements are written out from here
             self.claim(array.shape, dtypes.numpy_dtype(data_type).itemsize,
-                       f"the value '{name}'" if name and self.op is None else None)
+                       f"the value '{name}'" if name else None)
             data = ConstantData(data_type, array.shape,
                                 array=array.astype(dtypes.numpy_dtype(data_type), copy=False))
         elif dtypes.info(data_type).bits == 4:
