@@ -62,6 +62,14 @@ def test_split_num_outputs_in_a_branch_is_checked_before_onnx_inference(tmp_path
     assert started == []
 
 
+def test_num_outputs_on_another_op_is_left_to_the_schema_check(tmp_path):
+    src = write(model([helper.make_node("Relu", ["x"], ["y"], num_outputs=5)],
+                      [vi("x", shape=[4])], [vi("y", shape=[4])], opset=18), tmp_path)
+    with pytest.raises(FormatError, match="Relu 'Relu_0': attribute 'num_outputs' is not one "
+                                          r"ONNX's Relu \(opset 18\) has"):
+        converter.load(src)
+
+
 def test_split_num_outputs_equal_to_the_outputs_converts(tmp_path):
     src = write(model([_split(2), helper.make_node("Concat", ["b", "a"], ["y"], axis=0)],
                       [vi("x", shape=[4, 3])], [vi("y", shape=[4, 3])], opset=18), tmp_path)
@@ -336,6 +344,13 @@ def test_a_quantization_block_longer_than_its_axis_is_one_block(tmp_path, known_
     np.testing.assert_array_equal(y, q.astype(np.float32) * scale)
     # not folded: the rule, which repeats the scale no further than the axis, computes it
     assert "dequantizeLinear" in [op.op_type for op in graph.operations]
+
+
+def test_a_blocked_dequantize_without_inputs_is_refused_cleanly(tmp_path):
+    with pytest.raises(UnsupportedError, match="DequantizeLinear 'DequantizeLinear_0': "
+                                               "computing it at conversion time failed"):
+        _load(tmp_path, [helper.make_node("DequantizeLinear", [], ["y"], block_size=4)], [],
+              [vi("y")], opset=21)
 
 
 def test_a_quantization_block_as_long_as_an_axis_is_folded(tmp_path):
