@@ -114,7 +114,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "importers/onnx/rules/shape_ops.py", "importers/onnx/rules/spectral.py",
          "importers/tflite/__init__.py", "importers/tflite/context.py",
          "importers/tflite/rules/constants.py", "importers/tflite/rules/normalization.py",
-         "importers/tflite/rules/shape_ops.py"],
+         "importers/tflite/rules/shape_ops.py", "errors.py"],
         ["tests/security/test_onnx_sized_by_values.py",
          "tests/security/test_tflite_sized_by_values.py", "tests/security/test_onnx_hostile.py",
          "tests/security/test_onnx_budget.py", "tests/importers/onnx", "tests/importers/tflite"]),

@@ -4,6 +4,8 @@ allocates by that value, neither ONNX's own shape inference nor a rule of ours.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from onnx import TensorProto as T
@@ -11,6 +13,7 @@ from onnx import helper, numpy_helper
 
 import converter
 import converter.importers.onnx as onnx_importer
+from converter import errors
 from converter.errors import ConverterError, FormatError, UnsupportedError
 
 from .onnx_cases import convert_refused, model, vi, write
@@ -363,3 +366,24 @@ def test_a_quantization_block_as_long_as_an_axis_is_folded(tmp_path):
                   opset=21)
     assert "dequantizeLinear" not in [op.op_type for op in graph.operations]
     np.testing.assert_array_equal(converter.run(graph, {})["y"], q * scale)
+
+
+# -- a message listing a value from the file stays one readable line ----------------------------
+def test_a_line_listing_200000_axes_keeps_its_start_and_its_fix(tmp_path):
+    # Was: a 600 kB line (each axis listed), 1.5 MB for a 200,000-entry Transpose perm.
+    src = write(model([helper.make_node("ReduceSum", ["x", "a"], ["y"])], [vi("x", shape=[4])],
+                      [vi("y")], [_const("a", np.zeros(200_000))]), tmp_path)
+    line = convert_refused(src, tmp_path / "out")
+    assert line.startswith(f"error: {src}: 1 unsupported: ReduceSum 'ReduceSum_0': axes [0, 0")
+    assert re.search(r" \.\.\. \[\d+ characters left out\] \.\.\. ", line)
+    assert line.endswith("`webnn-convert ops` lists the WebNN ops with the data types and "
+                         "ranks each takes")
+    assert len(line) < errors.MAX_LINE + 100
+
+
+def test_a_line_is_shortened_only_past_its_limit():
+    head, tail = errors.MAX_LINE - errors._TAIL, errors._TAIL
+    assert str(ConverterError("x" * errors.MAX_LINE)) == "x" * errors.MAX_LINE
+    text = "a" * head + "bc" + "z" * tail
+    assert str(ConverterError(text)) == ("a" * head + " ... [2 characters left out] ... "
+                                         + "z" * tail)
