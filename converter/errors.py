@@ -35,7 +35,22 @@ class ConverterError(Exception):
         text = f"{self.where}: {self.what}" if self.where else self.what
         if self.fix:
             text += f"; {self.fix}"
+        return _shortened(text)
+
+
+# A line keeps its start (what is wrong, where) and its end (what to do) within this many
+# characters: a value a message lists from a hostile file (200,000 axes, say) could otherwise
+# make it megabytes long.
+MAX_LINE = 8000
+_TAIL = 1500
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= MAX_LINE:
         return text
+    left_out = len(text) - (MAX_LINE - _TAIL) - _TAIL
+    return (f"{text[:MAX_LINE - _TAIL]} ... [{left_out} characters left out] ... "
+            f"{text[-_TAIL:]}")
 
 
 class FormatError(ConverterError):

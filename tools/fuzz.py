@@ -20,8 +20,10 @@ A run fails, by kind, when:
              model's folder;
   executes   an emitted .js module, imported in Node (when `node` is installed), sets the
              global the corpus's hostile names try to set, or does not parse.
-Prints a summary table (runs, clean errors, successes, each failure kind), writes every run to
-DIR/runs.jsonl, and exits 1 when any run failed.
+Prints a summary table (runs, clean errors, successes, each failure kind) and the five slowest
+runs by wall time (a clean refusal that takes seconds is still a finding), writes every run
+(with its wall time `seconds` and peak RSS `peak_mb`) to DIR/runs.jsonl, and exits 1 when any
+run failed.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from fuzz_corpus import TOKEN, Case, make_corpus  # noqa: E402
 
 TIMEOUT = 30.0
 MEMORY = 1 << 30
+SLOWEST = 5  # runs the summary lists by wall time
 KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary", "executes")
 # command name -> (arguments after the entry file, outputs it may leave on success)
 COMMANDS = {
@@ -232,6 +235,8 @@ def summary(runs: list[Run]) -> dict[str, int]:
 
 
 def table(counts: dict[str, int], runs: list[Run]) -> str:
+    """The counts as a markdown table, the slowest run and highest peak, then the SLOWEST
+    runs by wall time: a refusal that takes seconds is a finding even when it is clean."""
     slowest = max((r.seconds for r in runs), default=0.0)
     peak = max((r.peak_mb for r in runs), default=0.0)
     head = " | ".join(counts)
@@ -239,6 +244,11 @@ def table(counts: dict[str, int], runs: list[Run]) -> str:
              "| " + " | ".join(str(v) for v in counts.values()) + " |",
              f"slowest run {slowest:.1f} s (limit {TIMEOUT:.0f} s), highest peak RSS "
              f"{peak:.0f} MB (limit {MEMORY >> 20} MB)"]
+    ranked = sorted(runs, key=lambda r: r.seconds, reverse=True)[:SLOWEST]
+    if ranked:
+        lines.append(f"the {len(ranked)} slowest runs:")
+    lines += [f"  {r.seconds:7.2f} s  exit {r.exit}  {r.case} {r.command}: {r.detail[:120]}"
+              for r in ranked]
     return "\n".join(lines)
 
 

@@ -152,6 +152,32 @@ def _onnx_constant_of_shape(folder: Path, root: Path) -> Path:
                  folder / "m.onnx")
 
 
+def _onnx_sized(op: str, inputs: list[str], consts: dict, **attrs):
+    """One node on x [1, 1, 4, 3] whose attribute or constant input asks for billions of
+    something (each took ONNX's inference or a rule seconds to hours, or gigabytes)."""
+    def make(folder: Path, root: Path) -> Path:
+        inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()]
+        outputs = ["y", "z"] if op == "Split" else ["y"]
+        node = helper.make_node(op, ["x", *inputs], outputs, **attrs)
+        x = helper.make_tensor_value_info("x", 1, [1, 1, 4, 3])
+        graph = helper.make_graph([node], op, [x], [helper.make_tensor_value_info("y", 1, None)],
+                                  inits)
+        return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
+                     folder / "m.onnx")
+    return make
+
+
+def _tflite_sized(code: str, shape, consts: list, out_type: str = "float32"):
+    """One TFLite op whose constant inputs or input shape ask for billions of elements."""
+    def make(folder: Path, root: Path) -> Path:
+        from converter.testing.tflite_fixtures import Const, Input, Output, one_op
+
+        inputs = ([Input("x", shape)] if shape else []) + [Const(np.asarray(c)) for c in consts]
+        (folder / "m.tflite").write_bytes(one_op(code, inputs, [Output("y", [1], out_type)]))
+        return folder / "m.tflite"
+    return make
+
+
 def _onnx_hostile_names(folder: Path, root: Path) -> Path:
     w = numpy_helper.from_array(np.ones(16, np.float32), "w\u2028globalThis.CANARY=1//")
     model = _add_model(w, [16], name="g\u2028globalThis.CANARY=1;//</script><!--",
@@ -307,6 +333,15 @@ HOSTILE: list[tuple[str, Callable[[Path, Path], Path]]] = [
     ("onnx-constant-of-shape-13gib", _onnx_constant_of_shape),
     ("onnx-hostile-names", _onnx_hostile_names),
     ("onnx-nested-ifs", _onnx_nested_ifs(30)),  # deeper cannot be built: protobuf says no
+    ("onnx-split-num-outputs-2**31", _onnx_sized("Split", [], {}, axis=2, num_outputs=2**31)),
+    ("onnx-resize-to-2**31", _onnx_sized("Resize", ["", "", "s"],
+                                         {"s": np.array([1, 1, 2**31, 2**31])})),
+    ("onnx-unsqueeze-100000-axes", _onnx_sized("Unsqueeze", ["a"], {"a": np.arange(100_000)})),
+    ("tflite-range-2**31", _tflite_sized("RANGE", None, [np.int32(0), np.int32(2**31 - 1),
+                                                         np.int32(1)], "int32")),
+    ("tflite-broadcast-fill-2**28", _tflite_sized("BROADCAST_TO", None, [
+        np.ones((1, 3), np.float32), np.array([2**28, 3], np.int32)])),
+    ("tflite-matrix-diag-65536", _tflite_sized("MATRIX_DIAG", [2**16], [])),
     ("webnn-weights-link-to-canary", _webnn("canary-link")),
     ("webnn-weights-link-to-proc", _webnn("proc-link")),
     ("webnn-weights-fifo", _webnn("fifo")),

@@ -93,7 +93,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "tests/importers/onnx/test_dynamic_quantization.py",
          "tests/importers/onnx/test_resize_refusals.py",
          "tests/importers/onnx/test_indexing_refusals.py",
-         "tests/importers/onnx/test_decompositions.py", "tests/onnx_backend"]),
+         "tests/importers/onnx/test_decompositions.py", "tests/onnx_backend",
+         "tests/security/test_onnx_sized_by_values.py"]),
     "importers.tflite.conv_pool": (["importers/tflite/rules/conv.py",
                                     "importers/tflite/rules/pool.py"],
                                    ["tests/importers/tflite/test_conv.py",
@@ -104,7 +105,19 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "importers.tflite.resize_gather_quant": (
         ["importers/tflite/rules/resize.py", "importers/tflite/rules/indexing.py",
          "importers/tflite/rules/quantization.py"],
-        ["tests/importers/tflite"]),
+        ["tests/importers/tflite", "tests/security/test_tflite_sized_by_values.py"]),
+    # The checks that bound what a model's values size (an attribute or a constant asking for
+    # 2**31 of something), in the importers' shared code and the rules no module above holds.
+    "importers.sized_by_values": (
+        ["importers/onnx/__init__.py", "importers/onnx/checks.py", "importers/onnx/folding.py",
+         "importers/onnx/rules/control_flow.py", "importers/onnx/rules/sampling.py",
+         "importers/onnx/rules/shape_ops.py", "importers/onnx/rules/spectral.py",
+         "importers/tflite/__init__.py", "importers/tflite/context.py",
+         "importers/tflite/rules/constants.py", "importers/tflite/rules/normalization.py",
+         "importers/tflite/rules/shape_ops.py", "errors.py"],
+        ["tests/security/test_onnx_sized_by_values.py",
+         "tests/security/test_tflite_sized_by_values.py", "tests/security/test_onnx_hostile.py",
+         "tests/security/test_onnx_budget.py", "tests/importers/onnx", "tests/importers/tflite"]),
     "exporters.tflite.conv_pool": (["exporters/tflite/conv.py", "exporters/tflite/pool.py"],
                                    ["tests/exporters/tflite/test_conv.py",
                                     "tests/exporters/tflite/test_pool.py"]),

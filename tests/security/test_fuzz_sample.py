@@ -1,5 +1,5 @@
 """The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py plus as
-many mutated real files, each through all seven commands (588 runs): no internal error, crash,
+many mutated real files, each through all seven commands (840 runs): no internal error, crash,
 timeout, memory overrun, leftover file or canary byte in any output."""
 from __future__ import annotations
 
@@ -38,6 +38,20 @@ def test_the_sample_has_no_failure_of_any_kind(tmp_path):
     assert values["clean errors"] > 100 and values["successes"] > 50
     assert values["clean errors"] + values["successes"] == values["runs"]
     assert re.search(r"slowest run \d+\.\d s \(limit 30 s\)", proc.stdout)
+    assert len(re.findall(r"^ +\d+\.\d\d s  exit ", proc.stdout, re.M)) == fuzz.SLOWEST
+
+
+def test_the_summary_lists_the_slowest_runs_by_wall_time():
+    runs = [fuzz.Run(f"case{i}", "check", exit=2, seconds=s, detail=f"error {i}")
+            for i, s in enumerate([0.1, 7.25, 0.3, 2.0, 0.05, 3.5, 0.2])]
+    text = fuzz.table(fuzz.summary(runs), runs)
+    listed = text.splitlines()[text.splitlines().index("the 5 slowest runs:") + 1:]
+    assert listed == ["     7.25 s  exit 2  case1 check: error 1",
+                      "     3.50 s  exit 2  case5 check: error 5",
+                      "     2.00 s  exit 2  case3 check: error 3",
+                      "     0.30 s  exit 2  case2 check: error 2",
+                      "     0.20 s  exit 2  case6 check: error 6"]
+    assert "slowest run 7.2 s (limit 30 s)" in text
 
 
 def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int = 50_000,

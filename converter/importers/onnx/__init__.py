@@ -21,7 +21,7 @@ from ...ir import Graph, Operand
 from .. import REFUSAL_FIX
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
-from .checks import check_attribute_types, check_known_indices, check_model
+from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
 from .folding import can_fold, fold, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
@@ -209,6 +209,7 @@ def import_node(ctx: ImportContext, node: OnnxNode,
     rule = rule_for(domain, node.op_type, node.opset)
     check_attribute_types(node)
     check_known_indices(ctx, node)
+    check_known_top_k(ctx, node)
     if can_fold(ctx, node):
         # Computed here only within the memory budget; past it a node that has a rule stays a
         # WebNN op (its rule keeps big values as graph ops), and one without fails clearly.

@@ -13,8 +13,8 @@ from ...errors import FormatError
 from .registry import DEFAULT_DOMAINS, Invalid
 from .schema_table import declared, since_version
 
-__all__ = ["check_model", "check_known_indices", "check_attribute_types", "MIN_OPSET",
-           "max_opset"]
+__all__ = ["check_model", "check_known_indices", "check_known_top_k", "check_attribute_types",
+           "MIN_OPSET", "max_opset"]
 
 _SCHEMA_DOMAINS = DEFAULT_DOMAINS + ("ai.onnx.ml",)  # the domains the onnx package defines
 
@@ -35,6 +35,7 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         raise FormatError(f"{bad} is not valid UTF-8 text", where=where,
                           fix="the model file is damaged; re-export it")
     _check_opsets(model, where)
+    _check_output_counts(model, where)
     graph = model.graph
     available = {t.name for t in graph.initializer} | {vi.name for vi in graph.input} \
         | {s.values.name for s in graph.sparse_initializer}
@@ -62,6 +63,23 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         if vi.name not in producer and vi.name not in available:
             raise FormatError(f"graph output '{vi.name}' is not produced by any node, "
                               f"initializer or input", where=where)
+
+
+def _check_output_counts(model: onnx.ModelProto, where: str) -> None:
+    """Split's num_outputs (opset 18) equals its node's output count, in every graph. ONNX's
+    own shape inference sizes a vector by num_outputs before it compares the two, so a 300-byte
+    file with num_outputs = 2**31 costs it seconds and gigabytes (then std::bad_alloc): the
+    attribute is checked here, before that inference starts."""
+    for index, node in _all_nodes(model.graph):
+        if node.op_type != "Split" or node.domain not in DEFAULT_DOMAINS:
+            continue
+        for attribute in node.attribute:
+            if attribute.name == "num_outputs" and attribute.type == attribute.INT \
+                    and attribute.i != len(node.output):
+                raise FormatError(f"{_label(node, index)}: num_outputs is "
+                                  f"{attribute.i} but the node has {len(node.output)} outputs",
+                                  where=where,
+                                  fix="the model breaks an ONNX rule; fix or re-export it")
 
 
 def _not_text(message, path: str) -> str | None:
@@ -99,7 +117,7 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
                               f"converter reads opsets {MIN_OPSET} to {newest}", where=where,
                               fix=fix)
         if version < MIN_OPSET:
-            changed = sorted({n.op_type for n in _all_nodes(model.graph)
+            changed = sorted({n.op_type for _, n in _all_nodes(model.graph)
                               if n.domain in DEFAULT_DOMAINS
                               and since_version(n.op_type, version)
                               != since_version(n.op_type, MIN_OPSET)})
@@ -151,11 +169,12 @@ def _attribute_type_name(code: int) -> str:
 
 
 def _all_nodes(graph: onnx.GraphProto):
+    """(index in its own graph, node) for every node of `graph` and of its subgraphs."""
     todo = [graph]
     while todo:
         g = todo.pop()
-        for node in g.node:
-            yield node
+        for index, node in enumerate(g.node):
+            yield index, node
             for a in node.attribute:
                 if a.HasField("g"):
                     todo.append(a.g)
@@ -233,3 +252,24 @@ def check_known_indices(ctx, node) -> None:
         bad = low if low < -dim else high
         raise Invalid(f"index {bad} is out of range for axis {axis} of size {dim} (indices "
                       f"must lie in [{-dim}, {dim - 1}])")
+
+
+def check_known_top_k(ctx, node) -> None:
+    """TopK's k, when known, lies in 0..the length of its axis (ONNX's shape inference refuses
+    more), checked before the node is folded: ONNX's reference implementation sizes arrays by
+    k itself, so a file with k = 2**31 would ask it for 16 GiB."""
+    if node.op_type != "TopK" or node.domain not in DEFAULT_DOMAINS:
+        return
+    if node.opset < 10:
+        k = node.attr("k")  # required: its presence and type are checked before
+    else:
+        known = ctx.known(node.input(1))
+        if known is None or known.size != 1 or known.dtype.kind not in "iu":
+            return  # the rule says what is wrong with it
+        k = int(known.item())
+    shape = ctx.shape(node.input(0))
+    axis = int(node.attr("axis", -1))
+    if not -len(shape) <= axis < len(shape):
+        return  # the rule says so
+    if not 0 <= k <= shape[axis]:
+        raise Invalid(f"k {k} is outside 0..{shape[axis]}, the length of axis {axis}")

@@ -37,7 +37,17 @@ def can_fold(ctx: ImportContext, node: OnnxNode) -> bool:
         return False
     if node.op_type in _KEEP_WHEN_LARGE and names and ctx.values[names[0]].known.size > _LARGE:
         return False
-    return True
+    return not _block_past_input(ctx, node)
+
+
+def _block_past_input(ctx: ImportContext, node: OnnxNode) -> bool:
+    """A (De)QuantizeLinear block longer than every axis of its input. ONNX's reference
+    implementation repeats the scale block_size times, so block_size = 2**31 in a tiny file
+    would make it ask for gigabytes; the node's rule repeats no further than the axis."""
+    if node.op_type not in ("DequantizeLinear", "QuantizeLinear") or not node.inputs:
+        return False
+    shape = ctx.values[node.inputs[0]].known_shape
+    return int(node.attr("block_size", 0) or 0) > max(shape, default=1)
 
 
 # Known inputs up to this many elements are shown to shape inference as values (they are the

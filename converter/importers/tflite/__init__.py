@@ -58,6 +58,8 @@ def import_model(model: TfliteModel, *,
     graph = Graph(name)
     ctx = ImportContext(graph, main, model.where)
     ctx.model = model
+    # The default total for computed values scales with the weights, as for ONNX models.
+    ctx.budget.set_weights(sum(t.data.nbytes for t in main.tensors if t.data is not None))
     report = _Report()
     if len(model.subgraphs) > 1 + len(init_subgraphs(main) - {0}):
         names = ", ".join(f"'{sg.name}'" for sg in model.subgraphs)

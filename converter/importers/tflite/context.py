@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from ... import dtypes
+from ...budget import MemoryBudget, shape_bytes
 from ...errors import ConverterError
 from ... import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ...ir import ConstantData, Graph, Operand, TensorDesc
@@ -64,6 +65,7 @@ class ImportContext:
         self.op: Operator | None = None  # the operator being imported, for names and errors
         self.model = None  # the TfliteModel, for rules that reach other subgraphs (CALL_ONCE)
         self.variables = None  # resource variables met so far (rules/variables.py)
+        self.budget = MemoryBudget()  # what rules compute at conversion time (converter.budget)
 
     # -- the current operator's tensors --------------------------------------------------------
     def tensor(self, k: int) -> Tensor | None:
@@ -224,6 +226,15 @@ class ImportContext:
                              data_type, name=f"{self._base()}/zero_point")
         return scale, zero
 
+    def claim(self, shape: Sequence[int], itemsize: float, what: str | None = None) -> None:
+        """Count a value of `shape` the current op (or `what`) is about to compute against the
+        conversion's memory budget, before it is allocated: a tiny file can ask for a range,
+        a tile or a table of billions of elements."""
+        if what is None:
+            what = "an op" if self.op is None else f"{self.op.name} (op {self.op.index})"
+        self.budget.claim(shape_bytes(shape, itemsize), f"computing {what} at conversion time",
+                          where=self.where)
+
     def constant(self, array: np.ndarray, data_type: str | None = None, *,
                  name: str | None = None) -> Operand:
         """A graph constant holding `array` as it is (int4: unpacked values, packed here)."""
@@ -237,7 +248,13 @@ class ImportContext:
                               f"has no empty tensors")
         cname = self.graph.fresh_name(name or f"{self._base()}/const")
         if array.size > 1 and 0 in array.strides and _is_fill(array):
-            data = ConstantData(data_type, array.shape, fill=array.reshape(-1)[0].item())
+            # (its first element by index: reshaping a broadcast view would copy all of it)
+            data = ConstantData(data_type, array.shape, fill=array[(0,) * array.ndim].item())
+        elif 0 in array.strides:  # a broadcast view: its elements are written out from here
+            self.claim(array.shape, dtypes.numpy_dtype(data_type).itemsize,
+                       f"the value '{name}'" if name else None)
+            data = ConstantData(data_type, array.shape,
+                                array=array.astype(dtypes.numpy_dtype(data_type), copy=False))
         elif dtypes.info(data_type).bits == 4:
             from ...ir.operand import pack4
 
@@ -371,5 +388,9 @@ def _quantized(t: Tensor, webnn_type: str | None) -> bool:
 
 
 def _is_fill(array: np.ndarray) -> bool:
-    flat = array.reshape(-1)
+    """Whether every element is the same. Only the stored elements are compared: along an axis
+    of stride 0 (a broadcast) they repeat, and a broadcast of billions of elements from a
+    tiny file must not be copied out to find that out."""
+    stored = array[tuple(slice(0, 1) if s == 0 else slice(None) for s in array.strides)]
+    flat = stored.reshape(-1)
     return bool(np.all(flat == flat[0]))

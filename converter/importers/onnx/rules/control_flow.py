@@ -23,7 +23,7 @@ from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..inference import inferred_types
 from ..tensor_data import sparse_array, tensor_array
-from ..registry import DEFAULT_DOMAINS, Unsupported, onnx_op
+from ..registry import DEFAULT_DOMAINS, Invalid, Unsupported, onnx_op
 from .shape_ops import known_scalar, normalize_axis
 
 # Body nodes imported in all by one Loop or Scan: beyond this the graph grows too large.
@@ -254,7 +254,7 @@ def scan_8(ctx: ImportContext, node: OnnxNode):
             raise Unsupported("sequence_lens shorter than the sequence: unrolling needs every "
                               "sequence full")
     names = [n for n in node.inputs[1:]]
-    m = int(node.attr("num_scan_inputs"))
+    m = _scan_input_count(node, len(names))
     values = [_value(ctx, n) for n in names]
     batch = _shape(values[0])[0]
     per_item = []
@@ -268,12 +268,20 @@ def scan_8(ctx: ImportContext, node: OnnxNode):
 
 @onnx_op("Scan", since=9, webnn=("slice", "reshape", "concat"))
 def scan_9(ctx: ImportContext, node: OnnxNode):
-    m = int(node.attr("num_scan_inputs"))
+    m = _scan_input_count(node, len(node.inputs))
     values = [_value(ctx, n) for n in node.inputs]
     states, scanned = values[:len(values) - m], values[len(values) - m:]
     return _scan(ctx, node, states, scanned, node.attr("scan_input_directions", [0] * m),
                  node.attr("scan_input_axes", [0] * m),
                  node.attr("scan_output_directions"), node.attr("scan_output_axes"))
+
+
+def _scan_input_count(node: OnnxNode, inputs: int) -> int:
+    """num_scan_inputs, checked against the inputs there are before lists are sized by it."""
+    m = int(node.attr("num_scan_inputs"))
+    if not 1 <= m <= inputs:
+        raise Invalid(f"num_scan_inputs is {m}, but the node has {inputs} inputs to scan")
+    return m
 
 
 def _shape(value) -> tuple[int, ...]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
+from ....budget import shape_bytes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
+from .constants import claim
 from .shape_ops import empty_result, known_scalar, normalize_axis, slice_along
 
 
@@ -228,6 +230,7 @@ def one_hot(ctx: ImportContext, node: OnnxNode):
     indices = ctx.emit("reshape", [indices], {"newShape": expanded})
     positions = [1] * len(expanded)
     positions[axis] = depth
+    claim(ctx, node, 2 * shape_bytes([depth], 8))  # iota and iota - depth, before np.arange
     iota = np.arange(depth, dtype=np.int64).reshape(positions)
     match = ctx.emit("equal", [indices, ctx.constant(iota.astype(dt))])
     from_end = ctx.emit("equal", [indices, ctx.constant((iota - depth).astype(dt))])

@@ -91,7 +91,8 @@ def to_input_rank(ctx: ImportContext, name: str, x_shape, axis: int, block_size:
             raise Unsupported(f"{what} must be known at conversion time: input dimension "
                               f"{axis % len(x_shape)} ({x_shape[axis]}) is not a multiple of "
                               f"block_size {block_size}", needs=ctx.inputs_feeding(name))
-        full = np.repeat(unpack_known(value), block_size, axis=axis)
+        # A block longer than the axis is one block: repeat no more than the axis holds.
+        full = np.repeat(unpack_known(value), min(block_size, x_shape[axis]), axis=axis)
         full = np.take(full, np.arange(x_shape[axis]), axis=axis)
         dtype = ctx.dtype(name)
         return ctx.constant(pack4(full) if dtype in ("int4", "uint4") else full, dtype,

@@ -44,6 +44,10 @@ _VIA_FLOAT32 = {"float16": None, "int8": (-128, 127), "uint8": (0, 255)}
 _WEBNN_RANKS = 5  # the ranks every backend must take; gather adds one
 _NO_CROP = (Fraction(0), Fraction(1))
 _RESAMPLE2D_TYPES = ("float32", "float16", "int8", "uint8")  # the spec's input data types
+# Output positions whose taps are computed, over all resized axes: exact rational arithmetic
+# costs about 15 us a position, so this bounds a node to about a second; a file asking for
+# 2**31 positions would otherwise run for hours.
+_MAX_POSITIONS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -286,12 +290,18 @@ def _resize(ctx: ImportContext, x: Operand, out_shape: Sequence[int],
         raise Unsupported(f"output shape {list(out_shape)} has a 0 dimension; WebNN has no "
                           f"empty tensors")
     roi = roi or [_NO_CROP] * x.rank
-    plan = []
+    resized = []
     for a, (size, out, scale) in enumerate(zip(x.shape, out_shape, scales)):
         cropping = method.transform == "tf_crop_and_resize" and roi[a] != _NO_CROP
-        if out == size and scale == 1 and not cropping:
-            continue  # ONNX leaves this axis as it is
-        plan.append((a, _axis_taps(method, size, out, scale, roi[a])))
+        if out != size or scale != 1 or cropping:  # else ONNX leaves this axis as it is
+            resized.append(a)
+    positions = sum(out_shape[a] for a in resized)
+    if positions > _MAX_POSITIONS:  # before the exact arithmetic runs through them one by one
+        raise Unsupported(f"it resizes to {positions} positions along its resized axes "
+                          f"(output shape {list(out_shape)}); the converter computes at most "
+                          f"{_MAX_POSITIONS}")
+    plan = [(a, _axis_taps(method, x.shape[a], out_shape[a], scales[a], roi[a]))
+            for a in resized]
     if not plan:
         return ctx.emit("identity", [x])
     mode = _resample2d_mode(x, plan, out_shape)
@@ -320,6 +330,8 @@ def _output_geometry(node: OnnxNode, shape: Sequence[int], scales, sizes, axes):
         for a, s in zip(axes, scales):
             if s <= 0:
                 raise Unsupported(f"scale {s} is not positive")
+            if not math.isfinite(s):  # an exact rational has no infinity
+                raise Unsupported(f"scale {s} is not a finite number")
             factors[a] = Fraction(float(np.float32(s)))
             out[a] = math.floor(shape[a] * factors[a])
         return out, factors
@@ -351,6 +363,8 @@ def _region(ctx: ImportContext, node: OnnxNode, rank: int, axes: list[int]):
     if len(roi) != 2 * len(axes):
         raise Unsupported(f"roi has {len(roi)} values for {len(axes)} axes (starts, then ends)")
     region = [_NO_CROP] * rank
+    if not np.all(np.isfinite(roi)):  # an exact rational has no infinity
+        raise Unsupported(f"roi {[float(v) for v in roi]} holds a value that is not finite")
     for i, a in enumerate(axes):
         region[a] = (Fraction(float(roi[i])), Fraction(float(roi[len(axes) + i])))
     return region

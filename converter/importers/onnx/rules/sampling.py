@@ -17,13 +17,16 @@ Separable per axis: 2**n (linear) or 4**n (cubic) taps for n spatial axes.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
+from ....budget import shape_bytes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
 from ._emit import emit
+from .constants import claim
 from .shape_ops import known_ints
 
 _MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear", "cubic": "cubic",
@@ -201,6 +204,10 @@ def affine_grid(ctx: ImportContext, node: OnnxNode):
     if tuple(theta.shape) != (n, spatial, spatial + 1):
         raise Unsupported(f"theta has shape {list(theta.shape)}; it must be "
                           f"[{n}, {spatial}, {spatial + 1}]")
+    if min(size) < 1:
+        raise Unsupported(f"size {size} has a dimension below 1")
+    # The mesh (one axis each) and the base (one column more) are float64 [positions, ...].
+    claim(ctx, node, shape_bytes([math.prod(dims), 2 * spatial + 1], 8))
     align = bool(node.attr("align_corners", 0))
 
     def positions(length: int) -> np.ndarray:

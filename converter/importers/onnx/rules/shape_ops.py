@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import onnx
 
+from .... import dtypes
 from ....ir import Operand
 from ....ops.registry import broadcast_shapes
 from ..context import ImportContext, OnnxNode
@@ -159,7 +160,10 @@ def unsqueeze(ctx: ImportContext, node: OnnxNode):
     if axes is None:
         raise Unsupported("it has no axes")
     out_rank = len(shape) + len(axes)
-    axes = normalize_axes(axes, out_rank)  # ONNX counts them in the output's rank
+    if out_rank > dtypes.MAX_RANK:  # before the axes are compared one by one
+        raise Unsupported(f"{len(axes)} axes make a rank-{out_rank} result; the converter "
+                          f"handles at most {dtypes.MAX_RANK} axes")
+    axes = set(normalize_axes(axes, out_rank))  # ONNX counts them in the output's rank
     dims = iter(shape)
     target = [1 if d in axes else next(dims) for d in range(out_rank)]
     return [ctx.emit("reshape", [ctx.operand(node.input(0))], {"newShape": target})]

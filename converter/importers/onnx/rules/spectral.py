@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
+from ....budget import shape_bytes
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
 from ._emit import emit, transpose
+from .constants import claim
 from .shape_ops import known_scalar
 
 # The largest transform length: its two matrices hold 2 * L * L values.
@@ -193,6 +195,7 @@ def _window(kind: str):
         """A window is a constant of its size, which must be known (then the node folds
         before this rule runs); computed here from the spec's formula otherwise."""
         size = int(known_scalar(ctx, node.input(0), "the window size"))
+        claim(ctx, node, shape_bytes([size], 8))  # the float64 phases, before np.arange
         periodic = bool(node.attr("periodic", 1))
         denominator = size if periodic else size - 1
         phase = 2 * np.pi * np.arange(size) / max(denominator, 1)
@@ -225,6 +228,10 @@ def mel_weight_matrix(ctx: ImportContext, node: OnnxNode):
     for name, what in zip(node.inputs, ("num_mel_bins", "dft_length", "sample_rate",
                                         "lower_edge_hertz", "upper_edge_hertz")):
         ctx.require_known(name, what)
+    bins, length = (abs(int(known_scalar(ctx, n, what)))
+                    for n, what in zip(node.inputs, ("num_mel_bins", "dft_length")))
+    # The result is [length / 2 + 1, bins]; ONNX's implementation also counts bins + 2 edges.
+    claim(ctx, node, shape_bytes([length // 2 + 1, bins + 2], 8))
     from ..folding import fold
 
     return fold(ctx, node)

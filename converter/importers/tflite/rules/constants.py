@@ -3,8 +3,11 @@ RANK, ZEROS_LIKE, FILL, RANGE, BROADCAST_ARGS. They leave no op in the WebNN gra
 a value computed at run time becomes an expand)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ....ir.graph import shape_problem
 from ..context import ImportContext
 from ..model_file import TYPES, Operator
 from ..registry import Unsupported, tflite_op
@@ -39,6 +42,9 @@ def fill(ctx: ImportContext, op: Operator):
     dims = [int(d) for d in ctx.require_known(0, "dimensions").reshape(-1)]
     if any(d <= 0 for d in dims):
         raise Unsupported(f"its dimensions {dims} include a 0; WebNN has no empty tensors")
+    problem = shape_problem(dims)  # before numpy is asked for a view of that many elements
+    if problem:
+        raise Unsupported(f"its dimensions {dims} are not a WebNN shape: {problem}")
     value = ctx.known(1)
     if value is not None and ctx.quant(1) is None:
         return [np.broadcast_to(value.reshape(()).astype(_out_numpy(ctx)), dims)]
@@ -52,6 +58,9 @@ def range_op(ctx: ImportContext, op: Operator):
                            ((0, "start"), (1, "limit"), (2, "delta")))
     if delta == 0:
         raise Unsupported("its delta is 0")
+    if not all(np.isfinite(v) for v in (start, limit, delta)):
+        raise Unsupported(f"range({start}, {limit}, {delta}) has a bound that is not finite")
+    ctx.claim([max(math.ceil((float(limit) - float(start)) / float(delta)), 0)], 8)
     values = np.arange(start, limit, delta).astype(_out_numpy(ctx))
     if values.size == 0:
         raise Unsupported(f"range({start}, {limit}, {delta}) is empty; WebNN has no empty "

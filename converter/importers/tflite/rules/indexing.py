@@ -206,6 +206,7 @@ def one_hot(ctx: ImportContext, op: Operator):
     ids = reshape(ctx, indices, shape[:axis] + [1] + shape[axis:], "ids")
     lane = [1] * (rank + 1)
     lane[axis] = depth
+    ctx.claim([depth], 8)
     positions = ctx.constant(np.arange(depth, dtype=np.dtype(indices.data_type)).reshape(lane),
                              indices.data_type, name=f"{ctx.out_tensor().name}/positions")
     hit = emit(ctx, "equal", ids, positions)
@@ -214,6 +215,7 @@ def one_hot(ctx: ImportContext, op: Operator):
 
 
 def _diagonal_mask(ctx: ImportContext, rows: int, cols: int) -> Operand:
+    ctx.claim([rows, cols], 1)  # sized by the input's last axis, squared
     return ctx.constant(np.eye(rows, cols, dtype=np.uint8), "uint8",
                         name=f"{ctx.out_tensor().name}/diagonal")
 

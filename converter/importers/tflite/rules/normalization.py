@@ -37,6 +37,7 @@ def local_response_normalization(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input has rank {x.rank}; it needs channels and a batch")
     channels = x.shape[-1]
     r = int(o.radius)
+    ctx.claim([channels, channels], 8)  # the band of channel distances, before it is made
     band = (np.abs(np.subtract.outer(np.arange(channels), np.arange(channels))) <= r)
     dt = x.data_type
     window = ctx.constant(band.astype(np.dtype(dt)), dt, name=f"{ctx.out_tensor().name}/window")

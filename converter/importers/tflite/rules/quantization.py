@@ -64,6 +64,8 @@ def densify(ctx: ImportContext, op: Operator):
     t = ctx.tensor(0)
     if t.sparsity is None or t.data is None:
         raise Unsupported(f"its input {t} is not a sparse constant")
+    # The walk holds int64 coordinates of every dense position, then the dense values.
+    ctx.claim(list(t.shape), 8 * (len(t.shape) + 1))
     return [densified(t)]
 
 

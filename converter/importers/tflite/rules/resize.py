@@ -61,6 +61,7 @@ def _sizes(ctx: ImportContext) -> list[int]:
     size = [int(s) for s in ctx.require_known(1, "size").reshape(-1)]
     if len(size) != 2 or min(size) < 1:
         raise Unsupported(f"its size {size} is not two positive numbers")
+    ctx.claim([sum(size), 4], 8)  # the rules' float64 and int64 tables, a few per position
     return size
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .... import dtypes
 from ....ir import Operand
+from ....ir.graph import shape_problem
 from ..context import ImportContext
 from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
@@ -215,6 +216,7 @@ def tile(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its multiples {reps} do not fit rank {ctx.rank(0)}")
     known = _known_moved(ctx, 0)
     if known is not None:
+        ctx.claim([known[0].size, *reps], known[0].itemsize)
         return [np.tile(known[0], reps)]
     return [emit(ctx, "tile", ctx.passthrough(0), repetitions=reps)]
 
@@ -224,6 +226,9 @@ def broadcast_to(ctx: ImportContext, op: Operator):
     shape = [int(d) for d in ctx.require_known(1, "shape").reshape(-1)]
     known = _known_moved(ctx, 0)
     if known is not None:
+        problem = shape_problem(shape) if 0 not in shape else None  # (empty: nothing to hold)
+        if problem:  # before numpy is asked for a view of that many elements
+            raise Unsupported(f"its shape {shape} is not a WebNN shape: {problem}")
         return [np.broadcast_to(known[0], shape)]
     return [emit(ctx, "expand", ctx.passthrough(0), newShape=shape)]
 
