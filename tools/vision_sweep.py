@@ -9,7 +9,8 @@ process with its own time limit:
     webnn-convert convert M.onnx -o M.webnn
     webnn-convert verify M.onnx --json              (parity against ONNX Runtime on M.onnx,
                                                      or LiteRT on M.tflite)
-    webnn-convert verify M.onnx --json --runtime chromium   (the graph on Chromium's WebNN)
+    webnn-convert verify M.onnx --json --runtime chromium --target chromium-litert
+                                                    (the graph on Chromium's WebNN)
     webnn-convert check M.onnx --target chromium-litert --json
 
 Usage:
@@ -85,6 +86,81 @@ def _tv_video():
     return _torchvision().models.video.r3d_18(weights=None, num_classes=10)
 
 
+def _custom(kind):
+    """Small modules made of the layers of models the list above misses: U-Net, super
+    resolution, style transfer, spatial transformers, adaptive pooling to a fixed grid."""
+    def build():
+        import torch
+        nn, F = torch.nn, torch.nn.functional
+
+        class UNet(nn.Module):  # GroupNorm, ConvTranspose2d, skip concat, align_corners resize
+            def __init__(self):
+                super().__init__()
+                self.down = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16),
+                                          nn.SiLU())
+                self.mid = nn.Sequential(nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                                         nn.GroupNorm(8, 32), nn.SiLU())
+                self.up = nn.ConvTranspose2d(32, 16, 2, stride=2)
+                self.out = nn.Conv2d(32, 4, 1)
+
+            def forward(self, x):
+                a = self.down(x)
+                b = self.up(self.mid(a))
+                y = self.out(torch.cat([a, b], 1))
+                return F.interpolate(y, scale_factor=0.5, mode="bilinear", align_corners=True)
+
+        class Espcn(nn.Module):  # sub-pixel super resolution
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 16, 5, padding=2), nn.Tanh(),
+                                          nn.Conv2d(16, 8, 3, padding=1), nn.Tanh(),
+                                          nn.Conv2d(8, 3 * 9, 3, padding=1), nn.PixelShuffle(3))
+
+            def forward(self, x):
+                return self.body(x)
+
+        class Style(nn.Module):  # fast style transfer: reflection pads, instance norms
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(
+                    nn.ReflectionPad2d(4), nn.Conv2d(3, 8, 9), nn.InstanceNorm2d(8, affine=True),
+                    nn.ReLU(), nn.ReflectionPad2d(1), nn.Conv2d(8, 16, 3, stride=2),
+                    nn.InstanceNorm2d(16, affine=True), nn.ReLU(),
+                    nn.Upsample(scale_factor=2, mode="nearest"), nn.ReflectionPad2d(1),
+                    nn.Conv2d(16, 3, 3))
+
+            def forward(self, x):
+                return self.body(x)
+
+        class Stn(nn.Module):  # spatial transformer: affine_grid + grid_sample
+            def __init__(self):
+                super().__init__()
+                self.loc = nn.Sequential(nn.Conv2d(3, 8, 5, stride=4), nn.ReLU(),
+                                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 6))
+
+            def forward(self, x):
+                theta = self.loc(x).view(-1, 2, 3) * 0.2 + torch.tensor(
+                    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+                grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+                return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
+                                     align_corners=False)
+
+        class Adaptive(nn.Module):  # adaptive pools to grids that do not divide the input
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.avg = nn.AdaptiveAvgPool2d((7, 7))
+                self.max = nn.AdaptiveMaxPool2d((3, 5))
+
+            def forward(self, x):
+                y = self.conv(x)
+                return torch.cat([self.avg(y).flatten(1), self.max(y).flatten(1)], 1)
+
+        return {"unet": UNet, "espcn": Espcn, "style": Style, "stn": Stn,
+                "adaptive": Adaptive}[kind]()
+    return build
+
+
 def _hf(config_name, model_name, output="logits", **cfg):
     def build():
         import torch
@@ -127,6 +203,13 @@ MODELS = {
                             (1, 3, SIZE, SIZE)),
     "fcn_resnet50": (_tv_seg("fcn_resnet50", num_classes=5, aux_loss=False),
                      (1, 3, SIZE, SIZE)),
+    "deeplabv3_mobilenet_v3": (_tv_seg("deeplabv3_mobilenet_v3_large", num_classes=5,
+                                       aux_loss=False), (1, 3, SIZE, SIZE)),
+    "unet_small": (_custom("unet"), (1, 3, SIZE, SIZE)),
+    "espcn": (_custom("espcn"), (1, 3, 32, 32)),
+    "style_transfer": (_custom("style"), (1, 3, SIZE, SIZE)),
+    "spatial_transformer": (_custom("stn"), (1, 3, SIZE, SIZE)),
+    "adaptive_pools": (_custom("adaptive"), (1, 3, 12, 12)),
     "hf_segformer": (_hf("SegformerConfig", "SegformerForSemanticSegmentation",
                          hidden_sizes=[16, 32, 40, 64], decoder_hidden_size=32, num_labels=5,
                          depths=[1, 1, 1, 1], num_attention_heads=[1, 2, 2, 4]),
@@ -152,7 +235,9 @@ MODELS = {
                 (1, 3, SIZE, SIZE)),
 }
 
-EXPORTERS = {"dynamo": 18, "legacy": 17, "litert": None}  # exporter -> ONNX opset
+# exporter -> ONNX opset. dyn13: the legacy exporter at opset 13 with a dynamic batch axis (as
+# most tutorials export); fp16: the legacy exporter on the model in half precision.
+EXPORTERS = {"dynamo": 18, "legacy": 17, "dyn13": 13, "fp16": 17, "litert": None}
 
 
 def _randomize(model, shape) -> None:
@@ -222,10 +307,14 @@ def export(name: str, exporter: str, path: Path) -> None:
         import litert_torch
         litert_torch.convert(model, (x,)).export(str(path))
         return
+    if exporter == "fp16":
+        model, x = model.half(), x.half()
+    dynamic = {"input": {0: "batch"}, "output": {0: "batch"}} if exporter == "dyn13" else None
     with torch.no_grad():
         torch.onnx.export(model, (x,), str(path), input_names=["input"],
                           output_names=["output"], opset_version=EXPORTERS[exporter],
-                          dynamo=exporter == "dynamo", external_data=False)
+                          dynamo=exporter == "dynamo", external_data=False,
+                          dynamic_axes=dynamic)
 
 
 def _run(cmd: list[str], timeout: int, env=None) -> tuple[int, str, float]:
@@ -274,18 +363,21 @@ def sweep_one(name: str, exporter: str, out: Path, timeout: int, litert_path: st
     rms = folder / "output_rms.txt"
     row["output_rms"] = float(rms.read_text()) if rms.exists() else None
     cli = [sys.executable, "-m", "cli.main"]
-    rc, text, secs = _run(cli + ["convert", str(model_path), "-o", str(folder / "m.webnn")],
-                          timeout)
+    dims = ["--dim", "batch=1"] if exporter == "dyn13" else []  # convert asks for its value
+    rc, text, secs = _run(cli + ["convert", str(model_path), "-o", str(folder / "m.webnn")]
+                          + dims, timeout)
     row["convert"] = "ok" if rc == 0 else "fail: " + _last_line(text)
     row["convert_s"] = round(secs, 1)
     if rc == 0:
-        rc, text, secs = _run(cli + ["verify", str(model_path), "--json"], timeout)
+        rc, text, secs = _run(cli + ["verify", str(model_path), "--json"] + dims, timeout)
         row.update(_verdict(text, "ort"))
+        # in the browser, converted for its backend (the target's passes run first)
         rc, text, secs = _run(cli + ["verify", str(model_path), "--json", "--runtime",
-                                     "chromium"], timeout)
-        row.update(_verdict(text, "chromium"))
-        rc, text, secs = _run(cli + ["check", str(model_path), "--target", "chromium-litert"],
+                                     "chromium", "--target", "chromium-litert"] + dims,
                               timeout)
+        row.update(_verdict(text, "chromium"))
+        rc, text, secs = _run(cli + ["check", str(model_path), "--target", "chromium-litert"]
+                              + dims, timeout)
         row["check"] = "fits" if rc == 0 else ("violations: " + _last_line(text)
                                                if rc == 1 else "error: " + _last_line(text))
     return row
