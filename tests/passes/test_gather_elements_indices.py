@@ -71,6 +71,16 @@ def test_the_offsets_are_worked_out_by_hand():
                                   [[20, 0], [30, 40]])
 
 
+def test_a_stride_of_two_multiplies_the_index():
+    """x 3x2, axis 0 (stride 2), indices [[2, 0], [1, -1]]: flat positions [[4, 1], [2, 5]]."""
+    x = np.arange(6, dtype=np.float32).reshape(3, 2) * 10
+    indices = np.array([[2, 0], [1, -1]], np.int32)
+    graph = _graph([3, 2], indices, 0)
+    run_passes(graph, ["constant_operands"], PassContext(target=_target()))
+    np.testing.assert_array_equal(run(graph, {"x": x, "i": indices})["y"],
+                                  [[40, 10], [20, 50]])
+
+
 def test_constant_indices_stay_a_gather_elements():
     indices = np.array([[1, 0], [2, 2]], np.int32)
     graph = _graph([3, 2], indices, 0, constant=True)
