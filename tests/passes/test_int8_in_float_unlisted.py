@@ -70,3 +70,29 @@ def test_int8_pad_and_max_pool_run_in_float32_with_the_same_values(mode):
     got = converter.run(graph, {"x": x})["y"]
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, _want(x, mode))
+
+
+def _types(*names):
+    return {"dataTypes": list(names)}
+
+
+@pytest.mark.parametrize("refused", ["input", "output"])
+def test_int8_refused_on_one_side_only_is_enough(refused):
+    """A target may list int8 for a pad's input and not its output, or the other way."""
+    limits = {"input": _types("float32", "int8"), "output": _types("float32", "int8")}
+    limits[refused] = _types("float32")
+    pad, _ = pad_pool_graph().operations
+    assert lacks_int8(pad, Target("t", {"pad": limits}))
+    assert not lacks_int8(pad, Target("t", {"pad": {k: _types("float32", "int8")
+                                                    for k in limits}}))
+
+
+def test_split_results_are_named_outputs():
+    b = GraphBuilder("g")
+    x = b.input("x", "int8", [4, 2])
+    graph = b.build({"a": b.split(x, 2, name="halves")[0]})
+    split = graph.operations[0]
+    assert lacks_int8(split, Target("t", {"split": {"input": _types("float32", "int8"),
+                                                    "outputs": _types("float32")}}))
+    assert not lacks_int8(split, Target("t", {"split": {"input": _types("float32", "int8"),
+                                                        "outputs": _types("float32", "int8")}}))
