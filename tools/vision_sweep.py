@@ -145,16 +145,14 @@ def _custom(kind):
                 return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
                                      align_corners=False)
 
-        class Adaptive(nn.Module):  # adaptive pools to grids that do not divide the input
-            def __init__(self):
+        class Adaptive(nn.Module):  # an adaptive pool to a grid that does not divide the input
+            def __init__(self):  # (an AdaptiveMaxPool2d to 3x5 exports with neither exporter)
                 super().__init__()
                 self.conv = nn.Conv2d(3, 8, 3)
                 self.avg = nn.AdaptiveAvgPool2d((7, 7))
-                self.max = nn.AdaptiveMaxPool2d((3, 5))
 
             def forward(self, x):
-                y = self.conv(x)
-                return torch.cat([self.avg(y).flatten(1), self.max(y).flatten(1)], 1)
+                return self.avg(self.conv(x)).flatten(1)
 
         return {"unet": UNet, "espcn": Espcn, "style": Style, "stn": Stn,
                 "adaptive": Adaptive}[kind]()
@@ -237,7 +235,11 @@ MODELS = {
 
 # exporter -> ONNX opset. dyn13: the legacy exporter at opset 13 with a dynamic batch axis (as
 # most tutorials export); fp16: the legacy exporter on the model in half precision.
-EXPORTERS = {"dynamo": 18, "legacy": 17, "dyn13": 13, "fp16": 17, "litert": None}
+# litert: litert-torch's float .tflite; litert-dq and litert-s8: that file quantized by
+# ai-edge-quantizer (dynamic_wi8_afp32: int8 weights; static_wi8_ai8: int8 weights and
+# activations, calibrated on 8 seeded images).
+EXPORTERS = {"dynamo": 18, "legacy": 17, "dyn13": 13, "fp16": 17, "litert": None,
+             "litert-dq": None, "litert-s8": None}
 
 
 def _randomize(model, shape) -> None:
@@ -288,6 +290,26 @@ def _randomize(model, shape) -> None:
     model.eval()
 
 
+def _quantize(path: Path, exporter: str, shape) -> None:
+    """Quantize the .tflite at `path` in place with ai-edge-quantizer's recipe for `exporter`."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_quantizer import quantizer, recipe
+    q = quantizer.Quantizer(str(path))
+    if exporter == "litert-dq":
+        q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
+        result = q.quantize()
+    else:
+        q.load_quantization_recipe(recipe.static_wi8_ai8())
+        signatures = Interpreter(str(path)).get_signature_list()
+        key = next(iter(signatures))
+        name = signatures[key]["inputs"][0]
+        rng = np.random.default_rng(1)
+        data = {key: [{name: rng.random(shape, dtype=np.float32)} for _ in range(8)]}
+        result = q.quantize(q.calibrate(data))
+    result.export_model(str(path), overwrite=True)
+
+
 def export(name: str, exporter: str, path: Path) -> None:
     """Export one model (this runs in a child process: torch's state stays out of the parent)."""
     import torch
@@ -303,9 +325,11 @@ def export(name: str, exporter: str, path: Path) -> None:
         y = model(x)
     # the scale the parity figures are read against
     path.with_name("output_rms.txt").write_text(f"{float(y.float().pow(2).mean().sqrt()):.4g}")
-    if exporter == "litert":
+    if exporter.startswith("litert"):
         import litert_torch
         litert_torch.convert(model, (x,)).export(str(path))
+        if exporter != "litert":
+            _quantize(path, exporter, shape)
         return
     if exporter == "fp16":
         model, x = model.half(), x.half()
