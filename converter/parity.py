@@ -130,7 +130,9 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, bounds: Bounds | None 
     # What is NaN now is a NaN on one side only: as far from the other as an infinity, so
     # max_abs, max_rel and the worst index show it rather than skip it.
     diff = np.where(np.isnan(diff), np.inf, diff)
-    with np.errstate(invalid="ignore"):  # inf / inf: an infinite difference is infinitely far
+    # inf / inf: an infinite difference is infinitely far; a difference over `tiny` (want 0)
+    # may overflow to inf, which says the same
+    with np.errstate(invalid="ignore", over="ignore"):
         rel = np.where(np.isinf(diff), np.inf,
                        diff / np.fmax(np.abs(w64), np.finfo(np.float64).tiny))  # fmax: NaN as 0
     # (No NaN is left in either: a one-sided NaN is inf, and |want| is at least `tiny`.)

@@ -252,3 +252,16 @@ def test_the_quantized_spread_rule_is_inclusive():
     r = judge("q", ours, source, Q_TRUTH, STEP, "int8", alternates={"k": q8(-20, 3, 43, 100)})
     assert r.passed and r.extra["decidedBy"].startswith(
         "webnn vs f64 within 2x the source's own spread (k 3)")
+
+
+def test_a_relative_error_over_a_zero_want_is_infinite_without_a_warning():
+    # 5 steps over want 0: 5 / tiny overflows float64 (a RuntimeWarning reached verify's
+    # output on the sweep's int8 models)
+    import warnings
+
+    from converter.parity import compare
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = compare("q", q8(5, 1), q8(0, 1), STEP, "int8")
+    assert r.max_abs == 5 and r.max_rel == np.inf and not r.passed
