@@ -358,7 +358,7 @@ def _last_line(text: str) -> str:
 def _verdict(out: str, key: str) -> dict:
     """The verify report's verdict and its worst output's numbers, under KEY_*."""
     try:
-        report = json.loads(out[out.index("{"):])
+        report = json.JSONDecoder().raw_decode(out[out.index("{"):])[0]  # stderr may follow
     except ValueError:
         return {key: _last_line(out)}
     rows = report.get("outputs") or []
