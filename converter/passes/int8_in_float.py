@@ -13,7 +13,7 @@ so the float result holds int8 values that the last cast returns unchanged.
 
 The same rewrite serves ops that a target does not list for int8 at all but does for float32,
 when they compute exactly in float32 (EXACT_IN_FLOAT: data movement, and maxPool2d, whose
-result is one of its inputs). Chromium 153's LiteRT backend takes pad and maxPool2d in float32
+result is one of its inputs; a nearest-neighbor resample2d). Chromium 153's LiteRT backend takes pad and maxPool2d in float32
 and uint8, not int8, and a statically quantized TFLite model (ai-edge-quantizer's
 static_wi8_ai8) pads and max-pools int8 values. Without a target nothing changes.
 """
@@ -31,7 +31,8 @@ __all__ = ["int8_in_float", "rewritten_ops", "lacks_int8", "MOVES_VALUES", "EXAC
 MOVES_VALUES = frozenset({"concat", "slice", "reshape", "transpose", "expand", "gather",
                           "split", "reverse", "tile", "pad"})
 # The ops whose int8 result is exact when computed in float32 from the same values: those that
-# move values, and maxPool2d (each result element is one of its window's elements).
+# move values, and maxPool2d (each result element is one of its window's elements); so is a
+# nearest-neighbor resample2d (lacks_int8 checks its mode: a linear one interpolates).
 EXACT_IN_FLOAT = MOVES_VALUES | {"maxPool2d"}
 
 
@@ -52,7 +53,8 @@ def lacks_int8(op: Operation, target) -> bool:
     """Whether `target` refuses `op`'s int8 operands but takes every one of them as float32:
     an op of EXACT_IN_FLOAT whose results are int8 (an operand the file does not list is taken
     as the target's check takes it: unrestricted)."""
-    if op.op_type not in EXACT_IN_FLOAT or not target.supports(op.op_type) \
+    nearest = op.op_type == "resample2d" and op.attr("mode") == "nearest-neighbor"
+    if (op.op_type not in EXACT_IN_FLOAT and not nearest) or not target.supports(op.op_type) \
             or not all(o.data_type == "int8" for o in op.outputs):
         return False
     refused = False

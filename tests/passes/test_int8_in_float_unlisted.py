@@ -96,3 +96,21 @@ def test_split_results_are_named_outputs():
                                                     "outputs": _types("float32")}}))
     assert not lacks_int8(split, Target("t", {"split": {"input": _types("float32", "int8"),
                                                         "outputs": _types("float32", "int8")}}))
+
+
+@pytest.mark.parametrize("mode", ["nearest-neighbor", "linear"])
+def test_only_a_nearest_neighbor_resample_is_exact_in_float(mode):
+    """A style-transfer model's int8 nearest upsampling (static int8 in the sweep): chromium-
+    litert takes resample2d in float32 only. Nearest copies values; linear interpolates."""
+    b = GraphBuilder("g")
+    x = b.input("x", "int8", [1, 2, 3, 3])
+    graph = b.build({"y": b.resample2d(x, mode=mode, scales=[2.0, 2.0], name="up")})
+    up = graph.operations[0]
+    assert lacks_int8(up, LITERT) == (mode == "nearest-neighbor")
+    if mode == "linear":
+        return
+    run_passes(graph, ["int8_in_float"], PassContext(target=LITERT))
+    assert check(graph, LITERT) == []
+    x = np.random.default_rng(4).integers(-128, 128, (1, 2, 3, 3)).astype(np.int8)
+    got = converter.run(graph, {"x": x})["y"]
+    np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(2, axis=3))
