@@ -1,20 +1,27 @@
 """Sweep real vision architectures through export -> convert -> verify -> target check.
 
-Not run in CI (it exports torch models: minutes, and torch/torchvision are not project
-dependencies). Each architecture is built with seeded random weights at a small input size,
-exported to ONNX by torch's dynamo exporter (opset 18) and its legacy TorchScript exporter
-(opset 17), and by litert-torch to .tflite (`--exporter litert`), then run through the `webnn-convert` CLI, one step at a time, each step a separate
-process with its own time limit:
+Not run in CI (it exports torch models: minutes, and torch, torchvision, transformers and
+litert-torch are not project dependencies). Each architecture is built with seeded random
+weights of order one (see _randomize) at a small input size and exported by torch's dynamo
+exporter (opset 18), its legacy TorchScript exporter (opset 17; `dyn13`: opset 13 with a
+dynamic batch axis; `fp16`: the model in half precision), or litert-torch to .tflite (`litert`;
+`litert-dq`, `litert-s8`: that file quantized by ai-edge-quantizer), then run through the
+`webnn-convert` CLI, one step at a time, each a separate process with its own time limit:
 
     webnn-convert convert M.onnx -o M.webnn
     webnn-convert verify M.onnx --json              (parity against ONNX Runtime on M.onnx,
                                                      or LiteRT on M.tflite)
     webnn-convert verify M.onnx --json --runtime chromium --target chromium-litert
-                                                    (the graph on Chromium's WebNN)
-    webnn-convert check M.onnx --target chromium-litert --json
+                                                    (the graph in Chromium's WebNN)
+    webnn-convert check M.onnx --target chromium-litert
+
+litert-torch pulls in jax and pins older pydantic/typing_extensions: install it apart, e.g.
+`pip install --no-deps --target /tmp/lt litert-torch litert-converter ai-edge-quantizer jax
+jaxlib torchao ...` and pass `--litert-path /tmp/lt` (put on PYTHONPATH for those exports only).
 
 Usage:
-    python tools/vision_sweep.py --out /tmp/sweep [--only resnet18,vit] [--exporter dynamo]
+    python tools/vision_sweep.py --out /tmp/sweep [--only resnet18,vit_tiny] [--exporter dynamo]
+    python tools/vision_sweep.py --out /tmp/sweep --exporter litert-s8 --litert-path /tmp/lt
     python tools/vision_sweep.py --out /tmp/sweep --table    # print the markdown table
 
 Results go to OUT/results.json (one row per model and exporter, rewritten after every row, so a
@@ -39,7 +46,7 @@ def _torchvision():
     """Import torchvision even when its C extension does not load (no nms/qnms schemas)."""
     import torch
     try:
-        import torchvision  # noqa: F401
+        import torchvision
     except RuntimeError as e:
         if "torchvision::nms" not in str(e):
             raise
@@ -49,7 +56,7 @@ def _torchvision():
         lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         _torchvision.lib = lib  # keep the definitions alive
-        import torchvision  # noqa: F401
+        import torchvision
     import torchvision
     return torchvision
 
@@ -344,7 +351,8 @@ def export(name: str, exporter: str, path: Path) -> None:
 def _run(cmd: list[str], timeout: int, env=None) -> tuple[int, str, float]:
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                           check=False)
     except subprocess.TimeoutExpired:
         return -9, f"timed out after {timeout}s", time.monotonic() - t0
     return p.returncode, (p.stdout + p.stderr), time.monotonic() - t0
@@ -408,9 +416,9 @@ def sweep_one(name: str, exporter: str, out: Path, timeout: int, litert_path: st
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| model | exporter | output rms | convert | verify ort (max abs / ulp) | "
-             "verify chromium (max abs / ulp) | check chromium-litert |",
-             "|---|---|---|---|---|---|---|"]
+    header = ("| model | exporter | output rms | convert | verify ort (max abs / ulp) | "
+              "verify chromium (max abs / ulp) | check chromium-litert |")
+    lines = [header, "|---|---|---|---|---|---|---|"]
     for r in rows:
         conv = r.get("convert", r.get("export", ""))
         if r.get("export", "ok") != "ok":

@@ -13,9 +13,10 @@ so the float result holds int8 values that the last cast returns unchanged.
 
 The same rewrite serves ops that a target does not list for int8 at all but does for float32,
 when they compute exactly in float32 (EXACT_IN_FLOAT: data movement, and maxPool2d, whose
-result is one of its inputs; a nearest-neighbor resample2d). Chromium 153's LiteRT backend takes pad and maxPool2d in float32
-and uint8, not int8, and a statically quantized TFLite model (ai-edge-quantizer's
-static_wi8_ai8) pads and max-pools int8 values. Without a target nothing changes.
+result is one of its inputs; a nearest-neighbor resample2d). Chromium 153's LiteRT backend
+takes pad, maxPool2d and resample2d in float32 (pad and maxPool2d in uint8 too), not int8, and
+a statically quantized TFLite model (ai-edge-quantizer's static_wi8_ai8) pads, max-pools and
+upsamples int8 values. Without a target nothing changes.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..ir import Graph, Operand, Operation
 from . import PassContext, PassResult, graph_pass
 from .cleanup import replace_results
 
-__all__ = ["int8_in_float", "rewritten_ops", "lacks_int8", "MOVES_VALUES", "EXACT_IN_FLOAT"]
+__all__ = ["EXACT_IN_FLOAT", "MOVES_VALUES", "int8_in_float", "lacks_int8", "rewritten_ops"]
 
 # The ops whose result elements are copies of input elements: computing them in float32 and
 # casting back is exact. Another op in a target's list is refused rather than approximated.
