@@ -304,13 +304,36 @@ def _bounds(graph: Graph, name: str, atol, rtol, ulp) -> Bounds:
 
 def output_bounds(graph: Graph, name: str) -> Bounds:
     """The parity bounds of one output: one quantization step for a quantized output (an
-    int8/uint8 result of quantizeLinear), else the policy for its data type."""
+    int8/uint8 result of quantizeLinear, or of ops that only move such values: an NCHW
+    exporter's transpose after the last quantized op), else the policy for its data type."""
     operand = graph.outputs[name]
-    producer = operand.producer
-    if operand.data_type in ("int8", "uint8") and producer is not None \
-            and producer.op_type == "quantizeLinear":
+    if operand.data_type in ("int8", "uint8") and _quantized(operand):
         return Bounds(atol=1.0, rtol=0.0)
     return default_bounds(operand.data_type)
+
+
+def _quantized(operand) -> bool:
+    """Whether every value of an int8/uint8 operand comes from a quantizeLinear, through ops
+    that only move values (each of their int8 inputs must come from one too)."""
+    from .passes.int8_in_float import MOVES_VALUES
+
+    seen: set[int] = set()
+    stack = [operand]
+    while stack:
+        value = stack.pop()
+        producer = value.producer
+        if producer is None:  # a graph input or constant: integers of their own
+            return False
+        if id(producer) in seen:
+            continue
+        seen.add(id(producer))
+        if producer.op_type == "quantizeLinear":
+            continue
+        if producer.op_type not in MOVES_VALUES | {"identity"}:
+            return False
+        stack.extend(x for x in producer.inputs
+                     if x is not None and x.data_type == value.data_type)
+    return True
 
 
 def _compare_all(graph: Graph, want: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],

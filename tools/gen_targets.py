@@ -388,10 +388,19 @@ LITERT_EXT = {
                 "browser as it is",
                 f"{BACKENDS_MD} (TFLite: GetContextProperties() in {CHROMIUM_SRC}"
                 "tflite/graph_builder_tflite.cc) for the notes"],
-    "notes": ["No operand must be constant (TFLite's GetContextProperties() declares none).",
+    "constantOperands": {"gatherElements": ["indices"]},
+    "notes": ["TFLite's GetContextProperties() declares no operand that must be constant, but "
+              "build() refuses gatherElements with computed indices (NotSupportedError "
+              "'gatherElements only supports constant indices', measured on this build with a "
+              "grid_sample model); gather and gatherND take computed indices.",
               "The backend computes resample2d on channels-last axes [1, 2]; Chromium's "
               "renderer transposes other layouts to it.",
-              "maxTensorByteLength is 1 GiB on 32-bit builds (this dump is 64-bit)."],
+              "maxTensorByteLength is 1 GiB on 32-bit builds (this dump is 64-bit).",
+              "int8 concat is listed, but build() fails ('Failed to allocate tensors') when an "
+              "input is an int8 graph input or state, which carries no quantization parameters "
+              "(the wake-word models): the int8_in_float pass concatenates int8 values in "
+              "float32 between exact casts."],
+    "int8InFloat": ["concat"],
 }
 COREML_EXT = {
     "name": "coreml",

@@ -236,6 +236,7 @@ def foldable(x: Operand) -> bool:
 # The family modules fill the table (they import the names above, so they come last).
 from . import (  # noqa: E402,F401
     decompositions_activation,
+    decompositions_indexing,
     decompositions_normalization,
     decompositions_recurrent,
     decompositions_reduction,

@@ -205,6 +205,18 @@ def _quantized_weights(s: Situation) -> str | None:
     return f"the 'quantized_weights' pass {how}; --dequantize makes every such weight float"
 
 
+@advice("data-type", "int8-in-float", fixed_by=("int8_in_float",),
+        when="an int8 op that computes exactly in float32 (data movement, maxPool2d), which the "
+             "target takes in float32 but not in int8")
+def _int8_in_float(s: Situation) -> str | None:
+    from ..passes.int8_in_float import lacks_int8
+
+    if s.op is None or s.data_type != "int8" or not lacks_int8(s.op, s.target):
+        return None
+    return (f"the 'int8_in_float' pass computes this {s.op.op_type} in float32 between casts "
+            f"(exact: its int8 values are float32 values)")
+
+
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
 def _no_type_change(s: Situation) -> str:
     why = " (its values do not fit int32)" if s.data_type == "int64" and "int32" in s.allowed \

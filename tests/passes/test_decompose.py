@@ -177,6 +177,12 @@ CASES = [
                                      initialCellState=b.constant(f32([[2, 4]]))),
          f32([[1]], [[2]]), [[[[0.5 * math.tanh(0.5), 0.5 * math.tanh(1)]]], [[[0.5, 1]]]],
          frozenset({"lstmCell"})),
+    Case("gatherElements", lambda b, x: b.gatherElements(
+        x, b.constant(np.array([[2, -3], [0, 1]], np.int64)), axis=1),
+        f32([0, 10, 20], [30, 40, 50]), [[[20, 0], [30, 40]]], frozenset({"gather"})),
+    Case("gatherElements", lambda b, x: b.gatherElements(
+        x, b.constant(np.array([[1, 0, 1]], np.uint32))),
+        f32([0, 10, 20], [30, 40, 50]), [[[30, 10, 50]]], id="uint32-axis-0"),
 ]
 
 

@@ -55,6 +55,17 @@ def _no_type_change():
     return g, load_target("coreml"), "wide"
 
 
+def _int8_in_float():
+    # chromium-litert takes pad and maxPool2d in float32 and uint8, not int8 (a statically
+    # quantized TFLite model pads and pools int8 values)
+    b = GraphBuilder("g")
+    x = b.input("x", "int8", [1, 2, 4, 4])
+    padded = b.pad(x, [0, 0, 1, 1], [0, 0, 1, 1], name="pad")
+    g = b.build({"y": b.maxPool2d(padded, windowDimensions=[2, 2], strides=[2, 2],
+                                  name="pool")})
+    return g, load_target("chromium-litert"), "pool"
+
+
 def _interface_rank():
     b = GraphBuilder("g")
     g = b.build({"y": b.relu(b.input("x6", "float32", [1, 2, 3, 2, 2, 2]), name="act")})
@@ -159,6 +170,7 @@ CASES = {
     "int64-to-int32": _int64,
     "quantized-weights": _quantized_weights,
     "no-type-change": _no_type_change,
+    "int8-in-float": _int8_in_float,
     "interface-rank": _interface_rank,
     "constant-rank": _constant_rank,
     "constant-rank-stays": _constant_rank_stays,

@@ -84,7 +84,10 @@ def test_chromium_litert_is_the_real_dump_plus_a_name():
     assert t.preferred_layout == "nhwc" and t.max_tensor_bytes == 2147483647
     assert _ranks(t, "conv2d", "input") == (4, 4)
     assert _ranks(t, "add", "a") == (0, 6) and _ranks(t, "equal", "a") == (0, 5)
-    assert t.constant_operands == {}
+    # measured: build() refuses computed gatherElements indices (tools/vision_sweep.py's STN)
+    assert t.constant_operands == {"gatherElements": ["indices"]}
+    assert json.loads((DATA / "chromium-litert.json").read_text())[EXTENSION] == \
+        _gen().LITERT_EXT
     if SHARED_DUMP.is_file():
         data = json.loads((DATA / "chromium-litert.json").read_text())
         assert {k: v for k, v in data.items() if k != EXTENSION} == json.loads(

@@ -7,7 +7,7 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as nh
 
-from converter.parity import NOISE_FACTOR, judge
+from converter.parity import NOISE_FACTOR, Bounds, judge
 from converter.source_runs import double_copy, run_onnx, run_source_f64, source_alternates
 
 TRUTH = np.array([1.0, 2.0, 4.0], np.float64)
@@ -202,3 +202,66 @@ def test_an_infinity_against_the_source_is_judged_as_it_is():
     # a NaN on one side goes through the float64 analysis (which never calls it noise)
     r = judge("y", f32(1.0, 2.0, np.nan), f32(1.0, 2.0, 4.0), TRUTH)
     assert not r.passed and "sourceVsF64" in r.extra
+
+
+# -- quantized outputs: integers judged within one step -------------------------------------------
+STEP = Bounds(atol=1.0, rtol=0.0)
+Q_TRUTH = np.array([-20, 3, 40, 100], np.float64)
+
+
+def q8(*v):
+    return np.array(v, np.int8)
+
+
+def test_a_quantized_output_within_twice_the_sources_own_spread_passes():
+    # LiteRT's XNNPACK kernels hit the float64 value exactly, its builtin kernels are 3 steps
+    # off, our float32 dequantize-op-quantize form 4 steps (resnet18 static int8 in the sweep:
+    # 4 against 7)
+    source, ours = q8(-20, 3, 40, 100), q8(-20, 3, 44, 100)
+    r = judge("q", ours, source, Q_TRUTH, STEP, "int8",
+              alternates={"LiteRT builtin kernels vs XNNPACK": q8(-20, 3, 37, 100)})
+    assert r.passed and r.mismatched == 1, r.reason
+    assert r.extra["webnnVsF64"] == 4 and r.extra["sourceVsF64"] == 0
+    assert r.extra["decidedBy"] == (
+        "webnn vs f64 within 2x the source's own spread (LiteRT builtin kernels vs XNNPACK 3); "
+        "source vs f64 within the budget")
+
+
+def test_a_quantized_output_beyond_twice_the_sources_own_spread_fails():
+    source, ours = q8(-20, 3, 40, 100), q8(-20, 3, 47, 100)  # 7 > 2 x 3
+    r = judge("q", ours, source, Q_TRUTH, STEP, "int8",
+              alternates={"LiteRT builtin kernels vs XNNPACK": q8(-20, 3, 37, 100)})
+    assert not r.passed
+    assert r.reason == ("webnn vs f64 7 is beyond the budget (1 of 4 elements outside the "
+                        "bounds) and 2x source vs f64 0")
+
+
+def test_the_sources_spread_excuses_the_executor_only_for_quantized_outputs():
+    # the same figures on exact integers, and on floats: the plain rule / the float rule stay
+    ints = np.array([-20, 3, 44, 100], np.int32)
+    r = judge("i", ints, ints - np.array([0, 0, 4, 0], np.int32), Q_TRUTH,
+              alternates={"k": np.array([-20, 3, 37, 100], np.int32)})
+    assert not r.passed and r.extra["decidedBy"] == "webnn vs source"
+    source, ours = f32(1.0, 2.0, 4.0), f32(1.0, 2.0, 4.04)
+    r = judge("y", ours, source, TRUTH, alternates={"other kernels": f32(1.0, 2.0, 4.03)})
+    assert not r.passed and r.reason.startswith("webnn vs f64 0.04 is beyond the budget")
+
+
+def test_the_quantized_spread_rule_is_inclusive():
+    source, ours = q8(-20, 3, 40, 100), q8(-20, 3, 46, 100)  # 6 = 2 x 3
+    r = judge("q", ours, source, Q_TRUTH, STEP, "int8", alternates={"k": q8(-20, 3, 43, 100)})
+    assert r.passed and r.extra["decidedBy"].startswith(
+        "webnn vs f64 within 2x the source's own spread (k 3)")
+
+
+def test_a_relative_error_over_a_zero_want_is_infinite_without_a_warning():
+    # 5 steps over want 0: 5 / tiny overflows float64 (a RuntimeWarning reached verify's
+    # output on the sweep's int8 models)
+    import warnings
+
+    from converter.parity import compare
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = compare("q", q8(5, 1), q8(0, 1), STEP, "int8")
+    assert r.max_abs == 5 and r.max_rel == np.inf and not r.passed
