@@ -1,6 +1,9 @@
 """Nothing left behind: SIGTERM and SIGHUP during a write remove the temporary files as Ctrl-C
 does (an 80 MB `.NAME.weights.*.tmp` stayed before), and `convert --verify` writes its outputs
-only when verification passes, unless `--keep-on-mismatch` asks otherwise."""
+only when verification passes, unless `--keep-on-mismatch` asks otherwise.
+
+The signal tests never race the child: it is frozen once its phase begins, and signalled only if
+its files, while it is stopped, prove it is still inside that phase (see _signalled_in_phase)."""
 from __future__ import annotations
 
 import os
@@ -77,8 +80,12 @@ def _signalled_in_phase(args: list[str], entered, inside, signum: int, reset
 
 
 def _empty(folder: Path) -> None:
+    """Remove what a missed run wrote (its outputs, committed as it finished)."""
     for p in folder.iterdir():
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
 
 
 N = 50_000_000  # float32 weights: 200 MB
