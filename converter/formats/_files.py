@@ -329,16 +329,23 @@ class StagedSave:
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
-        with signals_held():
-            self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
-                                               dir=self.folder))
+        try:
+            with signals_held():
+                self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
+                                                   dir=self.folder))
+        except BaseException:
+            # A signal held while the folder was made is raised as the block ends, so this
+            # method raises after all, and a `with` whose __enter__ raises never calls __exit__.
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         import shutil
 
         with signals_held():
-            shutil.rmtree(self.stage, ignore_errors=True)
+            if self.stage is not None:
+                shutil.rmtree(self.stage, ignore_errors=True)
 
     def path(self, final: str | Path) -> Path:
         """Where to write the output that will become `final`."""
@@ -373,11 +380,11 @@ def signals_held():
         return
     caught: list[int] = []
     replaced = {}
-    for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
-        handler = signal.getsignal(signum)
-        if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
-            replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
-    try:
+    try:  # from the first replacement on: a signal between two of them restores the first
+        for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
+            handler = signal.getsignal(signum)
+            if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+                replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
         yield
     finally:
         for signum, handler in replaced.items():

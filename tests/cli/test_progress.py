@@ -15,13 +15,22 @@ def _terminal():
     return out, Console(file=out, force_terminal=True, width=80)
 
 
+def _shown(out: io.StringIO, text: str) -> None:
+    """Wait until the spinner's thread has drawn `text` (the timer and the refresh run on
+    their own threads, late on a loaded machine)."""
+    deadline = time.monotonic() + 60  # a bound on waiting, not a measured time
+    while text not in out.getvalue():
+        assert time.monotonic() < deadline, f"{text!r} was never shown"
+        time.sleep(0.01)
+
+
 def test_a_long_command_names_its_phase_on_the_terminal():
     out, console = _terminal()
     with phases(True, delay=0.05, console=console) as say:
         say("reading [red]big[/red].onnx")
-        time.sleep(0.3)
+        _shown(out, "reading [red]big[/red].onnx")
         say("verifying")
-        time.sleep(0.3)
+        _shown(out, "verifying")  # while the command runs, not only in the closing redraw
     text = out.getvalue()
     assert "reading [red]big[/red].onnx" in text and "verifying" in text
 

@@ -56,10 +56,13 @@ def test_the_exit_status_is_the_commands(tmp_path):
 
 def test_a_live_non_daemon_thread_gets_the_normal_exit_which_waits_for_it(tmp_path):
     done = tmp_path / "thread-done"
+    # The thread is alive when the command ends however slow the machine: it waits for the
+    # main thread to be done, which a normal exit signals before waiting for the thread in
+    # turn; the quick exit would end the process with the thread still waiting.
     before = f"""
-import threading, time
+import threading
 def work():
-    time.sleep(0.3)
+    threading.main_thread().join()
     open({str(done)!r}, "w").write("finished")
 threading.Thread(target=work).start()
 """

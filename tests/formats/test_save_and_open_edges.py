@@ -234,6 +234,57 @@ def test_a_signal_is_held_while_other_threads_run(handlers):
             t.join()
 
 
+class _Stop(Exception):
+    pass
+
+
+def _stop(signum, frame):
+    raise _Stop(signum)
+
+
+def test_a_signal_while_the_staging_folder_is_made_leaves_no_folder(handlers, tmp_path,
+                                                                    monkeypatch):
+    # The signal arrives while mkdtemp runs (held, then raised as the holding block ends, so
+    # inside __enter__, where the `with` cannot call __exit__): the folder made must go.
+    import tempfile
+
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp_then_signalled(**kw):
+        made = real_mkdtemp(**kw)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return made
+
+    signal.signal(signal.SIGTERM, _stop)
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_then_signalled)
+    with pytest.raises(_Stop):
+        with StagedSave(tmp_path):
+            pytest.fail("the body ran: the signal was not held until the folder was made")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_signal_while_the_handlers_are_replaced_restores_those_replaced(handlers,
+                                                                         monkeypatch):
+    # SIGTERM arrives after SIGINT's handler was replaced, before SIGTERM's is: it stops the
+    # block from starting, and SIGINT must not keep the recording handler (which would
+    # swallow every later Ctrl-C).
+    real_getsignal = signal.getsignal
+
+    def getsignal_then_signalled(signum):
+        if signum == signal.SIGTERM:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_getsignal(signum)
+
+    signal.signal(signal.SIGTERM, _stop)
+    before = real_getsignal(signal.SIGINT)
+    monkeypatch.setattr(_files.signal, "getsignal", getsignal_then_signalled)
+    with pytest.raises(_Stop):
+        with signals_held():
+            pytest.fail("the block ran")
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def test_an_ignored_signal_stays_ignored(handlers):
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     with signals_held():

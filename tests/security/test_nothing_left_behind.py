@@ -1,9 +1,13 @@
 """Nothing left behind: SIGTERM and SIGHUP during a write remove the temporary files as Ctrl-C
 does (an 80 MB `.NAME.weights.*.tmp` stayed before), and `convert --verify` writes its outputs
-only when verification passes, unless `--keep-on-mismatch` asks otherwise."""
+only when verification passes, unless `--keep-on-mismatch` asks otherwise.
+
+The signal tests never race the child: it is frozen once its phase begins, and signalled only if
+its files, while it is stopped, prove it is still inside that phase (see _signalled_in_phase)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,15 +29,76 @@ def _cli(*args: str, **kw) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, **kw)
 
 
+# Runs tried before giving up on catching one inside its phase. A loaded machine can keep this
+# test from looking for longer than a phase lasts (the weights write takes a quarter second
+# here), so a run may be missed; five misses in a row mean something else is wrong.
+ATTEMPTS = 5
+WAIT = 300  # seconds: a bound on waiting for the child, never a measured time
+
+
+def _frozen(child: subprocess.Popen) -> bool:
+    """Stop the child (SIGSTOP) and wait until it is stopped: True, or False when it ended
+    first (left unreaped, for Popen to collect)."""
+    os.kill(child.pid, signal.SIGSTOP)
+    info = os.waitid(os.P_PID, child.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
+    return info.si_code == os.CLD_STOPPED
+
+
+def _signalled_in_phase(args: list[str], entered, inside, signum: int, reset
+                        ) -> tuple[int, str]:
+    """Run `webnn-convert ARGS` until one run is caught inside the phase under test, send it
+    `signum` there, and return that run's exit code and stderr.
+
+    Once `entered()` says the phase has begun, the child is frozen and `inside()` is asked
+    with the child stopped: its files cannot change then, so True proves the signal lands
+    inside the phase (it is sent while the child is stopped and acted on when SIGCONT resumes
+    it). A run that had left the phase by then is let finish (it must succeed), `reset()`
+    clears what it wrote, and a fresh run is tried.
+    """
+    for _ in range(ATTEMPTS):
+        child = _cli(*args)
+        try:
+            deadline = time.monotonic() + WAIT
+            while not entered() and child.poll() is None:
+                assert time.monotonic() < deadline, f"the phase did not begin in {WAIT} s"
+                time.sleep(0.005)
+            caught = child.poll() is None and _frozen(child) and inside()
+            if child.poll() is None:  # stopped or not, resumed; signalled only when caught
+                if caught:
+                    os.kill(child.pid, signum)
+                os.kill(child.pid, signal.SIGCONT)
+            _, stderr = child.communicate(timeout=WAIT)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        if caught:
+            return child.returncode, stderr
+        assert child.returncode == 0, stderr  # missed: it finished, as an unsignalled run does
+        reset()
+    pytest.fail(f"none of {ATTEMPTS} runs was caught inside the phase")
+
+
+def _empty(folder: Path) -> None:
+    """Remove what a missed run wrote (its outputs, committed as it finished)."""
+    for p in folder.iterdir():
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+N = 50_000_000  # float32 weights: 200 MB
+
+
 @pytest.fixture(scope="module")
 def big_model(tmp_path_factory) -> Path:
     """y = x + w with a 200 MB float32 initializer: big enough to be caught mid-write."""
     folder = tmp_path_factory.mktemp("big")
-    n = 50_000_000
-    w = numpy_helper.from_array(np.full(n, 0.5, np.float32), "w")
+    w = numpy_helper.from_array(np.full(N, 0.5, np.float32), "w")
     graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "big",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])], [w])
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N])], [w])
     path = folder / "big.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
@@ -43,19 +108,20 @@ def big_model(tmp_path_factory) -> Path:
 def test_a_signal_during_the_weights_write_leaves_nothing(big_model, tmp_path, signum):
     out = tmp_path / "out"
     out.mkdir()
-    child = _cli("convert", str(big_model), "-o", str(out / "big.webnn"))
-    deadline = time.monotonic() + 120
-    try:
-        while not any(p.name.endswith(".tmp") for p in out.iterdir()):
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "no temporary file appeared"
-            time.sleep(0.005)
-        child.send_signal(signum)
-        _, stderr = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 128 + signum, stderr
+
+    def mid_write() -> bool:
+        """Only temporary files, the weights' one shorter than the weights alone: the
+        weights file is still being written (the commit closes it first)."""
+        files = list(out.iterdir())
+        weights = [p for p in files if p.name.startswith(".big.weights.")]
+        return all(p.name.endswith(".tmp") for p in files) and len(weights) == 1 \
+            and weights[0].stat().st_size < N * 4
+
+    code, stderr = _signalled_in_phase(
+        ["convert", str(big_model), "-o", str(out / "big.webnn")],
+        entered=lambda: any(p.name.endswith(".tmp") for p in out.iterdir()),
+        inside=mid_write, signum=signum, reset=lambda: _empty(out))
+    assert code == 128 + signum, stderr
     assert stderr.strip().splitlines()[-1] == \
         f"stopped by {signal.Signals(signum).name}; nothing was left half written"
     assert list(out.iterdir()) == []
@@ -63,14 +129,13 @@ def test_a_signal_during_the_weights_write_leaves_nothing(big_model, tmp_path, s
 
 @pytest.fixture(scope="module")
 def slow_to_verify(tmp_path_factory) -> Path:
-    """y = x @ W, forty times over, [2048, 2048] each: 16 MB to write, then a verification
-    that takes seconds on either runtime (about 0.7 TFLOP), so the signal always lands while
-    it runs, however fast the machine."""
+    """y = x @ W, forty times over, [1024, 1024] each: 4 MB to write, then a verification
+    of about 86 GFLOP on each runtime, a second or more, during which the signal is sent."""
     folder = tmp_path_factory.mktemp("slow")
-    w = numpy_helper.from_array(np.eye(2048, dtype=np.float32), "w")
+    w = numpy_helper.from_array(np.eye(1024, dtype=np.float32), "w")
     names = ["x"] + [f"h{i}" for i in range(1, 40)] + ["y"]
     nodes = [helper.make_node("MatMul", [a, "w"], [b]) for a, b in zip(names, names[1:])]
-    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2048, 2048]) for n in ("x", "y")]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1024, 1024]) for n in ("x", "y")]
     graph = helper.make_graph(nodes, "slow", io[:1], io[1:], [w])
     path = folder / "big.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
@@ -80,21 +145,23 @@ def slow_to_verify(tmp_path_factory) -> Path:
 def test_a_signal_during_verify_removes_the_staged_outputs(slow_to_verify, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    child = _cli("convert", str(slow_to_verify), "-o", str(out / "big.webnn"), "--verify")
-    deadline = time.monotonic() + 120
-    try:
-        # Wait until the outputs are complete in the staging folder (verification running).
-        while not any(p.name.endswith(".staging") and (p / "big.webnn").exists()
-                      for p in out.iterdir()):
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "no staged output appeared"
-            time.sleep(0.005)
-        child.send_signal(signal.SIGTERM)
-        _, stderr = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 128 + signal.SIGTERM, stderr
+    staged = ["big.manifest.json", "big.webnn", "big.weights"]
+
+    def verifying() -> bool:
+        """The outputs complete in the staging folder, and nothing else anywhere: written,
+        not yet committed, so verification runs (the commit's renames, a few microseconds
+        inside a block that holds signals, are all that could still come between)."""
+        files = list(out.iterdir())
+        return len(files) == 1 and files[0].name.endswith(".staging") \
+            and sorted(p.name for p in files[0].iterdir()) == staged
+
+    code, stderr = _signalled_in_phase(
+        ["convert", str(slow_to_verify), "-o", str(out / "big.webnn"), "--verify"],
+        entered=verifying, inside=verifying, signum=signal.SIGTERM,
+        reset=lambda: _empty(out))
+    assert code == 128 + signal.SIGTERM, stderr
+    assert stderr.strip().splitlines()[-1] == \
+        "stopped by SIGTERM; nothing was left half written"
     assert list(out.iterdir()) == []
 
 

@@ -1,5 +1,5 @@
-"""The zoo runner's test-only job hooks: make a job process segfault or hang on purpose, or report
-what it sees.
+"""The zoo runner's test-only job hooks: make a job process segfault or hang on purpose (a hanging
+job first writes its pid to ID.hanging beside its model), or report what it sees.
 
 The runner passes it to the child only when a test sets `ZooOptions(hook=HOOK)`; the command
 line has no way to. It reads the `webnn-zoo-test-fault` metadata entry that
@@ -26,6 +26,12 @@ def inject(spec: dict) -> None:
     if fault == "segfault":
         ctypes.string_at(0)  # reads address 0: SIGSEGV, exactly like a crashing native runtime
     elif fault == "hang":
+        import os
+        from pathlib import Path
+
+        # Said beside the model (with the pid), so that a test can wait until the hang is
+        # provably running, and see afterwards that its process is gone.
+        (Path(spec["path"]).parent / f"{spec['id']}.hanging").write_text(str(os.getpid()))
         time.sleep(3600)
 
 

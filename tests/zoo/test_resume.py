@@ -22,16 +22,23 @@ def _lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def _whole_lines(path) -> int:
+    """Lines written whole so far (a line being appended has no newline yet)."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 def test_killed_run_resumes_without_redoing_finished_models(synthetic, tmp_path):
     manifest = synthetic(["add", "conv_relu", "matmul_softmax", "hang", "unsupported",
                           "corrupt"])
     results = tmp_path / "results.jsonl"
     first = subprocess.Popen([sys.executable, "-c", _FIRST_RUN, str(manifest), str(results)],
                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 60
-    while len(_lines(results)) < 3 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 600  # a bound on waiting, not a measured time
+    # Three models done and stored (their lines whole), and `hang` sleeping.
+    while not (_whole_lines(results) >= 3 and (tmp_path / "hang.hanging").exists()):
+        assert first.poll() is None, f"the first run ended ({first.returncode})"
+        assert time.monotonic() < deadline, "`hang` did not start"
         time.sleep(0.05)
-    time.sleep(0.5)  # `hang` has started and sleeps
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
     before = _lines(results)
