@@ -15,10 +15,18 @@ from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import SAME, VALID, emit, options, positive, reshape, same_padding, \
     spatial_padding, transpose
+from ._hybrid import WEBNN_OPS as HYBRID, dynamically_quantized, is_hybrid
 
 
 def _bias(ctx: ImportContext, k: int) -> Operand | None:
     return ctx.real(k) if ctx.has(k) else None
+
+
+def _activation(ctx: ImportContext, k: int, weights: int, axes) -> Operand:
+    """Input k's real values as the op's kernel reads them: quantized to int8 and back over
+    `axes` when LiteRT runs the op as a hybrid one (float input, int8 weights)."""
+    x = ctx.real(k)
+    return dynamically_quantized(ctx, x, axes) if is_hybrid(ctx, k, weights) else x
 
 
 def _rank4(ctx: ImportContext, k: int, what: str) -> None:
@@ -26,12 +34,12 @@ def _rank4(ctx: ImportContext, k: int, what: str) -> None:
         raise Unsupported(f"its {what} has rank {ctx.rank(k)}; it must be 4")
 
 
-@tflite_op("CONV_2D", webnn=("conv2d", "relu", "clamp"))
+@tflite_op("CONV_2D", webnn=("conv2d", "relu", "clamp") + HYBRID)
 def conv_2d(ctx: ImportContext, op: Operator):
     o = options(op)
     _rank4(ctx, 0, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(0), ctx.real(1)
+    x, w = _activation(ctx, 0, 1, [1, 2, 3]), ctx.real(1)
     channels, per_group = x.shape[3], w.shape[3]
     if channels % per_group:
         raise Unsupported(f"its input has {channels} channels, not a multiple of the filter's "
@@ -46,12 +54,12 @@ def conv_2d(ctx: ImportContext, op: Operator):
     return [ctx.activation(y, o.fusedActivationFunction)]
 
 
-@tflite_op("DEPTHWISE_CONV_2D", webnn=("conv2d", "relu", "clamp"))
+@tflite_op("DEPTHWISE_CONV_2D", webnn=("conv2d", "relu", "clamp") + HYBRID)
 def depthwise_conv_2d(ctx: ImportContext, op: Operator):
     o = options(op)
     _rank4(ctx, 0, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(0), ctx.real(1)
+    x, w = _activation(ctx, 0, 1, [1, 2, 3]), ctx.real(1)
     channels, outputs = x.shape[3], w.shape[3]
     if w.shape[0] != 1 or outputs % channels:
         raise Unsupported(f"its filter {list(w.shape)} is not [1, height, width, "
@@ -133,7 +141,7 @@ def convolution_2d_transpose_bias(ctx: ImportContext, op: Operator):
     return [_transpose_conv(ctx, x, w, _bias(ctx, 2), out_hw, padding, strides)]
 
 
-@tflite_op("FULLY_CONNECTED", webnn=("gemm", "reshape", "relu", "clamp"))
+@tflite_op("FULLY_CONNECTED", webnn=("gemm", "reshape", "relu", "clamp") + HYBRID)
 def fully_connected(ctx: ImportContext, op: Operator):
     """y = x W^T + b over the last axis: gemm with bTranspose. The input is taken as rows of
     W's input size; keep_num_dims keeps its leading dimensions, else the result is 2-D."""
@@ -148,6 +156,8 @@ def fully_connected(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input {list(x.shape)} does not split into rows of {depth}")
     rows = x.size // depth
     x2 = reshape(ctx, x, [rows, depth], "rows")
+    if is_hybrid(ctx, 0, 1):  # one scale per row
+        x2 = dynamically_quantized(ctx, x2, [1])
     bias = _bias(ctx, 2)
     if bias is not None:
         # The kernel reads the bias as its N values whatever its shape; litert-torch stores a
@@ -164,7 +174,7 @@ def fully_connected(ctx: ImportContext, op: Operator):
         + [None] * (len(op.outputs) - 1)
 
 
-@tflite_op("BATCH_MATMUL", webnn=("matmul", "transpose"))
+@tflite_op("BATCH_MATMUL", webnn=("matmul", "transpose") + HYBRID)
 def batch_matmul(ctx: ImportContext, op: Operator):
     o = op.options
     a, b = ctx.real(0), ctx.real(1)
@@ -180,4 +190,6 @@ def batch_matmul(ctx: ImportContext, op: Operator):
         a = adjoint(a)
     if o is not None and o.adjY:
         b = adjoint(b)
+    if is_hybrid(ctx, 0, 1):  # one scale per row of the product's left matrix
+        a = dynamically_quantized(ctx, a, [a.rank - 1])
     return [emit(ctx, "matmul", a, b)]
