@@ -14,7 +14,8 @@ from converter.execute import run
 from converter.importers.tflite import import_tflite
 from converter.parity import Bounds, compare
 from converter.runtimes.litert import run_litert
-from converter.testing.tflite_fixtures import SAME, VALID, Const, Input, Output, Quant, one_op
+from converter.testing.tflite_fixtures import SAME, TANH, VALID, Const, Input, Output, Quant, \
+    Variable, one_op
 
 from .helpers import check, ops_of, rand
 
@@ -187,3 +188,69 @@ def test_same_padding_conv_on_an_all_zero_image():
                    [Output("y", [1, 4, 4, 3])], padding=SAME, strideW=1, strideH=1)
     _, got = check(model, {"x": x}, MODEL)
     np.testing.assert_array_equal(got["y"][0, 0, 0], [0.5, -1, 2])  # only the bias
+
+
+def symmetric(x: np.ndarray, axes) -> np.ndarray:
+    """x quantized to int8 and back by TFLite's SymmetricQuantizeFloats: max|x| / 127."""
+    top = np.abs(x).max(tuple(axes), keepdims=True).astype(np.float64)
+    scale = np.where(top == 0, 1.0, top / 127)
+    return (np.clip(np.round(x / scale), -127, 127) * scale).astype(np.float32)
+
+
+def test_batch_matmul_with_adjoint_input_quantizes_rows_of_the_product():
+    rng = np.random.default_rng(11)
+    a = rand(2, 20, 3)
+    a[:, :, 1] *= 0.01  # a row of the adjoint (a column as stored) with its own scale
+    b_q = rng.integers(-127, 128, (20, 5)).astype(np.int8)
+    model = one_op("BATCH_MATMUL", [Input("x", a.shape), Const(b_q, quant=Quant([0.02], [0]))],
+                   [Output("y", [2, 3, 5])], adjX=True)
+    b = b_q * np.float32(0.02)
+    want = run_litert(model, {"x": a})["y"]
+    assert close(asymmetric(np.swapaxes(a, 1, 2), [2]) @ b, want)
+    assert not close(asymmetric(a, [2]).swapaxes(1, 2) @ b, want)  # not rows as stored
+    check(model, {"x": a}, MODEL)
+
+
+def test_transpose_conv_quantizes_each_image_as_litert():
+    rng = np.random.default_rng(12)
+    x = rand(2, 3, 3, 2)
+    x[1] *= 0.1
+    w_q = rng.integers(-127, 128, (2, 3, 3, 2)).astype(np.int8)
+    model = one_op("TRANSPOSE_CONV", [Const(np.array([2, 7, 7, 2], np.int32)),
+                                      Const(w_q, quant=Quant([0.02], [0])), Input("x", x.shape)],
+                   [Output("y", [2, 7, 7, 2])], padding=VALID, strideW=2, strideH=2)
+    float_model = one_op("TRANSPOSE_CONV", [Const(np.array([2, 7, 7, 2], np.int32)),
+                                            Const(w_q * np.float32(0.02)), Input("x", x.shape)],
+                         [Output("y", [2, 7, 7, 2])], padding=VALID, strideW=2, strideH=2)
+    want = run_litert(model, {"x": x})["y"]
+    # the float twin run on the hand-quantized input is LiteRT's hybrid result
+    assert close(run_litert(float_model, {"x": asymmetric(x, [1, 2, 3])})["y"], want)
+    float_import_fails(model, {"x": x}, run_litert(float_model, {"x": x})["y"])
+    check(model, {"x": x}, MODEL)
+
+
+@pytest.mark.parametrize("asym", [False, True])
+def test_rnn_quantizes_each_step_input_and_state_row(asym):
+    rng = np.random.default_rng(13)
+    x = rand(2, 4, 6)
+    w_q = rng.integers(-127, 128, (5, 6)).astype(np.int8)
+    r_q = rng.integers(-127, 128, (5, 5)).astype(np.int8)
+    bias = rand(5) * 0.1
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_RNN", [
+        Input("x", x.shape), Const(w_q, quant=Quant([0.02], [0])),
+        Const(r_q, quant=Quant([0.03], [0])), Const(bias), Variable([2, 5])],
+        [Output("y", [2, 4, 5])], fusedActivationFunction=TANH, asymmetricQuantizeInputs=asym)
+    w, r = w_q * np.float32(0.02), r_q * np.float32(0.03)
+
+    def rnn(quantized):
+        h, out = np.zeros((2, 5), np.float32), []
+        for t in range(4):
+            h = np.tanh(quantized(x[:, t], [1]) @ w.T + quantized(h, [1]) @ r.T + bias)
+            out.append(h)
+        return np.stack(out, 1)
+
+    want = run_litert(model, {"x": x})["y"]
+    assert close(rnn(asymmetric if asym else symmetric), want)
+    assert not close(rnn(symmetric if asym else asymmetric), want)
+    float_import_fails(model, {"x": x}, rnn(lambda v, axes: v))
+    check(model, {"x": x}, MODEL)

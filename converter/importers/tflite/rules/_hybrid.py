@@ -11,12 +11,16 @@ test_hybrid.py):
   without the op's asymmetric_quantize_inputs (XNNPACK's dynamically quantized GEMM always is;
   LiteRT's own kernels, BUILTIN_WITHOUT_DEFAULT_DELEGATES, quantize symmetrically, max|x|/127,
   unless the option is set: not what the default interpreter runs, so not emulated).
-- CONV_2D and DEPTHWISE_CONV_2D: each image (all of H, W, C) quantized asymmetrically.
-The asymmetric quantization of a slice: rmin = min(0, min x), rmax = max(0, max x),
-scale = (rmax - rmin) / 255, zero point the integer in [-128, 127] nearest to -128 - rmin/scale
-or to 127 - rmax/scale, whichever of the two ends the smaller error (TFLite's
-AsymmetricQuantizeFloats and XNNPACK's qd8 parameters pick the same one), q = clamp(round(x /
-scale) + zp). A slice of zeros gets scale 1 (its q - zp is 0 whatever the zero point).
+- CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: each image (all of H, W, C) quantized
+  asymmetrically, in both kernel sets.
+- UNIDIRECTIONAL_SEQUENCE_RNN (no XNNPACK): each row of the step's input and of the hidden
+  state, symmetrically unless asymmetric_quantize_inputs is set.
+Symmetric: scale = max|x| / 127, q = round(x / scale), within [-127, 127].
+Asymmetric: rmin = min(0, min x), rmax = max(0, max x), scale = (rmax - rmin) / 255, zero
+point the integer in [-128, 127] nearest to -128 - rmin/scale or to 127 - rmax/scale, whichever
+of the two ends the smaller error (TFLite's AsymmetricQuantizeFloats and XNNPACK's qd8
+parameters pick the same one), q = clamp(round(x / scale) + zp).
+A slice of zeros gets scale 1 (its q - zp is 0 whatever the zero point).
 Rounding: quantizeLinear rounds ties to even, as XNNPACK does; LiteRT's own kernels round
 them away from zero. A tie needs x / scale to land exactly on .5, which float inputs of a model
 hardly ever do, so the difference is left.
@@ -25,6 +29,8 @@ The product then runs in float on (q - zp) * scale and the dequantized weights: 
 an integer product (|q - zp| <= 255, |w| <= 127) times two scales, exact in float32 below 2^24
 per sum, i.e. up to about 500 terms; past that the float sum rounds where LiteRT's int32 sum
 does not, by float32's relative 6e-8 per term, far inside the parity policy.
+UNIDIRECTIONAL_SEQUENCE_LSTM with int8 weights is not emulated: WebNN's lstm op takes the
+hidden state inside, where it cannot be quantized (left as float math).
 """
 from __future__ import annotations
 
@@ -37,8 +43,8 @@ from ..context import ImportContext
 from ._common import emit
 
 # the WebNN ops the emulation emits, for the rules' registered op lists
-WEBNN_OPS = ("reduceMin", "reduceMax", "min", "max", "sub", "div", "add", "equal", "greater",
-             "where", "quantizeLinear", "dequantizeLinear")
+WEBNN_OPS = ("reduceMin", "reduceMax", "min", "max", "abs", "sub", "div", "add", "equal",
+             "greater", "where", "quantizeLinear", "dequantizeLinear")
 
 
 def is_hybrid(ctx: ImportContext, activation: int, weights: int) -> bool:
@@ -48,10 +54,13 @@ def is_hybrid(ctx: ImportContext, activation: int, weights: int) -> bool:
         and ctx.quant(weights) is not None and ctx.tensor(weights).type_name == "INT8"
 
 
-def dynamically_quantized(ctx: ImportContext, x: Operand, axes: Sequence[int]) -> Operand:
-    """x quantized to int8 and back, one scale and zero point for each slice over `axes`, as
+def dynamically_quantized(ctx: ImportContext, x: Operand, axes: Sequence[int],
+                          symmetric: bool = False) -> Operand:
+    """x quantized to int8 and back, one scale (and zero point) for each slice over `axes`, as
     LiteRT quantizes a hybrid op's float input at run time (see the module's docstring)."""
     axes = [int(a) for a in axes]
+    if symmetric:
+        return _symmetric(ctx, x, axes)
     f32 = "float32"
     zero, one = ctx.scalar(0, f32), ctx.scalar(1, f32)
     low = emit(ctx, "min", emit(ctx, "reduceMin", x, axes=axes, keepDimensions=True), zero,
@@ -74,3 +83,17 @@ def dynamically_quantized(ctx: ImportContext, x: Operand, axes: Sequence[int]) -
     point = emit(ctx, "quantizeLinear", point, unit, origin, suffix="hybrid/zero_point")
     q = emit(ctx, "quantizeLinear", x, scale, point, suffix="hybrid/quantize")
     return emit(ctx, "dequantizeLinear", q, scale, point, suffix="hybrid/dequantize")
+
+
+def _symmetric(ctx: ImportContext, x: Operand, axes: list[int]) -> Operand:
+    f32 = "float32"
+    zero = ctx.scalar(0, f32)
+    top = emit(ctx, "reduceMax", emit(ctx, "abs", x), axes=axes, keepDimensions=True,
+               suffix="hybrid/range")
+    # all zeros: any scale gives q = 0; 1 keeps the division finite
+    scale = emit(ctx, "where", emit(ctx, "equal", top, zero), ctx.scalar(1, f32),
+                 emit(ctx, "div", top, ctx.scalar(127, f32)), suffix="hybrid/scale")
+    # |x| / scale <= 127, so int8's saturation never bites and q stays in [-127, 127]
+    origin = ctx.constant(np.zeros(scale.shape, np.int8), "int8")
+    q = emit(ctx, "quantizeLinear", x, scale, origin, suffix="hybrid/quantize")
+    return emit(ctx, "dequantizeLinear", q, scale, origin, suffix="hybrid/dequantize")

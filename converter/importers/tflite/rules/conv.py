@@ -98,13 +98,13 @@ def _transpose_conv(ctx: ImportContext, x: Operand, w: Operand, bias: Operand | 
                 outputPadding=output_padding, inputLayout="nhwc", filterLayout="ohwi")
 
 
-@tflite_op("TRANSPOSE_CONV", webnn=("convTranspose2d", "relu", "clamp"))
+@tflite_op("TRANSPOSE_CONV", webnn=("convTranspose2d", "relu", "clamp") + HYBRID)
 def transpose_conv(ctx: ImportContext, op: Operator):
     o = options(op)
     shape = [int(d) for d in ctx.require_known(0, "output shape").reshape(-1)]
     _rank4(ctx, 2, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(2), ctx.real(1)
+    x, w = _activation(ctx, 2, 1, [1, 2, 3]), ctx.real(1)
     if len(shape) != 4 or shape[0] != x.shape[0] or shape[3] != w.shape[0]:
         raise Unsupported(f"its output shape {shape} does not fit input {list(x.shape)} and "
                           f"filter {list(w.shape)}")

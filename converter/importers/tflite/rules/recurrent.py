@@ -15,6 +15,7 @@ from ..context import ACT_RELU, ACT_TANH, ImportContext
 from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import emit, options, reshape, transpose
+from ._hybrid import WEBNN_OPS as HYBRID, dynamically_quantized, is_hybrid
 
 # Input slots of UNIDIRECTIONAL_SEQUENCE_LSTM (TFLite's lstm_shared.h).
 _X = 0
@@ -127,10 +128,12 @@ def _peephole_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
 
 
 @tflite_op("UNIDIRECTIONAL_SEQUENCE_RNN", webnn=("gemm", "slice", "reshape", "add", "concat",
-                                                 "relu", "clamp", "tanh", "lesser", "cast"))
+                                                 "relu", "clamp", "tanh", "lesser", "cast")
+           + HYBRID)
 def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
     """h_t = act(x_t W^T + h_{t-1} R^T + b), unrolled over the steps. The input projection of
-    every step is one gemm; each step adds its recurrent product."""
+    every step is one gemm; each step adds its recurrent product. With int8 weights (hybrid),
+    LiteRT quantizes each row of x_t and of h_{t-1} before its product (see _hybrid)."""
     o = options(op)
     x = ctx.real(0)
     if x.rank != 3:
@@ -142,6 +145,10 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
     w, r, b = ctx.real(1), ctx.real(2), ctx.real(3)
     hidden = w.shape[0]
     rows = reshape(ctx, x, [x.shape[0] * x.shape[1], size], "rows")
+    symmetric = not o.asymmetricQuantizeInputs
+    if is_hybrid(ctx, 0, 1):
+        rows = dynamically_quantized(ctx, rows, [1], symmetric)
+    hybrid_state = is_hybrid(ctx, 0, 2)
     projected = reshape(ctx, emit(ctx, "gemm", rows, w, b, bTranspose=True),
                         list(x.shape[:2]) + [hidden], "projected")
     h = reshape(ctx, ctx.real(4), [batch, hidden], "initial_hidden")
@@ -151,7 +158,8 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
         sizes = [1, batch, hidden] if o.timeMajor else [batch, 1, hidden]
         step = reshape(ctx, emit(ctx, "slice", projected, starts=starts, sizes=sizes,
                                  suffix=f"step{t}"), [batch, hidden], f"step{t}_rows")
-        total = emit(ctx, "gemm", h, r, step, bTranspose=True, suffix=f"step{t}_recurrent")
+        state = dynamically_quantized(ctx, h, [1], symmetric) if hybrid_state else h
+        total = emit(ctx, "gemm", state, r, step, bTranspose=True, suffix=f"step{t}_recurrent")
         h = ctx.activation(total, o.fusedActivationFunction, kernel_applies_all=True)
         outputs.append(reshape(ctx, h, [1, batch, hidden] if o.timeMajor
                                else [batch, 1, hidden], f"step{t}_out"))
