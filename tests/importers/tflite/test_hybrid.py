@@ -1,10 +1,13 @@
 """Dynamic-range ("hybrid") TFLite ops: int8 weights, float32 activations.
 
 LiteRT quantizes such an op's float input to int8 at run time (asymmetric, per row for
-FULLY_CONNECTED / BATCH_MATMUL, per image for the convolutions); the importer emulates that.
-Oracles: LiteRT itself under the whole-model parity policy (float outputs: atol 1e-4, rtol
-1e-3), and a numpy version of the quantization written from TFLite's AsymmetricQuantizeFloats,
-which LiteRT must match too (so the test knows what LiteRT does, not only that we agree)."""
+FULLY_CONNECTED / BATCH_MATMUL, per image for CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV;
+per row of each step's input and state for UNIDIRECTIONAL_SEQUENCE_RNN, symmetric unless
+asymmetric_quantize_inputs); the importer emulates that. Oracles: LiteRT itself under the
+whole-model parity policy (float outputs: atol 1e-4, rtol 1e-3), and numpy versions of the
+quantization written from TFLite's AsymmetricQuantizeFloats / SymmetricQuantizeFloats, which
+LiteRT must match too (so the test knows what LiteRT does, not only that we agree); each case
+also shows that float math on the dequantized weights (the old import) fails the policy."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +20,7 @@ from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import SAME, TANH, VALID, Const, Input, Output, Quant, \
     Variable, one_op
 
-from .helpers import check, ops_of, rand
+from .helpers import check, ops_of, rand, refused
 
 MODEL = Bounds(atol=1e-4, rtol=1e-3)  # whole-model float32 bounds of the parity policy
 
@@ -254,3 +257,17 @@ def test_rnn_quantizes_each_step_input_and_state_row(asym):
     assert not close(rnn(symmetric if asym else asymmetric), want)
     float_import_fails(model, {"x": x}, rnn(lambda v, axes: v))
     check(model, {"x": x}, MODEL)
+
+
+@pytest.mark.parametrize("int8_weights", [1, 2])
+def test_rnn_with_only_one_int8_weight_is_refused(int8_weights):
+    """LiteRT's RNN kernel reads both weights as the input weights' type: a model with one
+    int8 and one float weight is malformed."""
+    rng = np.random.default_rng(14)
+    weights = {k: Const(rand(5, n)) for k, n in ((1, 6), (2, 5))}
+    weights[int8_weights] = Const(rng.integers(-127, 128, weights[int8_weights].value.shape)
+                                  .astype(np.int8), quant=Quant([0.02], [0]))
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_RNN", [
+        Input("x", [2, 4, 6]), weights[1], weights[2], Const(rand(5)), Variable([2, 5])],
+        [Output("y", [2, 4, 5])], fusedActivationFunction=TANH)
+    assert "one of its weights is int8" in refused(model).line()

@@ -146,9 +146,12 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
     hidden = w.shape[0]
     rows = reshape(ctx, x, [x.shape[0] * x.shape[1], size], "rows")
     symmetric = not o.asymmetricQuantizeInputs
-    if is_hybrid(ctx, 0, 1):
+    hybrid = is_hybrid(ctx, 0, 1)  # LiteRT decides by the input weights alone
+    if hybrid != is_hybrid(ctx, 0, 2):
+        raise Unsupported("one of its weights is int8 and the other not; LiteRT's kernel "
+                          "reads both as the input weights' type")
+    if hybrid:
         rows = dynamically_quantized(ctx, rows, [1], symmetric)
-    hybrid_state = is_hybrid(ctx, 0, 2)
     projected = reshape(ctx, emit(ctx, "gemm", rows, w, b, bTranspose=True),
                         list(x.shape[:2]) + [hidden], "projected")
     h = reshape(ctx, ctx.real(4), [batch, hidden], "initial_hidden")
@@ -158,7 +161,7 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
         sizes = [1, batch, hidden] if o.timeMajor else [batch, 1, hidden]
         step = reshape(ctx, emit(ctx, "slice", projected, starts=starts, sizes=sizes,
                                  suffix=f"step{t}"), [batch, hidden], f"step{t}_rows")
-        state = dynamically_quantized(ctx, h, [1], symmetric) if hybrid_state else h
+        state = dynamically_quantized(ctx, h, [1], symmetric) if hybrid else h
         total = emit(ctx, "gemm", state, r, step, bTranspose=True, suffix=f"step{t}_recurrent")
         h = ctx.activation(total, o.fusedActivationFunction, kernel_applies_all=True)
         outputs.append(reshape(ctx, h, [1, batch, hidden] if o.timeMajor
