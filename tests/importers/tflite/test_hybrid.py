@@ -271,3 +271,54 @@ def test_rnn_with_only_one_int8_weight_is_refused(int8_weights):
         Input("x", [2, 4, 6]), weights[1], weights[2], Const(rand(5)), Variable([2, 5])],
         [Output("y", [2, 4, 5])], fusedActivationFunction=TANH)
     assert "one of its weights is int8" in refused(model).line()
+
+
+def _hybrid_lstm(asym: bool, mixed: bool = False):
+    """An LSTM (batch 2, 3 steps, input 4, hidden 5) with int8 gate weights, float biases;
+    `mixed`: one recurrent weight left float."""
+    rng = np.random.default_rng(15)
+    w_q = {g: rng.integers(-127, 128, (5, 4)).astype(np.int8) for g in "ifco"}
+    r_q = {g: rng.integers(-127, 128, (5, 5)).astype(np.int8) for g in "ifco"}
+    bias = {g: rand(5) * 0.5 for g in "ifco"}
+    recurrent = [Const(r_q[g], quant=Quant([0.03], [0])) for g in "ifco"]
+    if mixed:
+        recurrent[2] = Const(rand(5, 5))
+    inputs = [Input("x", [2, 3, 4]), *[Const(w_q[g], quant=Quant([0.02], [0])) for g in "ifco"],
+              *recurrent, None, None, None, *[Const(bias[g]) for g in "ifco"], None, None,
+              Variable([2, 5]), Variable([2, 5]), None, None, None, None]
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [Output("y", [2, 3, 5])],
+                   fusedActivationFunction=TANH, cellClip=0.0, projClip=0.0, timeMajor=False,
+                   asymmetricQuantizeInputs=asym)
+    return model, w_q, r_q, bias
+
+
+@pytest.mark.parametrize("asym", [False, True])
+def test_lstm_quantizes_each_step_input_and_state_row(asym):
+    model, w_q, r_q, bias = _hybrid_lstm(asym)
+    x = rand(2, 3, 4)
+
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
+    def lstm(quantized):
+        h, c, out = np.zeros((2, 5), np.float32), np.zeros((2, 5), np.float32), []
+        for t in range(3):
+            xt, ht = quantized(x[:, t], [1]), quantized(h, [1])
+            g = {k: xt @ (w_q[k] * np.float32(0.02)).T + ht @ (r_q[k] * np.float32(0.03)).T
+                 + bias[k] for k in "ifco"}
+            c = sigmoid(g["f"]) * c + sigmoid(g["i"]) * np.tanh(g["c"])
+            h = sigmoid(g["o"]) * np.tanh(c)
+            out.append(h)
+        return np.stack(out, 1)
+
+    want = run_litert(model, {"x": x})["y"]
+    assert close(lstm(asymmetric if asym else symmetric), want)
+    assert not close(lstm(symmetric if asym else asymmetric), want)
+    float_import_fails(model, {"x": x}, lstm(lambda v, axes: v))
+    graph, _ = check(model, {"x": x}, MODEL)
+    assert "lstm" not in ops_of(graph)  # unrolled, so each step's state can be quantized
+
+
+def test_lstm_with_some_int8_weights_is_refused():
+    model, *_ = _hybrid_lstm(False, mixed=True)
+    assert "some of its gate weights are int8" in refused(model).line()

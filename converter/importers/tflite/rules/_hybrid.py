@@ -13,8 +13,8 @@ test_hybrid.py):
   unless the option is set: not what the default interpreter runs, so not emulated).
 - CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: each image (all of H, W, C) quantized
   asymmetrically, in both kernel sets.
-- UNIDIRECTIONAL_SEQUENCE_RNN (no XNNPACK): each row of the step's input and of the hidden
-  state, symmetrically unless asymmetric_quantize_inputs is set.
+- UNIDIRECTIONAL_SEQUENCE_RNN and _LSTM (no XNNPACK): each row of the step's input and of
+  the hidden state, symmetrically unless asymmetric_quantize_inputs is set.
 Symmetric: scale = max|x| / 127, q = round(x / scale), within [-127, 127].
 Asymmetric: rmin = min(0, min x), rmax = max(0, max x), scale = (rmax - rmin) / 255, zero
 point the integer in [-128, 127] nearest to -128 - rmin/scale or to 127 - rmax/scale, whichever
@@ -29,8 +29,8 @@ The product then runs in float on (q - zp) * scale and the dequantized weights: 
 an integer product (|q - zp| <= 255, |w| <= 127) times two scales, exact in float32 below 2^24
 per sum, i.e. up to about 500 terms; past that the float sum rounds where LiteRT's int32 sum
 does not, by float32's relative 6e-8 per term, far inside the parity policy.
-UNIDIRECTIONAL_SEQUENCE_LSTM with int8 weights is not emulated: WebNN's lstm op takes the
-hidden state inside, where it cannot be quantized (left as float math).
+(An LSTM with int8 weights is therefore unrolled: WebNN's lstm op keeps the hidden state
+inside, where it cannot be quantized.)
 """
 from __future__ import annotations
 
