@@ -13,12 +13,13 @@ from .helpers import atol, check, op_named, ops_of, rand, refused
 B, T, I, H = 2, 3, 4, 5
 
 
-def _lstm(peephole=False, time_major=False, cifg=False, activation=TANH):
+def _lstm(peephole=False, time_major=False, cifg=False, activation=TANH, peepholes="ifo"):
     w = [Const(rand(H, I) * 0.5, name=f"w_{g}") for g in "ifco"]
     r = [Const(rand(H, H) * 0.5, name=f"r_{g}") for g in "ifco"]
     if cifg:
         w[0] = r[0] = None
-    p = [Const(rand(H) * 0.5, name=f"p_{g}") for g in "ifo"] if peephole else [None] * 3
+    p = [Const(rand(H) * 0.5, name=f"p_{g}") if g in peepholes else None for g in "ifo"] \
+        if peephole else [None] * 3
     b = [Const(rand(H) * 0.5, name=f"b_{g}") for g in "ifco"]
     shape = [T, B, I] if time_major else [B, T, I]
     inputs = [Input("x", shape), *w, *r, *p, *b, None, None, Variable([B, H], name="h"),
@@ -72,6 +73,11 @@ def test_lstm_one_step_by_hand(output_peephole):
     c = sigmoid(1.0) * np.tanh(-0.5)
     o = sigmoid(1.5 + output_peephole * c)
     np.testing.assert_allclose(got["y"].reshape(()), o * np.tanh(c), rtol=1e-6)
+
+
+def test_lstm_with_only_some_peepholes_is_refused():
+    model, _ = _lstm(peephole=True, peepholes="if")
+    assert "some peepholes but not all three" in refused(model).line()
 
 
 def test_lstm_without_an_input_gate_is_refused():
