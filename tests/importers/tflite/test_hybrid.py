@@ -273,9 +273,9 @@ def test_rnn_with_only_one_int8_weight_is_refused(int8_weights):
     assert "one of its weights is int8" in refused(model).line()
 
 
-def _hybrid_lstm(asym: bool, mixed: bool = False):
-    """An LSTM (batch 2, 3 steps, input 4, hidden 5) with int8 gate weights, float biases;
-    `mixed`: one recurrent weight left float."""
+def _hybrid_lstm(asym: bool, mixed: bool = False, steps: int = 3):
+    """An LSTM (batch 2, `steps` steps, input 4, hidden 5) with int8 gate weights, float
+    biases; `mixed`: one recurrent weight left float."""
     rng = np.random.default_rng(15)
     w_q = {g: rng.integers(-127, 128, (5, 4)).astype(np.int8) for g in "ifco"}
     r_q = {g: rng.integers(-127, 128, (5, 5)).astype(np.int8) for g in "ifco"}
@@ -283,10 +283,10 @@ def _hybrid_lstm(asym: bool, mixed: bool = False):
     recurrent = [Const(r_q[g], quant=Quant([0.03], [0])) for g in "ifco"]
     if mixed:
         recurrent[2] = Const(rand(5, 5))
-    inputs = [Input("x", [2, 3, 4]), *[Const(w_q[g], quant=Quant([0.02], [0])) for g in "ifco"],
+    inputs = [Input("x", [2, steps, 4]), *[Const(w_q[g], quant=Quant([0.02], [0])) for g in "ifco"],
               *recurrent, None, None, None, *[Const(bias[g]) for g in "ifco"], None, None,
               Variable([2, 5]), Variable([2, 5]), None, None, None, None]
-    model = one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [Output("y", [2, 3, 5])],
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [Output("y", [2, steps, 5])],
                    fusedActivationFunction=TANH, cellClip=0.0, projClip=0.0, timeMajor=False,
                    asymmetricQuantizeInputs=asym)
     return model, w_q, r_q, bias
@@ -322,3 +322,11 @@ def test_lstm_quantizes_each_step_input_and_state_row(asym):
 def test_lstm_with_some_int8_weights_is_refused():
     model, *_ = _hybrid_lstm(False, mixed=True)
     assert "some of its gate weights are int8" in refused(model).line()
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_lstm_of_one_or_two_steps(steps):
+    model, *_ = _hybrid_lstm(True, steps=steps)
+    graph, _ = check(model, {"x": rand(2, steps, 4)}, MODEL)
+    # the gates' weights joined (2), and the steps' outputs when there are several
+    assert ops_of(graph).count("concat") == 2 + (steps > 1)
