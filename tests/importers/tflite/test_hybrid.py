@@ -330,3 +330,49 @@ def test_lstm_of_one_or_two_steps(steps):
     graph, _ = check(model, {"x": rand(2, steps, 4)}, MODEL)
     # the gates' weights joined (2), and the steps' outputs when there are several
     assert ops_of(graph).count("concat") == 2 + (steps > 1)
+
+
+@pytest.mark.parametrize("asym", [False, True])
+def test_fully_connected_with_computed_weights_runs_litert_own_kernel(asym):
+    """XNNPACK takes constant weights only: with int8 weights fed as an input, LiteRT's own
+    kernel quantizes each row symmetrically unless asymmetric_quantize_inputs is set."""
+    rng = np.random.default_rng(16)
+    x = rand(3, 16)
+    w_q = rng.integers(-127, 128, (5, 16)).astype(np.int8)
+    model = one_op("FULLY_CONNECTED", [Input("x", x.shape),
+                                       Input("w", w_q.shape, "int8", Quant([0.02], [0]))],
+                   [Output("y", [3, 5])], asymmetricQuantizeInputs=asym)
+    w = w_q * np.float32(0.02)
+    feeds = {"x": x, "w": w_q}
+    want = run_litert(model, feeds)["y"]
+    assert close((asymmetric if asym else symmetric)(x, [1]) @ w.T, want)
+    assert not close((symmetric if asym else asymmetric)(x, [1]) @ w.T, want)
+    check(model, feeds, MODEL)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_2d_with_computed_weights_runs_litert_own_kernel(per_channel):
+    """LiteRT's own hybrid CONV_2D: symmetric per image for one filter scale, asymmetric for
+    one per channel."""
+    rng = np.random.default_rng(17)
+    x = rand(2, 5, 5, 3)
+    w_q = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    scales = [0.02, 0.01, 0.03, 0.02] if per_channel else [0.02]
+    model = one_op("CONV_2D", [Input("x", x.shape),
+                               Input("w", w_q.shape, "int8",
+                                     Quant(scales, [0] * len(scales), axis=0)),
+                               Const(np.zeros(4, np.float32))],
+                   [Output("y", [2, 3, 3, 4])], padding=VALID, strideW=1, strideH=1)
+    w = w_q * np.array(scales, np.float32).reshape(-1, 1, 1, 1)
+    feeds = {"x": x, "w": w_q}
+    want = run_litert(model, feeds)["y"]
+    quantized = asymmetric if per_channel else symmetric
+    assert close(conv_nhwc(quantized(x, [1, 2, 3]), w), want)
+    check(model, feeds, MODEL)
+
+
+def test_batch_matmul_with_a_computed_int8_operand_is_refused():
+    model = one_op("BATCH_MATMUL", [Input("x", [2, 3, 16]),
+                                    Input("w", [16, 5], "int8", Quant([0.02], [0]))],
+                   [Output("y", [2, 3, 5])])
+    assert "int8 computed in the graph" in refused(model).line()

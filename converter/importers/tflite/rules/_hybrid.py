@@ -8,11 +8,13 @@ What the interpreter the project runs (ai-edge-litert, default kernel set: XNNPA
 applies) computes, measured against numpy on one-op models (tests/importers/tflite/
 test_hybrid.py):
 - FULLY_CONNECTED and BATCH_MATMUL: each row (the last axis) quantized asymmetrically, with or
-  without the op's asymmetric_quantize_inputs (XNNPACK's dynamically quantized GEMM always is;
-  LiteRT's own kernels, BUILTIN_WITHOUT_DEFAULT_DELEGATES, quantize symmetrically, max|x|/127,
-  unless the option is set: not what the default interpreter runs, so not emulated).
+  without the op's asymmetric_quantize_inputs (XNNPACK's dynamically quantized GEMM always is).
+  XNNPACK takes constant weights only; with weights computed in the graph LiteRT's own kernel
+  runs, and FULLY_CONNECTED's quantizes symmetrically (max|x|/127) unless the option is set
+  (BATCH_MATMUL's gives numbers no quantization explains: refused).
 - CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: each image (all of H, W, C) quantized
-  asymmetrically, in both kernel sets.
+  asymmetrically; LiteRT's own CONV_2D kernel (weights computed in the graph) symmetrically
+  when the filter has one scale.
 - UNIDIRECTIONAL_SEQUENCE_RNN and _LSTM (no XNNPACK): each row of the step's input and of
   the hidden state, symmetrically unless asymmetric_quantize_inputs is set.
 Symmetric: scale = max|x| / 127, q = round(x / scale), within [-127, 127].

@@ -22,11 +22,18 @@ def _bias(ctx: ImportContext, k: int) -> Operand | None:
     return ctx.real(k) if ctx.has(k) else None
 
 
-def _activation(ctx: ImportContext, k: int, weights: int, axes) -> Operand:
+def _activation(ctx: ImportContext, k: int, weights: int, axes, symmetric: bool = False
+                ) -> Operand:
     """Input k's real values as the op's kernel reads them: quantized to int8 and back over
     `axes` when LiteRT runs the op as a hybrid one (float input, int8 weights)."""
     x = ctx.real(k)
-    return dynamically_quantized(ctx, x, axes) if is_hybrid(ctx, k, weights) else x
+    return dynamically_quantized(ctx, x, axes, symmetric) if is_hybrid(ctx, k, weights) else x
+
+
+def _own_kernel(ctx: ImportContext, weights: int) -> bool:
+    """Whether LiteRT's own kernel runs the op, not XNNPACK's: XNNPACK takes constant weights
+    only. The two quantize a hybrid op's input differently (see _hybrid)."""
+    return ctx.known(weights) is None
 
 
 def _rank4(ctx: ImportContext, k: int, what: str) -> None:
@@ -39,7 +46,10 @@ def conv_2d(ctx: ImportContext, op: Operator):
     o = options(op)
     _rank4(ctx, 0, "input")
     _rank4(ctx, 1, "filter")
-    x, w = _activation(ctx, 0, 1, [1, 2, 3]), ctx.real(1)
+    # LiteRT's own hybrid conv quantizes symmetrically for a per-tensor filter scale
+    q = ctx.quant(1)
+    symmetric = q is not None and not q.per_channel and _own_kernel(ctx, 1)
+    x, w = _activation(ctx, 0, 1, [1, 2, 3], symmetric), ctx.real(1)
     channels, per_group = x.shape[3], w.shape[3]
     if channels % per_group:
         raise Unsupported(f"its input has {channels} channels, not a multiple of the filter's "
@@ -156,8 +166,9 @@ def fully_connected(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input {list(x.shape)} does not split into rows of {depth}")
     rows = x.size // depth
     x2 = reshape(ctx, x, [rows, depth], "rows")
-    if is_hybrid(ctx, 0, 1):  # one scale per row
-        x2 = dynamically_quantized(ctx, x2, [1])
+    if is_hybrid(ctx, 0, 1):  # one scale per row; LiteRT's own kernel: symmetric by default
+        asymmetric = o is not None and o.asymmetricQuantizeInputs
+        x2 = dynamically_quantized(ctx, x2, [1], _own_kernel(ctx, 1) and not asymmetric)
     bias = _bias(ctx, 2)
     if bias is not None:
         # The kernel reads the bias as its N values whatever its shape; litert-torch stores a
@@ -191,5 +202,9 @@ def batch_matmul(ctx: ImportContext, op: Operator):
     if o is not None and o.adjY:
         b = adjoint(b)
     if is_hybrid(ctx, 0, 1):  # one scale per row of the product's left matrix
+        if _own_kernel(ctx, 1):
+            # (measured: off from float math and from either quantization by whole units)
+            raise Unsupported("its right operand is int8 computed in the graph, which LiteRT's "
+                              "hybrid kernel does not compute as documented")
         a = dynamically_quantized(ctx, a, [a.rank - 1])
     return [emit(ctx, "matmul", a, b)]
