@@ -110,7 +110,13 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                     "tests/importers/tflite/test_pool.py",
                                     "tests/importers/tflite/test_layout.py",
                                     "tests/importers/tflite/test_quantization.py",
+                                    "tests/importers/tflite/test_hybrid.py",
                                     "tests/property/test_conv_pool_property.py"]),
+    # int8-weight float-input ops: the input's run-time quantization LiteRT does
+    "importers.tflite.hybrid": (["importers/tflite/rules/_hybrid.py",
+                                 "importers/tflite/rules/recurrent.py"],
+                                ["tests/importers/tflite/test_hybrid.py",
+                                 "tests/importers/tflite/test_recurrent.py"]),
     "importers.tflite.resize_gather_quant": (
         ["importers/tflite/rules/resize.py", "importers/tflite/rules/indexing.py",
          "importers/tflite/rules/quantization.py"],

@@ -280,21 +280,19 @@ def test_int8_reshape_copies_stored_values_as_litert_does():
     assert ops_of(graph) == ["reshape"]
 
 
-def test_hybrid_fully_connected_within_the_activation_rounding():
-    """int8 weights, float activations (dynamic-range quantization): LiteRT quantizes each
-    input row to int8 inside its kernel, WebNN computes in float. Each input is then off by at
-    most half a step (max |row| / 127 / 2), so output n by at most that times sum |W[n]|."""
+def test_hybrid_fully_connected_keeps_its_weights_int8():
+    """int8 weights, float activations (dynamic-range quantization): the weights stay int8 in
+    the graph, dequantized there; the input's run-time quantization, which LiteRT's kernel
+    does, is emulated (test_hybrid.py), so the result is within the whole-model bounds."""
     rng = np.random.default_rng(8)
     w = rng.integers(-127, 128, (8, 16)).astype(np.int8)
     x = rng.uniform(-1, 1, (2, 16)).astype(np.float32)
     model = one_op("FULLY_CONNECTED", [Input("x", [2, 16]), Const(w, quant=Quant([0.01], [0])),
                                        Const(np.zeros(8, np.float32))], [Output("y", [2, 8])])
-    half_step = np.abs(x).max() / 127 / 2
-    bound = half_step * (np.abs(w.astype(np.float64)) * 0.01).sum(axis=1).max()
-    graph, got = check(model, {"x": x}, Bounds(atol=bound, rtol=0))
-    assert op_named(graph, "dequantizeLinear").input("input").data_type == "int8"
-    np.testing.assert_allclose(got["y"], x @ (w.astype(np.float32) * 0.01).T, rtol=1e-5,
-                               atol=1e-6)
+    graph, got = check(model, {"x": x}, Bounds(atol=1e-4, rtol=1e-3))
+    weights = [op for op in graph.operations if op.op_type == "dequantizeLinear"
+               and op.input("input").kind == "constant"]
+    assert [op.input("input").data_type for op in weights] == ["int8"]
 
 
 @pytest.mark.parametrize("src", ["float32", "int8", "int32"])

@@ -13,20 +13,24 @@ from .helpers import atol, check, op_named, ops_of, rand, refused
 B, T, I, H = 2, 3, 4, 5
 
 
-def _lstm(peephole=False, time_major=False, cifg=False, activation=TANH):
+def _lstm(peephole=False, time_major=False, cifg=False, activation=TANH, peepholes="ifo",
+          extra=None, **options):
     w = [Const(rand(H, I) * 0.5, name=f"w_{g}") for g in "ifco"]
     r = [Const(rand(H, H) * 0.5, name=f"r_{g}") for g in "ifco"]
     if cifg:
         w[0] = r[0] = None
-    p = [Const(rand(H) * 0.5, name=f"p_{g}") for g in "ifo"] if peephole else [None] * 3
+    p = [Const(rand(H) * 0.5, name=f"p_{g}") if g in peepholes else None for g in "ifo"] \
+        if peephole else [None] * 3
     b = [Const(rand(H) * 0.5, name=f"b_{g}") for g in "ifco"]
     shape = [T, B, I] if time_major else [B, T, I]
     inputs = [Input("x", shape), *w, *r, *p, *b, None, None, Variable([B, H], name="h"),
               Variable([B, H], name="c"), None, None, None, None]
+    for k, value in (extra or {}).items():  # {input slot: value} replaced
+        inputs[k] = value
     out = [T, B, H] if time_major else [B, T, H]
+    clips = {"cellClip": 0.0, "projClip": 0.0, **options}
     return one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [Output("y", out)],
-                  fusedActivationFunction=activation, cellClip=0.0, projClip=0.0,
-                  timeMajor=time_major), shape
+                  fusedActivationFunction=activation, timeMajor=time_major, **clips), shape
 
 
 @pytest.mark.parametrize("peephole, time_major", [(False, False), (True, False), (False, True)])
@@ -72,6 +76,56 @@ def test_lstm_one_step_by_hand(output_peephole):
     c = sigmoid(1.0) * np.tanh(-0.5)
     o = sigmoid(1.5 + output_peephole * c)
     np.testing.assert_allclose(got["y"].reshape(()), o * np.tanh(c), rtol=1e-6)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"extra": {16: Const(np.ones((H, H), np.float32))}}, "projection layer"),
+    ({"extra": {17: Const(np.ones(H, np.float32))}}, "projection layer"),
+    *[({"extra": {k: Const(np.ones(H, np.float32))}}, "normalizes its gates")
+      for k in (20, 21, 22, 23)],
+    ({"cellClip": 1.0}, "clips its cell"),
+    ({"projClip": 1.0}, "clips its cell"),
+    ({"diagonalRecurrentTensors": True}, "diagonal vectors"),
+    ({"activation": RELU6}, "cell activation"),
+    ({"extra": {0: Input("x", [B, I])}}, "rank 2"),
+    ({"extra": {5: None}}, "CIFG"),  # input gate weights without their recurrent half
+])
+def test_lstm_refusals(changes, message):
+    model, _ = _lstm(**changes)
+    assert message in refused(model).line()
+
+
+def test_lstm_weights_stay_one_constant_each():
+    model, shape = _lstm()
+    graph, _ = check(model, {"x": rand(*shape)}, atol(2e-6))
+    assert "concat" not in ops_of(graph)  # the four gates joined at conversion time
+
+
+def test_rnn_time_major_and_a_rank_2_input():
+    model, shape = _rnn(TANH, time_major=True)
+    graph, _ = check(model, {"x": rand(*shape)}, atol(2e-6))
+    assert op_named(graph, "concat").attrs["axis"] == 0
+    inputs = [Input("x", [B, I]), Const(rand(H, I)), Const(rand(H, H)), Const(rand(H)),
+              Variable([B, H], name="h")]
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_RNN", inputs, [Output("y", [B, H])],
+                   fusedActivationFunction=TANH)
+    assert "rank 2" in refused(model).line()
+
+
+def test_rnn_of_one_step():
+    x = rand(B, 1, I)
+    w, r, b = rand(H, I), rand(H, H), rand(H)
+    inputs = [Input("x", x.shape), Const(w), Const(r), Const(b), Variable([B, H], name="h")]
+    model = one_op("UNIDIRECTIONAL_SEQUENCE_RNN", inputs, [Output("y", [B, 1, H])],
+                   fusedActivationFunction=TANH)
+    graph, got = check(model, {"x": x}, atol(2e-6))
+    np.testing.assert_allclose(got["y"][:, 0], np.tanh(x[:, 0] @ w.T + b), atol=2e-6)
+    assert "concat" not in ops_of(graph)
+
+
+def test_lstm_with_only_some_peepholes_is_refused():
+    model, _ = _lstm(peephole=True, peepholes="if")
+    assert "some peepholes but not all three" in refused(model).line()
 
 
 def test_lstm_without_an_input_gate_is_refused():

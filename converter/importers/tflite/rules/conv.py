@@ -15,10 +15,25 @@ from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import SAME, VALID, emit, options, positive, reshape, same_padding, \
     spatial_padding, transpose
+from ._hybrid import WEBNN_OPS as HYBRID, dynamically_quantized, is_hybrid
 
 
 def _bias(ctx: ImportContext, k: int) -> Operand | None:
     return ctx.real(k) if ctx.has(k) else None
+
+
+def _activation(ctx: ImportContext, k: int, weights: int, axes, symmetric: bool = False
+                ) -> Operand:
+    """Input k's real values as the op's kernel reads them: quantized to int8 and back over
+    `axes` when LiteRT runs the op as a hybrid one (float input, int8 weights)."""
+    x = ctx.real(k)
+    return dynamically_quantized(ctx, x, axes, symmetric) if is_hybrid(ctx, k, weights) else x
+
+
+def _own_kernel(ctx: ImportContext, weights: int) -> bool:
+    """Whether LiteRT's own kernel runs the op, not XNNPACK's: XNNPACK takes constant weights
+    only. The two quantize a hybrid op's input differently (see _hybrid)."""
+    return ctx.known(weights) is None
 
 
 def _rank4(ctx: ImportContext, k: int, what: str) -> None:
@@ -26,12 +41,15 @@ def _rank4(ctx: ImportContext, k: int, what: str) -> None:
         raise Unsupported(f"its {what} has rank {ctx.rank(k)}; it must be 4")
 
 
-@tflite_op("CONV_2D", webnn=("conv2d", "relu", "clamp"))
+@tflite_op("CONV_2D", webnn=("conv2d", "relu", "clamp") + HYBRID)
 def conv_2d(ctx: ImportContext, op: Operator):
     o = options(op)
     _rank4(ctx, 0, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(0), ctx.real(1)
+    # LiteRT's own hybrid conv quantizes symmetrically for a per-tensor filter scale
+    q = ctx.quant(1)
+    symmetric = q is not None and not q.per_channel and _own_kernel(ctx, 1)
+    x, w = _activation(ctx, 0, 1, [1, 2, 3], symmetric), ctx.real(1)
     channels, per_group = x.shape[3], w.shape[3]
     if channels % per_group:
         raise Unsupported(f"its input has {channels} channels, not a multiple of the filter's "
@@ -46,12 +64,12 @@ def conv_2d(ctx: ImportContext, op: Operator):
     return [ctx.activation(y, o.fusedActivationFunction)]
 
 
-@tflite_op("DEPTHWISE_CONV_2D", webnn=("conv2d", "relu", "clamp"))
+@tflite_op("DEPTHWISE_CONV_2D", webnn=("conv2d", "relu", "clamp") + HYBRID)
 def depthwise_conv_2d(ctx: ImportContext, op: Operator):
     o = options(op)
     _rank4(ctx, 0, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(0), ctx.real(1)
+    x, w = _activation(ctx, 0, 1, [1, 2, 3]), ctx.real(1)
     channels, outputs = x.shape[3], w.shape[3]
     if w.shape[0] != 1 or outputs % channels:
         raise Unsupported(f"its filter {list(w.shape)} is not [1, height, width, "
@@ -90,13 +108,13 @@ def _transpose_conv(ctx: ImportContext, x: Operand, w: Operand, bias: Operand | 
                 outputPadding=output_padding, inputLayout="nhwc", filterLayout="ohwi")
 
 
-@tflite_op("TRANSPOSE_CONV", webnn=("convTranspose2d", "relu", "clamp"))
+@tflite_op("TRANSPOSE_CONV", webnn=("convTranspose2d", "relu", "clamp") + HYBRID)
 def transpose_conv(ctx: ImportContext, op: Operator):
     o = options(op)
     shape = [int(d) for d in ctx.require_known(0, "output shape").reshape(-1)]
     _rank4(ctx, 2, "input")
     _rank4(ctx, 1, "filter")
-    x, w = ctx.real(2), ctx.real(1)
+    x, w = _activation(ctx, 2, 1, [1, 2, 3]), ctx.real(1)
     if len(shape) != 4 or shape[0] != x.shape[0] or shape[3] != w.shape[0]:
         raise Unsupported(f"its output shape {shape} does not fit input {list(x.shape)} and "
                           f"filter {list(w.shape)}")
@@ -133,7 +151,7 @@ def convolution_2d_transpose_bias(ctx: ImportContext, op: Operator):
     return [_transpose_conv(ctx, x, w, _bias(ctx, 2), out_hw, padding, strides)]
 
 
-@tflite_op("FULLY_CONNECTED", webnn=("gemm", "reshape", "relu", "clamp"))
+@tflite_op("FULLY_CONNECTED", webnn=("gemm", "reshape", "relu", "clamp") + HYBRID)
 def fully_connected(ctx: ImportContext, op: Operator):
     """y = x W^T + b over the last axis: gemm with bTranspose. The input is taken as rows of
     W's input size; keep_num_dims keeps its leading dimensions, else the result is 2-D."""
@@ -148,6 +166,9 @@ def fully_connected(ctx: ImportContext, op: Operator):
         raise Unsupported(f"its input {list(x.shape)} does not split into rows of {depth}")
     rows = x.size // depth
     x2 = reshape(ctx, x, [rows, depth], "rows")
+    if is_hybrid(ctx, 0, 1):  # one scale per row; LiteRT's own kernel: symmetric by default
+        asymmetric = o is not None and o.asymmetricQuantizeInputs
+        x2 = dynamically_quantized(ctx, x2, [1], _own_kernel(ctx, 1) and not asymmetric)
     bias = _bias(ctx, 2)
     if bias is not None:
         # The kernel reads the bias as its N values whatever its shape; litert-torch stores a
@@ -164,7 +185,7 @@ def fully_connected(ctx: ImportContext, op: Operator):
         + [None] * (len(op.outputs) - 1)
 
 
-@tflite_op("BATCH_MATMUL", webnn=("matmul", "transpose"))
+@tflite_op("BATCH_MATMUL", webnn=("matmul", "transpose") + HYBRID)
 def batch_matmul(ctx: ImportContext, op: Operator):
     o = op.options
     a, b = ctx.real(0), ctx.real(1)
@@ -180,4 +201,10 @@ def batch_matmul(ctx: ImportContext, op: Operator):
         a = adjoint(a)
     if o is not None and o.adjY:
         b = adjoint(b)
+    if is_hybrid(ctx, 0, 1):  # one scale per row of the product's left matrix
+        if _own_kernel(ctx, 1):
+            # (measured: off from float math and from either quantization by whole units)
+            raise Unsupported("its right operand is int8 computed in the graph, which LiteRT's "
+                              "hybrid kernel does not compute as documented")
+        a = dynamically_quantized(ctx, a, [a.rank - 1])
     return [emit(ctx, "matmul", a, b)]

@@ -1,12 +1,14 @@
 """Recurrent ops: UNIDIRECTIONAL_SEQUENCE_LSTM (WebNN lstm) and UNIDIRECTIONAL_SEQUENCE_RNN
-(unrolled: WebNN has no plain RNN). An LSTM with peepholes is unrolled too (see
-_peephole_lstm).
+(unrolled: WebNN has no plain RNN). An LSTM with peepholes or int8 weights is unrolled too (see
+_unrolled_lstm).
 
 Their state tensors are variables LiteRT carries from one invocation to the next; a WebNN graph
 is a function of its inputs, so the state starts from the variable's initial value (zeros), as
 on a freshly created interpreter.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from ..context import ACT_RELU, ACT_TANH, ImportContext
 from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import emit, options, reshape, transpose
+from ._hybrid import WEBNN_OPS as HYBRID, dynamically_quantized, is_hybrid
 
 # Input slots of UNIDIRECTIONAL_SEQUENCE_LSTM (TFLite's lstm_shared.h).
 _X = 0
@@ -42,7 +45,7 @@ def _stack(ctx: ImportContext, ks: list[int], shape: list[int], what: str) -> Op
 
 @tflite_op("UNIDIRECTIONAL_SEQUENCE_LSTM",
            webnn=("lstm", "transpose", "reshape", "concat", "gemm", "slice", "split", "sigmoid",
-                  "add", "mul", "tanh", "relu"))
+                  "add", "mul", "tanh", "relu") + HYBRID)
 def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
     o = options(op)
     if not (ctx.has(_W["i"]) and ctx.has(_R["i"])):
@@ -76,10 +79,22 @@ def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
         if all(ctx.has(_B[g]) for g in gates) else None
     h0 = reshape(ctx, ctx.real(_H0), [1, batch, hidden], "initial_hidden")
     c0 = reshape(ctx, ctx.real(_C0), [1, batch, hidden], "initial_cell")
-    if any(ctx.has(_PEEP[g]) for g in "ifo"):
-        if not all(ctx.has(_PEEP[g]) for g in "ifo"):
-            raise Unsupported("it has some peepholes but not all three")
-        sequence = _peephole_lstm(ctx, x, w, r, bias, h0, c0, activation)
+    peepholes = any(ctx.has(_PEEP[g]) for g in "ifo")
+    if peepholes and not all(ctx.has(_PEEP[g]) for g in "ifo"):
+        raise Unsupported("it has some peepholes but not all three")
+    # LiteRT decides by the input-to-output weights (lstm.cc) and reads the others alike
+    hybrid = is_hybrid(ctx, _X, _W["o"])
+    if any(is_hybrid(ctx, _X, k) != hybrid for k in [*_W.values(), *_R.values()]):
+        raise Unsupported("some of its gate weights are int8 and others not; LiteRT's kernel "
+                          "reads them all as the input-to-output weights' type")
+    if peepholes or hybrid:
+        quantizer = None
+        if hybrid:  # each row of a step's input and state, as in the RNN below
+            symmetric = not o.asymmetricQuantizeInputs
+
+            def quantizer(v: Operand) -> Operand:
+                return dynamically_quantized(ctx, v, [1], symmetric)
+        sequence = _unrolled_lstm(ctx, x, w, r, bias, h0, c0, activation, peepholes, quantizer)
     else:
         results = ctx.emit("lstm", [x, w, r, bias, None, None, h0, c0],
                            {"steps": steps, "hiddenSize": hidden, "returnSequence": True,
@@ -91,30 +106,39 @@ def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
     return [sequence]
 
 
-def _peephole_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
-                   bias: Operand | None, h0: Operand, c0: Operand, activation: str) -> Operand:
-    """The LSTM unrolled, for peepholes: TFLite's output gate looks at the cell state the step
+def _unrolled_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
+                   bias: Operand | None, h0: Operand, c0: Operand, activation: str,
+                   peepholes: bool, quantizer: Callable[[Operand], Operand] | None) -> Operand:
+    """The LSTM unrolled. For peepholes: TFLite's output gate looks at the cell state the step
     computes, where WebNN's lstm (as its spec emulates it) gives it the state the step starts
-    from. Per step: gates = x W^T + b + h R^T; i, f = sigmoid(gate + p * c);
-    c' = f c + i act(g); o = sigmoid(gate_o + p_o c'); h = o act(c')."""
+    from. For int8 weights: LiteRT quantizes each row of the step's input and of h before
+    their products (`quantizer`), inside the step where WebNN's lstm cannot.
+    Per step: gates = x W^T + b + h R^T; i, f = sigmoid(gate + p * c);
+    c' = f c + i act(g); o = sigmoid(gate_o + p_o c'); h = o act(c') (p = 0 without
+    peepholes)."""
     steps, batch, size = x.shape
     hidden = r.shape[2]
     rows = reshape(ctx, x, [steps * batch, size], "rows")
+    if quantizer is not None:
+        rows = quantizer(rows)
     w2, r2 = reshape(ctx, w, [4 * hidden, size]), reshape(ctx, r, [4 * hidden, hidden])
     b2 = reshape(ctx, bias, [4 * hidden]) if bias is not None else None
     projected = reshape(ctx, emit(ctx, "gemm", rows, w2, b2, bTranspose=True),
                         [steps, batch, 4 * hidden], "projected")
-    p_i, p_f, p_o = (ctx.real(_PEEP[g]) for g in "ifo")
+    p_i, p_f, p_o = (ctx.real(_PEEP[g]) for g in "ifo") if peepholes else (None,) * 3
     h, c = reshape(ctx, h0, [batch, hidden]), reshape(ctx, c0, [batch, hidden])
     outputs = []
     for t in range(steps):
         step = reshape(ctx, emit(ctx, "slice", projected, starts=[t, 0, 0],
                                  sizes=[1, batch, 4 * hidden], suffix=f"step{t}"),
                        [batch, 4 * hidden], f"step{t}_rows")
-        gates = emit(ctx, "gemm", h, r2, step, bTranspose=True, suffix=f"step{t}_gates")
+        state = quantizer(h) if quantizer is not None else h
+        gates = emit(ctx, "gemm", state, r2, step, bTranspose=True, suffix=f"step{t}_gates")
         g_i, g_f, g_g, g_o = ctx.emit("split", [gates], {"splits": 4, "axis": 1})
 
-        def peek(gate: Operand, p: Operand, state: Operand) -> Operand:
+        def peek(gate: Operand, p: Operand | None, state: Operand) -> Operand:
+            if p is None:
+                return emit(ctx, "sigmoid", gate)
             return emit(ctx, "sigmoid", emit(ctx, "add", gate, emit(ctx, "mul", p, state)))
 
         i, f = peek(g_i, p_i, c), peek(g_f, p_f, c)
@@ -127,10 +151,12 @@ def _peephole_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
 
 
 @tflite_op("UNIDIRECTIONAL_SEQUENCE_RNN", webnn=("gemm", "slice", "reshape", "add", "concat",
-                                                 "relu", "clamp", "tanh", "lesser", "cast"))
+                                                 "relu", "clamp", "tanh", "lesser", "cast")
+           + HYBRID)
 def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
     """h_t = act(x_t W^T + h_{t-1} R^T + b), unrolled over the steps. The input projection of
-    every step is one gemm; each step adds its recurrent product."""
+    every step is one gemm; each step adds its recurrent product. With int8 weights (hybrid),
+    LiteRT quantizes each row of x_t and of h_{t-1} before its product (see _hybrid)."""
     o = options(op)
     x = ctx.real(0)
     if x.rank != 3:
@@ -142,6 +168,13 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
     w, r, b = ctx.real(1), ctx.real(2), ctx.real(3)
     hidden = w.shape[0]
     rows = reshape(ctx, x, [x.shape[0] * x.shape[1], size], "rows")
+    symmetric = not o.asymmetricQuantizeInputs
+    hybrid = is_hybrid(ctx, 0, 1)  # LiteRT decides by the input weights alone
+    if hybrid != is_hybrid(ctx, 0, 2):
+        raise Unsupported("one of its weights is int8 and the other not; LiteRT's kernel "
+                          "reads both as the input weights' type")
+    if hybrid:
+        rows = dynamically_quantized(ctx, rows, [1], symmetric)
     projected = reshape(ctx, emit(ctx, "gemm", rows, w, b, bTranspose=True),
                         list(x.shape[:2]) + [hidden], "projected")
     h = reshape(ctx, ctx.real(4), [batch, hidden], "initial_hidden")
@@ -151,7 +184,8 @@ def unidirectional_sequence_rnn(ctx: ImportContext, op: Operator):
         sizes = [1, batch, hidden] if o.timeMajor else [batch, 1, hidden]
         step = reshape(ctx, emit(ctx, "slice", projected, starts=starts, sizes=sizes,
                                  suffix=f"step{t}"), [batch, hidden], f"step{t}_rows")
-        total = emit(ctx, "gemm", h, r, step, bTranspose=True, suffix=f"step{t}_recurrent")
+        state = dynamically_quantized(ctx, h, [1], symmetric) if hybrid else h
+        total = emit(ctx, "gemm", state, r, step, bTranspose=True, suffix=f"step{t}_recurrent")
         h = ctx.activation(total, o.fusedActivationFunction, kernel_applies_all=True)
         outputs.append(reshape(ctx, h, [1, batch, hidden] if o.timeMajor
                                else [batch, 1, hidden], f"step{t}_out"))
