@@ -87,8 +87,16 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
     try:
         graph = _import_graph(model, ctx, arrays, known_inputs, dims, input_shapes, where,
                               budget, inferred)
+    except Exception:
+        inferred.finish()  # its crash, if it crashed, is the error reported instead
+        raise
     except BaseException:
-        inferred.finish()
+        # A stop (Ctrl-C, SIGTERM) stays a stop, exit 128+signal: the child is reaped, its
+        # crash left unsaid.
+        try:
+            inferred.finish()
+        except FormatError:
+            pass
         raise
     inferred.finish()
     return graph
