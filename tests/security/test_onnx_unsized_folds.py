@@ -266,3 +266,15 @@ def test_running_out_of_memory_folding_here_is_one_line_about_its_node(tmp_path,
                                                "failed: MemoryError: Unable to allocate"):
         converter.load(write(model([helper.make_node("Add", ["a", "b"], ["y"])], [],
                                    [vi("y")], inits), tmp_path))
+
+
+def test_any_other_failure_in_the_child_is_one_line_about_its_node(tmp_path, monkeypatch):
+    def fails(*args):
+        raise ValueError("odd input\nsecond line")
+
+    monkeypatch.setattr(folding, "_evaluate", fails)
+    with pytest.raises(UnsupportedError) as e:
+        converter.load(write(model(*_roi_align(4), opset=16), tmp_path))
+    assert ("RoiAlign 'RoiAlign_0': computing it at conversion time failed: ValueError: odd "
+            "input;") in str(e.value)
+    assert _no_child_left()

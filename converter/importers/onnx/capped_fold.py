@@ -116,6 +116,10 @@ def _child(compute: Callable[[], list[np.ndarray]], allowance: int, read_end: in
                 header, payloads = {"memory": True}, []
             except Unsupported as e:
                 header, payloads = {"unsupported": str(e)}, []
+            except Exception as e:  # any other failure is the node's, as fold() says it
+                first = str(e).splitlines()[0] if str(e) else ""
+                header, payloads = {"unsupported": f"computing it at conversion time failed: "
+                                                   f"{type(e).__name__}: {first}"}, []
             out.write(json.dumps(header).encode() + b"\n")
             for *_, parts in payloads:
                 for part in parts:
