@@ -278,3 +278,121 @@ def test_any_other_failure_in_the_child_is_one_line_about_its_node(tmp_path, mon
     assert ("RoiAlign 'RoiAlign_0': computing it at conversion time failed: ValueError: odd "
             "input;") in str(e.value)
     assert _no_child_left()
+
+
+def test_a_size_inference_gives_is_folded_here_even_when_it_is_zero(tmp_path, capped):
+    # Pad has no quick bound; inference gives its result [0], a size, not "unknown".
+    m = model([helper.make_node("Pad", ["a", "p"], ["e"]),
+               helper.make_node("Concat", ["e", "x"], ["y"], axis=0)],
+              [vi("x", shape=[2])], [vi("y", shape=[2])],
+              [_const("a", np.zeros(0), np.float32), _const("p", [0, 0])], opset=13)
+    graph = converter.load(write(m, tmp_path))
+    assert capped == []
+    x = np.array([3.0, 4.0], np.float32)
+    np.testing.assert_array_equal(converter.run(graph, {"x": x})["y"], x)
+
+
+@pytest.fixture
+def forked(monkeypatch) -> list:
+    """The pids of the processes forked meanwhile (inference's and the capped folds')."""
+    pids = []
+    real = os.fork
+
+    def fork():
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def _all_reaped(pids) -> bool:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False  # still running, or exited and never waited for
+    return True
+
+
+@pytest.mark.parametrize("limit", [256 * 256 * 4, 256 * 256 * 4 - 1])
+def test_every_child_is_reaped_whether_its_results_are_taken_or_refused(tmp_path, forked,
+                                                                         limit):
+    src = write(model(*_roi_align(256), opset=16), tmp_path)
+    try:
+        converter.load(src, max_total_bytes=limit)
+    except ConverterError:
+        assert limit < 256 * 256 * 4
+    # the whole-model inference, the fold's size inference, the capped fold
+    assert len(forked) == 3 and _all_reaped(forked)
+
+
+def test_what_the_budget_has_left():
+    from converter.budget import MemoryBudget
+
+    budget = MemoryBudget(max_total_bytes=100)
+    budget.claim(30, "a")
+    assert budget.left() == 70
+    budget.claim(70, "b")
+    assert budget.left() == 0
+
+
+def test_no_cap_without_proc(monkeypatch):
+    monkeypatch.setattr(capped_fold, "_data_bytes", lambda: None)
+    assert not capped_fold.can_cap()
+
+
+@pytest.mark.parametrize("entry, message", [
+    ([1, [2, -1], 8], r"a result of shape \[2, -1\]"),
+    ([1, [2], -1], r"a result of shape \[2\]"),
+])
+def test_a_result_announced_with_a_negative_size_is_refused(entry, message):
+    with pytest.raises(folding.Unsupported, match=message):
+        capped_fold._spec(entry)
+
+
+def test_a_result_of_nothing_is_announced_as_such():
+    assert capped_fold._spec([1, [0, 3], 0]) == (1, (0, 3), 0)
+
+
+def test_results_whose_bytes_do_not_add_up_are_refused():
+    import io
+
+    with pytest.raises(folding.Unsupported, match="sent 12 bytes for a float32 result of "
+                                                  r"shape \[2\]"):
+        capped_fold._receive(io.BytesIO(bytes(12)), T.FLOAT, (2,), 12)
+    with pytest.raises(folding.Unsupported, match="ended before sending its result"):
+        capped_fold._receive(io.BytesIO(bytes(4)), T.FLOAT, (2,), 8)
+    one = np.array([1], np.int64).tobytes()
+    with pytest.raises(folding.Unsupported, match="strings of the wrong length"):
+        capped_fold._receive(io.BytesIO(one + b"ab"), T.STRING, (1,), 8 + 2)
+    minus = np.array([-1], np.int64).tobytes()
+    with pytest.raises(folding.Unsupported, match="strings of the wrong length"):
+        capped_fold._receive(io.BytesIO(minus), T.STRING, (1,), 8 - 1)
+    both = np.array([1, 2], np.int64).tobytes()
+    got = capped_fold._receive(io.BytesIO(both + "aé".encode()), T.STRING, (2,), 16 + 3)
+    assert got.dtype == object and got.tolist() == ["a", "é"]
+
+
+def test_a_fold_of_known_size_that_onnx_rejects_is_one_line_about_its_node(tmp_path, capped):
+    inits = [_const("a", np.arange(6), np.float32), _const("s", [4])]
+    with pytest.raises(UnsupportedError, match="Reshape 'Reshape_0': computing it at "
+                                               "conversion time failed: ValueError: cannot "
+                                               "reshape array of size 6 into shape"):
+        converter.load(write(model([helper.make_node("Reshape", ["a", "s"], ["y"])], [],
+                                   [vi("y")], inits), tmp_path))
+    assert capped == []  # its size bound came from its input: computed here
+
+
+def test_a_child_that_ends_badly_after_sending_its_results_is_not_believed(
+        tmp_path, monkeypatch):
+    real_exit = os._exit
+    monkeypatch.setattr(os, "_exit", lambda status: real_exit(3))  # the forked child's exit
+    with pytest.raises(UnsupportedError, match="RoiAlign 'RoiAlign_0': computing it at "
+                                               "conversion time failed: the process computing "
+                                               "it exited with status 3"):
+        converter.load(write(model(*_roi_align(4), opset=16), tmp_path))
+    assert _no_child_left()
