@@ -396,3 +396,13 @@ def test_a_child_that_ends_badly_after_sending_its_results_is_not_believed(
                                                "it exited with status 3"):
         converter.load(write(model(*_roi_align(4), opset=16), tmp_path))
     assert _no_child_left()
+
+
+def test_inference_of_a_zero_size_result_is_a_size():
+    inits = [_const("a", np.zeros(0), np.float32), _const("p", [0, 0])]
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["a", "p"], ["e"])], "g",
+        [vi(t.name, t.data_type, list(t.dims)) for t in inits],
+        [helper.make_empty_tensor_value_info("e")], initializer=inits),
+        opset_imports=[helper.make_opsetid("", 13)])
+    assert folding._output_shapes(m) == [([0], T.FLOAT)]
