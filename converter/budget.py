@@ -19,7 +19,7 @@ import math
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence
 
 from .errors import ConverterError
 
@@ -115,6 +115,20 @@ class MemoryBudget:
     def fits(self, nbytes: int) -> bool:
         """Whether `nbytes` more would stay within both limits (nothing is claimed)."""
         return nbytes <= self.max_tensor and self.used + nbytes <= self.max_total
+
+    def left(self) -> int:
+        """What may still be claimed before the total limit."""
+        return max(self.max_total - self.used, 0)
+
+    def refuse_unsized(self, what: str, *, where: str | None = None) -> NoReturn:
+        """Raise for `what`, whose size was not known beforehand and which, computed under a
+        memory cap of what is left, needed more."""
+        raise ConverterError(
+            f"{what} needed more than the {format_size(self.left())} left of the "
+            f"conversion's limit of {format_size(self.max_total)} ({format_size(self.used)} "
+            f"used); its size depends on the model's values", where=where,
+            fix=f"if the model is trusted, allow more with --max-total-bytes (above "
+                f"{_flag_size(self.max_total)}; Python: max_total_bytes=)")
 
     def claim(self, nbytes: int, what: str, *, where: str | None = None) -> None:
         """Count `nbytes` about to be allocated for `what`; raise if a limit would be passed."""

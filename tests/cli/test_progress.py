@@ -3,6 +3,7 @@ the end, never on stdout."""
 from __future__ import annotations
 
 import io
+import threading
 import time
 
 from rich.console import Console
@@ -35,11 +36,25 @@ def test_a_long_command_names_its_phase_on_the_terminal():
     assert "reading [red]big[/red].onnx" in text and "verifying" in text
 
 
-def test_a_quick_command_prints_nothing():
+def test_a_quick_command_prints_nothing(monkeypatch):
+    # The timer is checked, not the clock: a block that ends before the delay cancels it, so
+    # the spinner can never start (was: a 0.1 s look at a 5 s timer, which passed uncancelled).
+    timers = []
+
+    class Recorded(threading.Timer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            timers.append(self)
+
+    monkeypatch.setattr(threading, "Timer", Recorded)
     out, console = _terminal()
-    with phases(True, delay=5.0, console=console) as say:
+    with phases(True, delay=3600.0, console=console) as say:
         say("reading small.onnx")
-    time.sleep(0.1)
+    [timer] = timers
+    assert timer.finished.is_set()  # cancelled: its wait is over and the spinner is skipped
+    timer.join(60)  # a bound on waiting for the thread to end, not a measured time
+    assert not timer.is_alive()
+    timer.function()  # a timer that fired as the block closed draws nothing either
     assert out.getvalue() == ""
 
 

@@ -22,7 +22,7 @@ from .. import REFUSAL_FIX
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
-from .folding import can_fold, fold, folded_bytes
+from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
 from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
@@ -87,8 +87,16 @@ def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = 
     try:
         graph = _import_graph(model, ctx, arrays, known_inputs, dims, input_shapes, where,
                               budget, inferred)
+    except Exception:
+        inferred.finish()  # its crash, if it crashed, is the error reported instead
+        raise
     except BaseException:
-        inferred.finish()
+        # A stop (Ctrl-C, SIGTERM) stays a stop, exit 128+signal: the child is reaped, its
+        # crash left unsaid.
+        try:
+            inferred.finish()
+        except FormatError:
+            pass
         raise
     inferred.finish()
     return graph
@@ -213,13 +221,17 @@ def import_node(ctx: ImportContext, node: OnnxNode,
     if can_fold(ctx, node):
         # Computed here only within the memory budget; past it a node that has a rule stays a
         # WebNN op (its rule keeps big values as graph ops), and one without fails clearly.
+        what = f"computing {node} at conversion time"
         need = folded_bytes(ctx, node)  # an upper bound, or exact when near the limits
-        if need is None or ctx.budget.fits(need) or rule is None:
-            what = f"computing {node} at conversion time"
-            if need is not None and not ctx.budget.fits(need):
+        results = None
+        if need is None:  # nothing tells its size: computed where its memory is capped
+            results = fold_unsized(ctx, node, what, keepable=rule is not None)
+        elif ctx.budget.fits(need) or rule is None:
+            if not ctx.budget.fits(need):
                 ctx.budget.claim(need, what, where=ctx.where)  # raises, naming the flag
             results = fold(ctx, node)
             ctx.budget.claim(sum(r.nbytes for r in results), what, where=ctx.where)
+        if results is not None:
             for out, arr in zip(node.outputs, results):
                 if out is not None:
                     ctx.set(out, arr, _type_of(inferred, out, _onnx_type_of_array, arr))

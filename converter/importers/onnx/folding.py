@@ -12,11 +12,13 @@ import numpy as np
 import onnx
 
 from ...budget import shape_bytes
+from ...errors import ConverterError
+from .capped_fold import can_cap, fold_capped
 from .context import ImportContext, OnnxNode, unpack_known
 from .inference import isolated
 from .registry import DEFAULT_DOMAINS, Unsupported
 
-__all__ = ["can_fold", "fold", "folded_bytes"]
+__all__ = ["can_fold", "fold", "fold_unsized", "folded_bytes"]
 
 # Never folded: their value differs run to run, or they hold subgraphs (If has its own rule).
 _NEVER = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -170,7 +172,7 @@ def folded_bytes(ctx: ImportContext, node: OnnxNode) -> int | None:
 
 def _output_shapes(model: onnx.ModelProto) -> list | None:
     """[(dims, element type)] of the model's outputs by ONNX's shape inference; None when any
-    is not fully known."""
+    is not fully known or has a negative dimension."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception:  # inference is only an estimate here; folding itself reports errors
@@ -181,7 +183,9 @@ def _output_shapes(model: onnx.ModelProto) -> list | None:
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not tt.elem_type:
             return None
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-        if None in dims:
+        # A negative dimension (STFT's frame count when a frame is longer than the signal)
+        # tells nothing: one would make the product negative, a size that fits any budget.
+        if None in dims or any(d < 0 for d in dims):
             return None
         shapes.append((dims, tt.elem_type))
     return shapes
@@ -206,6 +210,34 @@ def _gather_elements(data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarr
 
 
 def fold(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
+    """`node`'s results computed here by ONNX's reference evaluator (Unsupported when it
+    fails); the caller has bounded what it allocates (folded_bytes)."""
+    try:
+        return _evaluate(ctx, node)
+    except MemoryError as e:
+        raise _failed(e) from None
+
+
+def fold_unsized(ctx: ImportContext, node: OnnxNode, what: str, keepable: bool
+                 ) -> list[np.ndarray] | None:
+    """`node`'s results when nothing tells their size beforehand (folded_bytes is None):
+    computed in a child whose memory is capped at what the budget has left (capped_fold.py),
+    and claimed. Past the cap, None when the node is `keepable` (its rule keeps it a graph
+    op), else a ConverterError naming the flag; likewise where no cap can be set."""
+    if not can_cap():
+        if keepable:
+            return None
+        raise ConverterError(f"{what}: its size depends on the model's values, and only on "
+                             f"Linux can the converter cap the memory of computing it",
+                             where=ctx.where, fix="convert the model on Linux")
+    results = fold_capped(lambda: _evaluate(ctx, node), ctx.budget, what, ctx.where)
+    if results is None and not keepable:
+        ctx.budget.refuse_unsized(what, where=ctx.where)
+    return results
+
+
+def _evaluate(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
+    """fold()'s work; running out of memory is left a MemoryError (capped_fold reports it)."""
     if node.op_type == "GatherElements" and len(node.inputs) == 2:
         data, index = (unpack_known(ctx.values[n]) for n in node.inputs)
         return [_gather_elements(data, index, node.attr("axis", 0))]
@@ -226,8 +258,13 @@ def fold(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator  # heavy: imported when first folding
 
     try:
-        results = ReferenceEvaluator(model).run(None, feeds)
+        return [np.asarray(r) for r in ReferenceEvaluator(model).run(None, feeds)]
+    except MemoryError:
+        raise
     except Exception as e:  # the reference evaluator rejects what ONNX itself rejects
-        raise Unsupported(f"computing it at conversion time failed: {type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}") from None
-    return [np.asarray(r) for r in results]
+        raise _failed(e) from None
+
+
+def _failed(e: Exception) -> Unsupported:
+    return Unsupported(f"computing it at conversion time failed: {type(e).__name__}: "
+                       f"{str(e).splitlines()[0] if str(e) else ''}")

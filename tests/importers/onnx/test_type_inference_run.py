@@ -104,6 +104,60 @@ def test_a_crash_of_inference_is_the_models_error_over_its_nodes_own(tmp_path, m
     assert _no_child_left()
 
 
+def _relu_model(path) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _stopped_by_sigterm(*args):
+    from cli.main import Stopped
+
+    raise Stopped(signal.SIGTERM)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="inference is isolated by fork")
+def test_a_stop_during_import_stays_a_stop_when_inference_crashed_too(tmp_path, monkeypatch):
+    # Was: the inference's crash, reported as the model's error, replaced the stop: SIGTERM
+    # during the import of such a model exited 2 ("crashed on this model") instead of 143.
+    from click.testing import CliRunner
+
+    import converter.importers.onnx as onnx_importer
+    from cli.main import Stopped, main
+
+    monkeypatch.setattr(inference, "_infer", _segfault)
+    monkeypatch.setattr(onnx_importer, "import_node", _stopped_by_sigterm)
+    path = tmp_path / "m.onnx"
+    _relu_model(path)
+    with pytest.raises(Stopped) as e:
+        converter.load(path)
+    assert e.value.signum == signal.SIGTERM
+    assert _no_child_left()
+    result = CliRunner().invoke(main, ["convert", str(path), "-o", str(tmp_path / "o.webnn")])
+    assert result.exit_code == 128 + signal.SIGTERM, result.output
+    assert "stopped by SIGTERM" in result.output and "crashed" not in result.output
+    assert _no_child_left()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def _a_bug(*args):
+    raise ValueError("a bug")
+
+
+def test_an_error_during_import_gives_way_to_the_crash_of_inference(tmp_path, monkeypatch):
+    import converter.importers.onnx as onnx_importer
+
+    monkeypatch.setattr(inference, "_infer", _segfault)
+    monkeypatch.setattr(onnx_importer, "import_node", _a_bug)
+    path = tmp_path / "m.onnx"
+    _relu_model(path)
+    with pytest.raises(FormatError, match=r"crashed on this model \(SIGSEGV\)"):
+        converter.load(path)
+    assert _no_child_left()
+
+
 def test_inference_in_process_answers_at_once():
     run = start_inference(_compare_model(), "compare.onnx", isolate=False)
     assert run.get("same") == T.BOOL and run.get("nonzero") == T.BOOL
