@@ -369,23 +369,24 @@ _HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
 @contextlib.contextmanager
 def signals_held():
     """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op.
+    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op. Yields
+    the handlers it replaced, by signal (a forked child puts them back: see forked.py).
 
     The signals are caught by a recording handler and raised again on leaving, not masked: a
     mask holds them for the main thread only, and a process-directed signal then goes to any
     other thread (ONNX Runtime's pool, for one), whose handler trips the main thread's at once.
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield {}
         return
     caught: list[int] = []
-    replaced = {}
+    replaced: dict[int, Any] = {}
     try:  # from the first replacement on: a signal between two of them restores the first
         for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
             handler = signal.getsignal(signum)
             if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
                 replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
-        yield
+        yield replaced
     finally:
         for signum, handler in replaced.items():
             signal.signal(signum, handler)
