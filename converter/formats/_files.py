@@ -316,7 +316,9 @@ class StagedSave:
     The writers save into a hidden folder created beside the outputs (same file system, so
     moving is a rename); `commit(paths)` renames the staged files into the outputs' folder, and
     leaving the `with` block removes the staging folder and whatever is still in it, so an
-    output that failed its check, or an interrupted run, leaves nothing behind.
+    output that failed its check, or an interrupted run, leaves nothing behind. A run killed
+    outright (SIGKILL, the OOM killer) cannot clean up: its folder, named by its owner
+    (owned_folders.py), is removed by the next run that stages outputs in the same folder.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -324,15 +326,15 @@ class StagedSave:
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
-        import tempfile  # here, not at the top: only `convert --verify` stages its outputs
+        from .owned_folders import make_owned_folder  # only `convert --verify` stages
 
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
         try:
             with signals_held():
-                self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
-                                                   dir=self.folder))
+                self.stage = make_owned_folder(self.folder, "convert", hidden=True,
+                                               suffix=".staging")
         except BaseException:
             # A signal held while the folder was made is raised as the block ends, so this
             # method raises after all, and a `with` whose __enter__ raises never calls __exit__.

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
+from ..formats.owned_folders import make_owned_folder
 from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4
@@ -278,7 +279,8 @@ class _Session:
             raise ConverterError("the playwright package is not installed",
                                  where="chromium runtime", fix="pip install playwright") from None
         self._error = PlaywrightError
-        self.root = Path(tempfile.mkdtemp(prefix="webnn-chromium-"))
+        # Named by its owner: one a killed run left is removed by the next session.
+        self.root = make_owned_folder(Path(tempfile.gettempdir()), "chromium")
         self._count = 0
         (self.root / "runner.html").write_text(
             '<!doctype html><meta charset="utf-8"><title>webnn runner</title>'

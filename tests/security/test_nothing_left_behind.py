@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
 
 
-def _cli(*args: str, **kw) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _cli(*args: str, env: dict | None = None, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, **kw)
 
@@ -44,8 +44,8 @@ def _frozen(child: subprocess.Popen) -> bool:
     return info.si_code == os.CLD_STOPPED
 
 
-def _signalled_in_phase(args: list[str], entered, inside, signum: int, reset
-                        ) -> tuple[int, str]:
+def _signalled_in_phase(args: list[str], entered, inside, signum: int, reset,
+                        env: dict | None = None) -> tuple[int, str]:
     """Run `webnn-convert ARGS` until one run is caught inside the phase under test, send it
     `signum` there, and return that run's exit code and stderr.
 
@@ -53,10 +53,10 @@ def _signalled_in_phase(args: list[str], entered, inside, signum: int, reset
     with the child stopped: its files cannot change then, so True proves the signal lands
     inside the phase (it is sent while the child is stopped and acted on when SIGCONT resumes
     it). A run that had left the phase by then is let finish (it must succeed), `reset()`
-    clears what it wrote, and a fresh run is tried.
+    clears what it wrote, and a fresh run is tried. `env`: variables to set for the run.
     """
     for _ in range(ATTEMPTS):
-        child = _cli(*args)
+        child = _cli(*args, env=env)
         try:
             deadline = time.monotonic() + WAIT
             while not entered() and child.poll() is None:
@@ -163,6 +163,31 @@ def test_a_signal_during_verify_removes_the_staged_outputs(slow_to_verify, tmp_p
     assert stderr.strip().splitlines()[-1] == \
         "stopped by SIGTERM; nothing was left half written"
     assert list(out.iterdir()) == []
+
+
+def test_a_kill_during_verify_leaves_a_folder_the_next_run_removes(slow_to_verify, tmp_path):
+    # SIGKILL (the OOM killer) cannot be caught: the staging folder stays, complete outputs
+    # inside. Was: no later run removed it.
+    out = tmp_path / "out"
+    out.mkdir()
+    staged = ["big.manifest.json", "big.webnn", "big.weights"]
+
+    def verifying() -> bool:
+        files = list(out.iterdir())
+        return len(files) == 1 and files[0].name.endswith(".staging") \
+            and sorted(p.name for p in files[0].iterdir()) == staged
+
+    code, stderr = _signalled_in_phase(
+        ["convert", str(slow_to_verify), "-o", str(out / "big.webnn"), "--verify"],
+        entered=verifying, inside=verifying, signum=signal.SIGKILL,
+        reset=lambda: _empty(out))
+    assert code == -signal.SIGKILL, stderr
+    [left] = list(out.iterdir())
+    assert left.name.startswith(".webnn-convert.") and left.name.endswith(".staging")
+    assert sorted(p.name for p in left.iterdir()) == staged  # complete: it got that far
+    again = _run("convert", str(TINY), "-o", str(out / "t.webnn"), "--verify")
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["t.manifest.json", "t.webnn", "t.weights"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
