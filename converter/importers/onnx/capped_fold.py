@@ -61,16 +61,12 @@ def fold_capped(compute: Callable[[], list[np.ndarray]], budget: MemoryBudget, w
     (Unsupported); the child's crash is an Unsupported too. Call only when `can_cap()`."""
     allowance = budget.left() + OWN_NEEDS
     read_end, write_end = os.pipe()
-    try:
-        # Leaving the block ends a child not reaped yet (a stop, a claim refused).
-        with os.fdopen(read_end, "rb") as f, \
-                ForkedChild(lambda: _child(compute, allowance, read_end, write_end)) as child:
-            os.close(write_end)  # the child's alone now: its end is the end of the results
-            write_end = None
-            results, status = _results(f, child, budget, what, where)
-    finally:
-        if write_end is not None:
-            os.close(write_end)
+    # The write end is the child's alone (its end is the end of the results). Leaving the
+    # block ends a child not reaped yet (a stop, a claim refused).
+    with os.fdopen(read_end, "rb") as f, \
+            ForkedChild(lambda: _child(compute, allowance, read_end, write_end),
+                        parent_closes=(write_end,)) as child:
+        results, status = _results(f, child, budget, what, where)
     if results is None:
         return None
     if status != 0:

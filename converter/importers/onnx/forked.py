@@ -30,10 +30,16 @@ class ForkedChild:
     and raises the stop. Once started, `wait()` reaps the child and returns its wait status,
     and `end()` kills and reaps a child not reaped yet (it is what leaving a `with` block
     does, however the block ends).
+
+    `parent_closes`: file descriptors for the child alone (a pipe's write end). The parent
+    closes them as it forks, with the stops held, so they are closed exactly once whatever
+    arrives (closing one twice could close a descriptor reused meanwhile by another thread).
     """
 
-    def __init__(self, work: Callable[[], NoReturn]) -> None:
+    def __init__(self, work: Callable[[], NoReturn], parent_closes: tuple[int, ...] = ()
+                 ) -> None:
         self._work = work
+        self._parent_closes = parent_closes
         self.pid: int | None = None
         self._reaped = False
 
@@ -48,8 +54,11 @@ class ForkedChild:
                     self.pid = os.fork()
                     if self.pid == 0:
                         self._run_child(handlers, mask)
-                finally:
+                finally:  # the parent only: the child never leaves _run_child
                     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                    for fd in self._parent_closes:
+                        os.close(fd)
+                    self._parent_closes = ()
         except BaseException:  # a stop held during the fork, raised now that the pid is kept
             self.end()
             raise

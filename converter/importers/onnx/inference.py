@@ -103,15 +103,13 @@ def _isolated_answer(compute: Callable[[], object], where: str, isolate: bool
         result = compute()
         return lambda: result
     read_end, write_end = os.pipe()
-    child = ForkedChild(lambda: _child(compute, read_end, write_end))
+    child = ForkedChild(lambda: _child(compute, read_end, write_end), parent_closes=(write_end,))
     try:
         child.start()
     except BaseException:  # a stop during the fork, or just after it
         child.end()
         os.close(read_end)
         raise
-    finally:
-        os.close(write_end)
     return lambda: _answer(child, read_end, where)
 
 
