@@ -39,11 +39,13 @@ from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operatio
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4
 from .browser_install import find_chromium
+from .chromium_sandbox import launch
 
 __all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits",
            "browser_page", "close_browser", "LAUNCH_ARGS"]
 
-LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
+# Sandboxed or not is chromium_sandbox.launch's choice (--no-sandbox only where it must).
+LAUNCH_ARGS = ("--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
 _RUNNER = Path(__file__).with_name("chromium_runner.js")
 # A graph that neither finishes nor fails in this time is reported as hung.
 _CASE_TIMEOUT_MS = 300_000
@@ -295,8 +297,8 @@ class _Session:
         self._thread.start()
         self._playwright = sync_playwright().start()
         try:
-            self.browser = self._playwright.chromium.launch(
-                executable_path=str(binary), args=list(LAUNCH_ARGS))
+            self.browser = launch(self._playwright.chromium, str(binary), list(LAUNCH_ARGS),
+                                  PlaywrightError)
         except PlaywrightError as e:
             self._stop()
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
