@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
-from ..formats.owned_folders import make_owned_folder
+from ..formats.owned_paths import make_owned_folder
 from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4

@@ -1,6 +1,7 @@
 """Nothing left behind: SIGTERM and SIGHUP during a write remove the temporary files as Ctrl-C
 does (an 80 MB `.NAME.weights.*.tmp` stayed before), and `convert --verify` writes its outputs
-only when verification passes, unless `--keep-on-mismatch` asks otherwise.
+only when verification passes, unless `--keep-on-mismatch` asks otherwise. What a SIGKILL (which
+nothing catches) leaves, the next run writing into that folder removes.
 
 The signal tests never race the child: it is frozen once its phase begins, and signalled only if
 its files, while it is stopped, prove it is still inside that phase (see _signalled_in_phase)."""
@@ -125,6 +126,27 @@ def test_a_signal_during_the_weights_write_leaves_nothing(big_model, tmp_path, s
     assert stderr.strip().splitlines()[-1] == \
         f"stopped by {signal.Signals(signum).name}; nothing was left half written"
     assert list(out.iterdir()) == []
+
+
+def test_a_kill_during_the_weights_write_leaves_a_file_the_next_save_removes(big_model,
+                                                                           tmp_path):
+    # SIGKILL cannot be caught: the temporary weights stay. Was: for good (hidden, 200 MB).
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def mid_write() -> bool:
+        weights = [p for p in out.iterdir() if p.name.startswith(".big.weights.")]
+        return len(weights) == 1 and weights[0].stat().st_size < N * 4
+
+    code, stderr = _signalled_in_phase(
+        ["convert", str(big_model), "-o", str(out / "big.webnn")],
+        entered=lambda: any(p.name.endswith(".tmp") for p in out.iterdir()),
+        inside=mid_write, signum=signal.SIGKILL, reset=lambda: _empty(out))
+    assert code == -signal.SIGKILL, stderr
+    assert any(p.name.startswith(".big.weights.") for p in out.iterdir())
+    again = _run("convert", str(TINY), "-o", str(out / "t.webnn"))
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["t.manifest.json", "t.webnn", "t.weights"]
 
 
 @pytest.fixture(scope="module")

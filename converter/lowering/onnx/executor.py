@@ -116,7 +116,7 @@ def _session_via_file(ort, lowered, options):
     """An ORT session over the lowered model saved with its big constants as external data in
     a temporary folder, removed once the session has loaded it (the model proto is copied, so
     `lowered` keeps its in-memory markers). The folder is named by its owner: one a killed run
-    left is removed by the next run that makes one (owned_folders.py)."""
+    left is removed by the next run that makes one (owned_paths.py)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -124,7 +124,7 @@ def _session_via_file(ort, lowered, options):
     import onnx
 
     from ...formats._files import signals_held
-    from ...formats.owned_folders import make_owned_folder
+    from ...formats.owned_paths import make_owned_folder
 
     model = onnx.ModelProto()
     model.CopyFrom(lowered.model)  # small: the big constants are not in it

@@ -1,32 +1,33 @@
-"""Working folders named by the run that owns them, so that a later run can remove one whose
-owner was killed (SIGKILL, the OOM killer: no cleanup of our own runs then) and never one a live
-run is using.
+"""Working files and folders named by the run that owns them, so that a later run can remove
+one whose owner was killed (SIGKILL, the OOM killer: no cleanup of our own runs then) and never
+one a live run is using.
 
-A folder's name holds its owner's stamp: the machine (a hash of /etc/machine-id, else the host
-name), the boot (the start of /proc/sys/kernel/random/boot_id), the PID namespace, the process
-id and the process's start time (clock ticks since boot, /proc/PID/stat). Every run that makes
-such a folder first removes those of the same kind in the same place whose owner is gone: the
+A name holds its owner's stamp: the machine (a CRC of /etc/machine-id, else of the host name),
+the boot (the start of /proc/sys/kernel/random/boot_id), the PID namespace, the process id and
+the process's start time (clock ticks since boot, /proc/PID/stat). Every run that makes such a
+file or folder first removes those of the same kind in the same place whose owner is gone: the
 same machine and PID namespace, and either a boot that has ended or a process id that is not
 running any more, or is running a process that started at another time (the id was reused).
-What it cannot judge it leaves: another machine's folder (a shared file system), another PID
+What it cannot judge it leaves: another machine's (a shared file system), another PID
 namespace's (a container's), anything on a system without /proc, a name not in this form, a
-link, a folder of another user.
+link, another user's.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import shutil
-import socket
 import stat
+import zlib
 from pathlib import Path
 
-__all__ = ["make_owned_folder", "remove_stale_folders", "own_stamp"]
+__all__ = ["make_owned_folder", "owned_name", "remove_stale", "own_stamp"]
 
-_NAME = re.compile(r"\.?webnn-(?P<kind>[a-z]+)\.(?P<host>[0-9a-f]{8})\.(?P<boot>[0-9a-f]{8})"
-                   r"\.(?P<ns>\d+)\.(?P<pid>\d+)\.(?P<start>\d+)\.[0-9a-f]{8}(?:\.[a-z]+)?")
+# [.][FILE.]webnn-KIND.STAMP.RANDOM[.SUFFIX]: FILE, for a file, the name it will take.
+_NAME = re.compile(r"\.?(?:.*\.)?webnn-(?P<kind>[a-z]+)\.(?P<host>[0-9a-f]{8})"
+                   r"\.(?P<boot>[0-9a-f]{8})\.(?P<ns>\d+)\.(?P<pid>\d+)\.(?P<start>\d+)"
+                   r"\.[0-9a-f]{8}(?:\.[a-z]+)?", re.DOTALL)
 
 
 def _first_line(path: str) -> str | None:
@@ -47,8 +48,12 @@ def _start_time(pid: int | str) -> int | None:
 
 
 def _machine() -> str:
-    ident = _first_line("/etc/machine-id") or socket.gethostname()
-    return hashlib.sha256(ident.encode()).hexdigest()[:8]
+    ident = _first_line("/etc/machine-id")
+    if ident is None:
+        import socket
+
+        ident = socket.gethostname()
+    return f"{zlib.crc32(ident.encode()):08x}"  # zlib, not hashlib: cheaper to import
 
 
 def _pid_namespace() -> int | None:
@@ -79,8 +84,9 @@ def _owner_gone(found: re.Match, own: dict[str, str]) -> bool:
     return str(_start_time(found["pid"])) != found["start"]  # None: not running
 
 
-def remove_stale_folders(parent: Path, kind: str) -> None:
-    """Remove the folders of `kind` in `parent` whose owner is gone (see the module's doc)."""
+def remove_stale(parent: Path, kind: str) -> None:
+    """Remove the files and folders of `kind` in `parent` whose owner is gone (see the
+    module's doc)."""
     own = own_stamp()
     if own is None:
         return
@@ -97,22 +103,32 @@ def remove_stale_folders(parent: Path, kind: str) -> None:
             info = os.lstat(path)
         except OSError:
             continue  # removed meanwhile, by another run cleaning up too
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+        if info.st_uid != os.getuid():
+            continue
+        if stat.S_ISDIR(info.st_mode):
             shutil.rmtree(path, ignore_errors=True)
+        elif stat.S_ISREG(info.st_mode):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def owned_name(kind: str, *, hidden: bool = False, prefix: str = "", suffix: str = "") -> str:
+    """A new name for a file or folder of `kind`, stamped with this process (all zeros
+    without /proc, which no run removes). `prefix`: the name a file will take, first."""
+    own = own_stamp() or dict.fromkeys(("ns", "pid", "start"), "0") | \
+        {"host": "0" * 8, "boot": "0" * 8}
+    stamp = ".".join(own[k] for k in ("host", "boot", "ns", "pid", "start"))
+    lead = ("." if hidden else "") + (f"{prefix}." if prefix else "")
+    return f"{lead}webnn-{kind}.{stamp}.{os.urandom(4).hex()}{suffix}"
 
 
 def make_owned_folder(parent: Path, kind: str, *, hidden: bool = False,
                       suffix: str = "") -> Path:
-    """A new folder in `parent` (mode 0700) named with this process's stamp, after removing
-    the stale folders of the same kind there. Without /proc the stamp is all zeros, which no
-    run removes."""
-    remove_stale_folders(parent, kind)
-    own = own_stamp() or dict.fromkeys(("ns", "pid", "start"), "0") | \
-        {"host": "0" * 8, "boot": "0" * 8}
-    stamp = ".".join(own[k] for k in ("host", "boot", "ns", "pid", "start"))
+    """A new folder in `parent` (mode 0700) named by `owned_name`, made after removing the
+    stale ones of the same kind there."""
+    remove_stale(parent, kind)
     while True:
-        name = f"{'.' if hidden else ''}webnn-{kind}.{stamp}.{os.urandom(4).hex()}{suffix}"
-        path = Path(parent) / name
+        path = Path(parent) / owned_name(kind, hidden=hidden, suffix=suffix)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)
             return path
