@@ -2,12 +2,12 @@
 one whose owner was killed (SIGKILL, the OOM killer: no cleanup of our own runs then) and never
 one a live run is using.
 
-A name holds its owner's stamp: the machine (a CRC of /etc/machine-id, else of the host name),
+A name holds its owner's stamp: the machine (a CRC of /etc/machine-id and the host name),
 the boot (the start of /proc/sys/kernel/random/boot_id), the PID namespace, the process id and
 the process's start time (clock ticks since boot, /proc/PID/stat). Every run that makes such a
-file or folder first removes those of the same kind in the same place whose owner is gone: the
-same machine and PID namespace, and either a boot that has ended or a process id that is not
-running any more, or is running a process that started at another time (the id was reused).
+file or folder first removes those of the same kind in the same place whose owner is gone: of
+this machine, and of a boot that has ended, or of this PID namespace with a process id that is
+not running any more or runs a process that started at another time (the id was reused).
 What it cannot judge it leaves: another machine's (a shared file system), another PID
 namespace's (a container's), anything on a system without /proc, a name not in this form, a
 link, another user's.
@@ -48,11 +48,8 @@ def _start_time(pid: int | str) -> int | None:
 
 
 def _machine() -> str:
-    ident = _first_line("/etc/machine-id")
-    if ident is None:
-        import socket
-
-        ident = socket.gethostname()
+    # Both: cloned machines can share a machine id (an image's), and containers a host name.
+    ident = f"{_first_line('/etc/machine-id')}/{os.uname().nodename}"
     return f"{zlib.crc32(ident.encode()):08x}"  # zlib, not hashlib: cheaper to import
 
 
@@ -63,8 +60,19 @@ def _pid_namespace() -> int | None:
         return None
 
 
+_STAMPS: dict[int, dict[str, str] | None] = {}  # by process id: a forked child has its own
+
+
 def own_stamp() -> dict[str, str] | None:
-    """This process's stamp as the folder names hold it; None without /proc (not Linux)."""
+    """This process's stamp as the names hold it; None without /proc (not Linux)."""
+    pid = os.getpid()
+    if pid not in _STAMPS:
+        _STAMPS.clear()
+        _STAMPS[pid] = _stamp()
+    return _STAMPS[pid]
+
+
+def _stamp() -> dict[str, str] | None:
     boot = _first_line("/proc/sys/kernel/random/boot_id")
     start = _start_time("self")
     ns = _pid_namespace()
