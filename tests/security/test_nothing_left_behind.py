@@ -212,6 +212,47 @@ def test_a_kill_during_verify_leaves_a_folder_the_next_run_removes(slow_to_verif
     assert sorted(p.name for p in out.iterdir()) == ["t.manifest.json", "t.webnn", "t.weights"]
 
 
+def test_a_live_runs_staging_folder_is_left_to_it(slow_to_verify, tmp_path):
+    # A run stopped (SIGSTOP) inside its verification is alive: a second run staging into the
+    # same folder meanwhile must not take its folder, and the first then ends as usual.
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def staged() -> list[Path]:
+        return [p for p in out.iterdir() if p.name.endswith(".staging")
+                and len(list(p.iterdir())) == 3]
+
+    for _ in range(ATTEMPTS):
+        first = _cli("convert", str(slow_to_verify), "-o", str(out / "big.webnn"), "--verify")
+        try:
+            deadline = time.monotonic() + WAIT
+            while not staged() and first.poll() is None:
+                assert time.monotonic() < deadline, f"the outputs were not staged in {WAIT} s"
+                time.sleep(0.005)
+            caught = first.poll() is None and _frozen(first) and staged()
+            if caught:
+                [folder] = staged()
+                second = _run("convert", str(TINY), "-o", str(out / "t.webnn"), "--verify")
+                assert second.returncode == 0, second.stderr
+                assert folder.is_dir() and len(list(folder.iterdir())) == 3
+            if first.poll() is None:
+                os.kill(first.pid, signal.SIGCONT)
+            _, stderr = first.communicate(timeout=WAIT)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+        assert first.returncode == 0, stderr
+        if caught:
+            break
+        _empty(out)  # missed: it finished before it was stopped inside its phase
+    else:
+        pytest.fail(f"none of {ATTEMPTS} runs was caught inside the phase")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "big.manifest.json", "big.webnn", "big.weights",
+        "t.manifest.json", "t.webnn", "t.weights"]
+
+
 def _run(*args: str) -> subprocess.CompletedProcess:
     child = _cli(*args)
     stdout, stderr = child.communicate(timeout=300)
