@@ -18,6 +18,8 @@ The Python API:
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -25,6 +27,17 @@ from .errors import (ConverterError, FormatError, GraphInvalidError, OpValidatio
                      ParseError, UnsupportedError, WeightsError)
 
 __version__ = "0.1.0"
+
+# ONNX Runtime's telemetry (1DS, on Linux and macOS) starts when onnxruntime is imported: it
+# writes TMPDIR/.ses and, under ~/.cache/Microsoft, a device id and an event database, and
+# would upload events. A converter leaves nothing behind and sends nothing, and only this
+# variable, set before that import, stops it all (onnxruntime.disable_telemetry_events(),
+# called after the import, is too late for the files; it still stops the events when the
+# caller imported onnxruntime before this package).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+if "onnxruntime" in sys.modules and hasattr(sys.modules["onnxruntime"],
+                                            "disable_telemetry_events"):
+    sys.modules["onnxruntime"].disable_telemetry_events()
 
 if TYPE_CHECKING:
     from .builder import GraphBuilder
