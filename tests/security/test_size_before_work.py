@@ -1,0 +1,106 @@
+"""Size before work: a length or count a hostile file gives is checked against the file and the
+limits before anything is walked, unrolled or allocated by it. Every file here is refused by the
+CLI, run in a child with bounded memory, with exit code 2 and one line naming the file; the big
+ones are sparse files (truncate), so building them costs nothing.
+
+Before: a zero-filled .onnx was walked two bytes per Python step (a sparse 200 GB one for days)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from converter.importers.onnx import wire
+
+from .bounded import refusal
+from .onnx_cases import model, vi
+
+GB = 1000 ** 3
+
+
+def _sparse(path: Path, head: bytes, size: int) -> Path:
+    """A file of `size` bytes: `head`, then zeros that take no disk."""
+    path.write_bytes(head)
+    os.truncate(path, size)
+    return path
+
+
+def _small_model() -> bytes:
+    return model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", shape=[2])],
+                 [vi("y", shape=[2])]).SerializeToString()
+
+
+# -- the ONNX wire scan ------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [16 << 20, 200 * GB])
+def test_a_zero_filled_onnx_is_refused_at_its_first_byte(tmp_path, size):
+    src = _sparse(tmp_path / "zeros.onnx", b"", size)
+    line = refusal("convert", str(src), "-o", str(tmp_path / "out.webnn"))
+    assert line == (f"error: {src}: not a readable ONNX model: byte 0 starts a field numbered "
+                    f"0, which protobuf does not allow; check that the file is a complete "
+                    f".onnx file")
+
+
+@pytest.mark.parametrize("tag, what", [(b"\x0b", "wire type 3"), (b"\x0e", "wire type 6"),
+                                       (b"\x0f", "wire type 7")])
+def test_a_wire_type_onnx_never_uses_is_refused_where_it_stands(tmp_path, tag, what):
+    good = _small_model()
+    src = _sparse(tmp_path / "m.onnx", good + tag, 200 * GB)
+    line = refusal("check", str(src))
+    assert f"not a readable ONNX model: byte {len(good)} starts a field of {what}" in line
+
+
+# Messages the scan steps through, each as the unit a hostile file repeats: the model's own
+# fields (ir_version 0), the graph's (empty nodes), empty initializers, initializers holding
+# an empty raw_data (the ones the scan re-frames).
+UNITS = {"model field": (b"\x08\x00", None, 1), "graph node": (b"\x0a\x00", 7, 1),
+         "initializer": (b"\x2a\x00", 7, 1 + wire._ENTRY_COST),
+         "raw initializer": (b"\x2a\x02\x4a\x00", 7, 2 + wire._ENTRY_COST)}
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_file_of_tiny_fields_is_refused_once_past_the_field_limit(tmp_path, unit):
+    piece, inside, cost = UNITS[unit]
+    body = piece * (wire.MAX_FIELDS // cost + 1)
+    if inside is not None:
+        body = bytes([inside << 3 | 2]) + wire._encode_varint(len(body)) + body
+    src = tmp_path / "tiny.onnx"
+    src.write_bytes(body + _small_model())  # a model old code converted, after a long walk
+    line = refusal("convert", str(src), "-o", str(tmp_path / "out.webnn"))
+    assert line == (f"error: {src}: not a readable ONNX model: it has more than "
+                    f"{wire.MAX_FIELDS} fields in its model, graph and initializer messages; "
+                    f"no real model has; check that the file is a complete .onnx file")
+
+
+def test_a_model_of_many_fields_within_the_limit_still_reads(tmp_path):
+    """The bound is on what is walked: a model with a long run of fields under it reads."""
+    src = tmp_path / "many.onnx"
+    src.write_bytes(b"\x08\x00" * (wire.MAX_FIELDS - 100) + _small_model())
+    stripped, raws, _ = wire.map_model(src)
+    assert stripped == src.read_bytes() and raws == []
+
+
+def test_a_model_protobuf_cannot_parse_is_refused_before_it_is_copied(tmp_path):
+    # A 3 GB doc_string (field 6): old code copied all of it into memory first.
+    size = 3 * GB
+    head = b"\x32" + wire._encode_varint(size)
+    src = _sparse(tmp_path / "doc.onnx", head, len(head) + size)
+    line = refusal("check", str(src))
+    assert line == (f"error: {src}: not a readable ONNX model: without its initializers' data "
+                    f"it still takes {len(head) + size} bytes; protobuf reads no message over "
+                    f"2 GiB; check that the file is a complete .onnx file")
+
+
+def test_initializer_data_past_two_gib_is_no_copy(tmp_path):
+    """What the 2 GiB bound leaves out: an initializer's raw_data is a view, however big."""
+    size = 3 * GB
+    head = _small_model()
+    tensor = b"\x08\x01\x10\x02\x42\x01w\x4a" + wire._encode_varint(size)  # dims, float, "w"
+    graph_extra = b"\x2a" + wire._encode_varint(len(tensor) + size) + tensor
+    extra = b"\x3a" + wire._encode_varint(len(graph_extra) + size) + graph_extra
+    src = _sparse(tmp_path / "big.onnx", head + extra, len(head) + len(extra) + size)
+    stripped, raws, _ = wire.map_model(src)
+    assert [r.nbytes for r in raws] == [size]
+    assert len(stripped) < len(head) + len(extra)
