@@ -44,10 +44,10 @@ class WireError(ValueError):
 
 
 def _varint(buf, pos: int, end: int) -> tuple[int, int]:
-    value, shift = 0, 0
+    value, shift, start = 0, 0, pos
     while True:
         if pos >= end or shift > 63:
-            raise WireError(f"a truncated or overlong varint at byte {pos}")
+            raise WireError(f"a truncated or overlong varint at byte {start}")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
