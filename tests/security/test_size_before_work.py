@@ -104,3 +104,75 @@ def test_initializer_data_past_two_gib_is_no_copy(tmp_path):
     stripped, raws, _ = wire.map_model(src)
     assert [r.nbytes for r in raws] == [size]
     assert len(stripped) < len(head) + len(extra)
+
+
+# -- .npy files the user gives -----------------------------------------------------------------
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def _npy(path: Path, shape, data: bytes = b"\0" * 64, size: int | None = None) -> Path:
+    """A .npy file whose header claims float32 `shape`, followed by `data` (or zeros up to
+    `size` bytes, sparse)."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False,
+                                                 "shape": tuple(shape)})
+        f.write(data)
+    if size is not None:
+        os.truncate(path, size)
+    return path
+
+
+def _npy_commands(tmp_path: Path, npy: Path) -> dict[str, list[str]]:
+    folder = tmp_path / "inputs"
+    folder.mkdir(exist_ok=True)
+    os.link(npy, folder / "image.npy")  # a hard link: a sparse file stays sparse
+    onnx_model, graph = str(MODELS / "tiny_cnn.onnx"), str(MODELS / "tiny_cnn.webnn")
+    return {"verify --input": ["verify", onnx_model, "--input", f"image={npy}"],
+            "verify --inputs": ["verify", onnx_model, "--inputs", str(folder)],
+            "run --input": ["run", graph, "--input", f"image={npy}",
+                            "--output-dir", str(tmp_path / "out")],
+            "convert --const": ["convert", onnx_model, "--const", f"image={npy}",
+                                "-o", str(tmp_path / "out.webnn")]}
+
+
+NPY_COMMANDS = ["verify --input", "verify --inputs", "run --input", "convert --const"]
+
+
+def _what(command: str) -> str:
+    return "--const image" if command == "convert --const" else "input 'image'"
+
+
+@pytest.mark.parametrize("command", NPY_COMMANDS)
+def test_a_npy_header_claiming_more_than_the_file_holds_is_refused_before_allocating(
+        tmp_path, command):
+    npy = _npy(tmp_path / "short.npy", [10 ** 6, 10 ** 6])  # 4 TB claimed, 64 bytes held
+    args = _npy_commands(tmp_path, npy)[command]
+    where = tmp_path / "inputs" / "image.npy" if command == "verify --inputs" else npy
+    assert refusal(*args) == (
+        f"error: {where}: cannot read {_what(command)} as .npy: its header says "
+        f"float32[1000000, 1000000], 4000000000000 bytes, but the file holds 64 after its "
+        f"header; the file is truncated or damaged; write it again with numpy.save")
+
+
+@pytest.mark.parametrize("command", NPY_COMMANDS)
+def test_a_npy_file_over_the_tensor_limit_is_refused_before_allocating(tmp_path, command):
+    # The file really holds what its header says (200 GB, sparse): the per-tensor limit stops it.
+    shape = [50_000, 10 ** 6]
+    npy = _npy(tmp_path / "big.npy", shape, b"", 128 + 4 * 50_000 * 10 ** 6)
+    args = _npy_commands(tmp_path, npy)[command]
+    where = tmp_path / "inputs" / "image.npy" if command == "verify --inputs" else npy
+    assert refusal(*args) == (
+        f"error: {where}: {_what(command)} (float32[50000, 1000000], 186.3 GiB) would allocate "
+        f"186.3 GiB, over the per-tensor limit of 1.0 GiB; if the model is trusted, allow it "
+        f"with --max-tensor-bytes 187GiB (Python: max_tensor_bytes=)")
+
+
+# (--inputs DIR reads only the folder's regular files, so a FIFO there is never opened.)
+@pytest.mark.parametrize("command", [c for c in NPY_COMMANDS if c != "verify --inputs"])
+def test_a_fifo_given_as_a_npy_is_refused_without_blocking(tmp_path, command):
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    args = _npy_commands(tmp_path, _npy(tmp_path / "ok.npy", [1]))[command]
+    args = [a.replace(str(tmp_path / "ok.npy"), str(fifo)) for a in args]
+    assert refusal(*args) == (f"error: {fifo}: cannot read {_what(command)} as .npy: it is not "
+                              f"a regular file; give the path of a .npy file")
