@@ -176,3 +176,92 @@ def test_a_fifo_given_as_a_npy_is_refused_without_blocking(tmp_path, command):
     args = [a.replace(str(tmp_path / "ok.npy"), str(fifo)) for a in args]
     assert refusal(*args) == (f"error: {fifo}: cannot read {_what(command)} as .npy: it is not "
                               f"a regular file; give the path of a .npy file")
+
+
+# -- Loop and Scan unrolling: one budget for the whole model -----------------------------------
+def _loops(trips: int, depth: int, *, fixed: bool) -> bytes:
+    """`depth` Loops, each in the body of the one before, each running `trips` times on
+    y = x + 1: the condition passed through unchanged (`fixed`: only the trip count ends each
+    loop) or computed as i < trips (known only as the loop runs)."""
+    from onnx import TensorProto as T, numpy_helper
+
+    def tensor(name, elem, shape):
+        return helper.make_tensor_value_info(name, elem, shape)
+
+    body = None
+    for k in reversed(range(depth)):
+        cond = helper.make_node("Identity", [f"c{k}"], [f"co{k}"]) if fixed else \
+            helper.make_node("Less", [f"i{k}", f"M{k}"], [f"co{k}"])
+        inits = []
+        if body is None:
+            step = helper.make_node("Add", [f"v{k}", "one"], [f"vo{k}"])
+        else:
+            step = helper.make_node("Loop", [f"M{k + 1}", "", f"v{k}"], [f"vo{k}"], body=body)
+            inits.append(numpy_helper.from_array(np.array(trips, np.int64), f"M{k + 1}"))
+        body = helper.make_graph(
+            [cond, step], f"body{k}",
+            [tensor(f"i{k}", T.INT64, []), tensor(f"c{k}", T.BOOL, []),
+             tensor(f"v{k}", T.FLOAT, [2])],
+            [tensor(f"co{k}", T.BOOL, []), tensor(f"vo{k}", T.FLOAT, [2])], inits)
+    inits = [numpy_helper.from_array(np.array(trips, np.int64), "M0"),
+             numpy_helper.from_array(np.ones(2, np.float32), "one")]
+    return model([helper.make_node("Loop", ["M0", "", "x"], ["y"], body=body)],
+                 [vi("x", shape=[2])], [vi("y", shape=[2])], inits).SerializeToString()
+
+
+def _convert_refused(tmp_path, data: bytes) -> tuple[Path, str]:
+    src = tmp_path / "loops.onnx"
+    src.write_bytes(data)
+    line = refusal("convert", str(src), "-o", str(tmp_path / "out.webnn"))
+    assert line.startswith(f"error: {src}: 1 unsupported: Loop 'Loop_0': ")
+    return src, line.split("Loop 'Loop_0': ", 1)[1].split("; change or remove")[0]
+
+
+def test_a_trip_count_past_the_budget_is_refused_before_the_first_copy(tmp_path):
+    # Was: 10,000 copies made (15 s) before the limit was reached.
+    _, reason = _convert_refused(tmp_path, _loops(10 ** 9, 1, fixed=True))
+    assert reason == ("its trip count asks for 1000000000 iterations of its 2-node body, past "
+                      "the limit of 20000 body nodes imported by unrolling (20000 left of it)")
+
+
+def test_nested_trip_counts_multiply_against_one_budget(tmp_path):
+    # Three loops of 100: 10**6 copies, each loop within its own budget before (559 bytes ran
+    # for minutes). Their product is known from the file: refused before any copy.
+    _, reason = _convert_refused(tmp_path, _loops(100, 3, fixed=True))
+    assert reason == ("its trip count asks for 100 iterations of its 2-node body (with its "
+                      "inner loops' copies, at least 20001 nodes a copy), past the limit of "
+                      "20000 body nodes imported by unrolling (20000 left of it)")
+
+
+def test_nested_loops_ending_on_their_conditions_stop_at_the_shared_budget(tmp_path):
+    # Conditions computed as the loops run: nothing is refused up front, and the copies made,
+    # at every depth, count against one budget.
+    _, reason = _convert_refused(tmp_path, _loops(100, 3, fixed=False))
+    assert reason == ("in its body, Loop 'Loop_1': one more copy of its 2-node body would take "
+                      "the model past 20000 body nodes imported by unrolling (20000 so far; "
+                      "every copy counts, loops inside loops too)")
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_nested_loops_within_the_budget_still_unroll(tmp_path, fixed):
+    import converter
+
+    src = tmp_path / "loops.onnx"
+    src.write_bytes(_loops(10, 3, fixed=fixed))  # 10 * (2 + 10 * (2 + 10 * 2)) = 2220 nodes
+    x = np.array([1, 2], np.float32)
+    np.testing.assert_array_equal(converter.run(converter.load(src), {"x": x})["y"], x + 1000)
+
+
+def test_a_scan_longer_than_what_is_left_of_the_budget_is_refused_up_front(tmp_path):
+    from onnx import TensorProto as T
+
+    body = helper.make_graph([helper.make_node("Add", ["acc", "item"], ["acc_out"])], "body",
+                             [vi("acc", shape=[2]), vi("item", shape=[2])],
+                             [vi("acc_out", shape=[2])])
+    scan = helper.make_node("Scan", ["init", "seq"], ["total"], body=body, num_scan_inputs=1)
+    src = tmp_path / "scan.onnx"
+    src.write_bytes(model([scan], [vi("init", shape=[2]), vi("seq", T.FLOAT, [30000, 2])],
+                          [vi("total", shape=[2])], opset=16).SerializeToString())
+    line = refusal("convert", str(src), "-o", str(tmp_path / "out.webnn"))
+    assert ("Scan 'Scan_0': its scan inputs give 30000 iterations of its 1-node body, past the "
+            "limit of 20000 body nodes imported by unrolling (20000 left of it)") in line
