@@ -278,3 +278,81 @@ def test_a_scan_longer_than_what_a_loop_left_of_the_budget_is_refused_up_front(t
     assert line.startswith(f"error: {src}: 1 unsupported: Scan 'Scan_1': its scan inputs give "
                            f"10000 iterations of its 1-node body, past the limit of 20000 body "
                            f"nodes imported by unrolling (8000 left of it)")
+
+
+# -- the .webnn text reader --------------------------------------------------------------------
+def _graph_text(option: str) -> str:
+    return ('webnn_graph "t" v1 {\n  inputs { x: f32[2]; }\n'
+            f'  nodes {{ y = relu(x, extra={option}); }}\n  outputs {{ y; }}\n}}\n')
+
+
+LONG = 16 << 20
+# What a hostile file makes long, and where on line 3 it starts.
+LONG_TOKENS = {
+    "string": ('"' + "a" * LONG + '"', 29, "a string runs past 65536 characters"),
+    "string of escapes": ('"' + "\\n" * (LONG // 2) + '"', 29,
+                          "a string runs past 65536 characters"),
+    "name": ("a" * LONG, 29, "a name runs past 65536 characters"),
+    "@word": ("@" + "w" * LONG, 29, "an @word runs past 65536 characters"),
+    "number": ("9" * 5000, 29, "a number runs past 1000 characters"),
+}
+
+
+@pytest.mark.parametrize("kind", LONG_TOKENS)
+def test_a_long_token_is_refused_at_its_line_before_it_is_matched(tmp_path, kind):
+    # Was: ~125 bytes held per character of a string (16 MB: 2 GB); a long number an
+    # internal error (Python's int digits limit).
+    token, column, message = LONG_TOKENS[kind]
+    src = tmp_path / "long.webnn"
+    src.write_text(_graph_text(token))
+    assert refusal("check", str(src)) == (
+        f"error: {src}:3:{column}: {message}; no graph needs one that long; the file is "
+        f"corrupt or hostile")
+
+
+def test_a_long_directive_is_refused_at_its_line(tmp_path):
+    src = tmp_path / "long.webnn"
+    src.write_text('#@name x "' + "a" * LONG + '"\n' + _graph_text("1"))
+    assert refusal("check", str(src)) == (
+        f"error: {src}:1:1: a #@ directive runs past 65536 characters; no graph needs one that "
+        f"long; the file is corrupt or hostile")
+
+
+def test_a_long_plain_comment_is_skipped_as_before(tmp_path):
+    from converter.formats import webnn_text
+
+    doc = webnn_text.parse("# " + "a" * LONG + "\n" + _graph_text("1"), "c.webnn")
+    assert doc.nodes[0].options["extra"] == 1
+
+
+def test_more_tokens_than_the_limit_are_refused_at_the_first_one_past_it(tmp_path):
+    from converter.formats._text_lexer import MAX_TOKENS
+
+    src = tmp_path / "many.webnn"
+    src.write_text(_graph_text("[" + "0," * MAX_TOKENS + "0]"))
+    line = refusal("check", str(src))
+    assert line.startswith(f"error: {src}:3:") and line.endswith(
+        f": the file has more than {MAX_TOKENS} tokens; no graph needs that many; the file is "
+        f"corrupt or hostile")
+
+
+@pytest.mark.parametrize("suffix", [".webnn", ".json"])
+def test_a_graph_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, suffix):
+    # A sparse 200 GB file: was read whole into memory first.
+    src = _sparse(tmp_path / f"big{suffix}", b"", 200 * GB)
+    assert refusal("check", str(src)) == (
+        f"error: {src}: the graph file is {200 * GB} bytes, over the limit of {32 << 20} for "
+        f"one; no graph file needs that much; the file is corrupt or hostile (weights belong "
+        f"in .weights files)")
+
+
+def test_a_weights_manifest_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    import shutil
+
+    for suffix in (".webnn", ".weights"):
+        shutil.copy(MODELS / f"tiny_cnn{suffix}", tmp_path / f"tiny_cnn{suffix}")
+    manifest = _sparse(tmp_path / "tiny_cnn.manifest.json", b"", 200 * GB)
+    assert refusal("check", str(tmp_path / "tiny_cnn.webnn")) == (
+        f"error: {manifest}: the weights manifest is {200 * GB} bytes, over the limit of "
+        f"{32 << 20} for one; no weights manifest needs that much; the file is corrupt or "
+        f"hostile (weights belong in .weights files)")
