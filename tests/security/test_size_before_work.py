@@ -254,8 +254,8 @@ def test_nested_loops_within_the_budget_still_unroll(tmp_path, fixed):
 
 
 def test_a_scan_longer_than_what_a_loop_left_of_the_budget_is_refused_up_front(tmp_path):
-    """A Loop of 6,000 copies of 2 nodes, then a Scan of 10,000 steps of 1: each fitted its own
-    budget before (16,000 copies made); together they pass the model's one budget, and the
+    """A Loop of 1,000 copies of 2 nodes, then a Scan of 19,000 steps of 1: each fitted its own
+    budget before (20,000 copies made); together they pass the model's one budget, and the
     Scan's length, known from its input, is refused before its first copy."""
     from onnx import TensorProto as T
     from onnx import numpy_helper
@@ -264,11 +264,11 @@ def test_a_scan_longer_than_what_a_loop_left_of_the_budget_is_refused_up_front(t
                                   "scan_body", [vi("acc", shape=[2]), vi("item", shape=[2])],
                                   [vi("acc_out", shape=[2])])
     loop = onnx.ModelProto()
-    loop.ParseFromString(_loops(6000, 1, fixed=True))
+    loop.ParseFromString(_loops(1000, 1, fixed=True))
     graph = loop.graph
     graph.node.append(helper.make_node("Scan", ["y", "seq"], ["total"], body=scan_body,
                                        num_scan_inputs=1))
-    graph.input.append(vi("seq", T.FLOAT, [10000, 2]))
+    graph.input.append(vi("seq", T.FLOAT, [19000, 2]))
     del graph.output[:]
     graph.output.append(vi("total", shape=[2]))
     loop.opset_import[0].version = 16
@@ -276,8 +276,8 @@ def test_a_scan_longer_than_what_a_loop_left_of_the_budget_is_refused_up_front(t
     src.write_bytes(loop.SerializeToString())
     line = refusal("convert", str(src), "-o", str(tmp_path / "out.webnn"))
     assert line.startswith(f"error: {src}: 1 unsupported: Scan 'Scan_1': its scan inputs give "
-                           f"10000 iterations of its 1-node body, past the limit of 20000 body "
-                           f"nodes imported by unrolling (8000 left of it)")
+                           f"19000 iterations of its 1-node body, past the limit of 20000 body "
+                           f"nodes imported by unrolling (18000 left of it)")
 
 
 # -- the .webnn text reader --------------------------------------------------------------------
