@@ -229,9 +229,57 @@ def test_nested_trip_counts_multiply_against_one_budget(tmp_path):
     # Three loops of 100: 10**6 copies, each loop within its own budget before (559 bytes ran
     # for minutes). Their product is known from the file: refused before any copy.
     _, reason = _convert_refused(tmp_path, _loops(100, 3, fixed=True))
-    assert reason == ("its trip count asks for 100 iterations of its 2-node body (with its "
-                      "inner loops' copies, at least 20001 nodes a copy), past the limit of "
-                      "20000 body nodes imported by unrolling (20000 left of it)")
+    assert reason == ("its trip count asks for 100 iterations of its 2-node body (with what "
+                      "its inner loops and branches import, at least 20001 nodes a copy), past "
+                      "the limit of 20000 body nodes imported by unrolling (20000 left of it)")
+
+
+def _loop_around_if(trips: int, then_nodes: int, else_nodes: int, cond_known: bool) -> bytes:
+    """A Loop (condition passed through) whose body holds an If, each branch adding 1 to y
+    as many times as it has nodes; the If's condition is a constant true (one branch
+    imported) or the model's input (both)."""
+    from onnx import TensorProto as T, numpy_helper
+
+    def branch(name, nodes):
+        adds = [helper.make_node("Add", [f"{name}{k}" if k else "v", "one"],
+                                 [f"{name}{k + 1}" if k + 1 < nodes else f"{name}_out"])
+                for k in range(nodes)]
+        return helper.make_graph(adds, name, [], [vi(f"{name}_out", shape=[2])])
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]),
+         helper.make_node("If", ["flag"], ["vo"], then_branch=branch("then", then_nodes),
+                          else_branch=branch("else", else_nodes))],
+        "body", [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("v", shape=[2])],
+        [vi("co", T.BOOL, []), vi("vo", shape=[2])])
+    inits = [numpy_helper.from_array(np.array(trips, np.int64), "M"),
+             numpy_helper.from_array(np.ones(2, np.float32), "one")]
+    inputs = [vi("x", shape=[2])]
+    if cond_known:
+        inits.append(numpy_helper.from_array(np.array(True), "flag"))
+    else:
+        inputs.append(vi("flag", T.BOOL, []))
+    return model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)], inputs,
+                 [vi("y", shape=[2])], inits).SerializeToString()
+
+
+def test_branches_inside_a_loop_count_before_the_first_copy(tmp_path):
+    # 1,000 copies of a body whose branches have 30 nodes each: 32,000 nodes at the least.
+    # Was: each copy counted as its 2 nodes, and all 32,000 were imported.
+    _, reason = _convert_refused(tmp_path, _loop_around_if(1000, 30, 30, cond_known=True))
+    assert reason == ("its trip count asks for 1000 iterations of its 2-node body (with what "
+                      "its inner loops and branches import, at least 32 nodes a copy), past the "
+                      "limit of 20000 body nodes imported by unrolling (20000 left of it)")
+
+
+def test_branches_inside_a_loop_count_in_every_copy_as_it_is_made(tmp_path):
+    # The smaller branch has 1 node, so nothing is refused up front; with the condition known
+    # only at run time both branches are imported in each copy (2 + 100 + 1 nodes), and the
+    # 195th copy's then-branch would pass the budget. Was: all 1,000 copies, 103,000 nodes.
+    _, reason = _convert_refused(tmp_path, _loop_around_if(1000, 100, 1, cond_known=False))
+    assert reason == ("in its body, If 'If_1': one more copy of its 100-node then_branch would "
+                      "take the model past 20000 body nodes imported by unrolling (19984 so "
+                      "far; every copy counts, loops inside loops too)")
 
 
 def test_nested_loops_ending_on_their_conditions_stop_at_the_shared_budget(tmp_path):

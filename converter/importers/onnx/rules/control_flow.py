@@ -124,21 +124,23 @@ def _count_unrolled(ctx: ImportContext, body: onnx.GraphProto, what: str) -> Non
 def _check_size(ctx: ImportContext, body: onnx.GraphProto, iterations: int,
                 what: str) -> None:
     """Refuse, before any copy, a known number of iterations the budget cannot take: each
-    copy costs its body's nodes and, at the least, the copies its own loops will make."""
+    copy costs its body's nodes and, at the least, what its own loops and branches import."""
     left = MAX_UNROLLED_NODES - ctx.unrolled
     per_copy = _least_cost(ctx, body, depth=0)
     if iterations * per_copy > left:
         inner = "" if per_copy == max(len(body.node), 1) else \
-            f" (with its inner loops' copies, at least {per_copy} nodes a copy)"
+            f" (with what its inner loops and branches import, at least {per_copy} nodes " \
+            f"a copy)"
         raise Unsupported(f"{what} {iterations} iterations of its {len(body.node)}-node body"
                           f"{inner}, past the limit of {MAX_UNROLLED_NODES} body nodes "
                           f"imported by unrolling ({left} left of it)")
 
 
 def _least_cost(ctx: ImportContext, body: onnx.GraphProto, depth: int) -> int:
-    """The body nodes one copy of `body` imports at the least: its own, and for each Loop in
-    it whose trip count is a constant and that only the trip count ends, that many copies of
-    its body (counted the same way). Capped just past the budget: nothing larger matters."""
+    """The body nodes one copy of `body` imports at the least: its own, for each If in it the
+    smaller branch, and for each Loop in it whose trip count is a constant and that only the
+    trip count ends, that many copies of its body (all counted the same way). Capped just
+    past the budget: nothing larger matters."""
     cap = MAX_UNROLLED_NODES + 1
     total = max(len(body.node), 1)
     if depth > 32:  # deeper nesting only adds to what is already counted
@@ -150,7 +152,13 @@ def _least_cost(ctx: ImportContext, body: onnx.GraphProto, depth: int) -> int:
             if value is not None:
                 constants[n.output[0]] = value.t if value.name == "value" else value.i
     for n in body.node:
+        if n.op_type == "If" and n.domain in DEFAULT_DOMAINS:  # one branch runs, either
+            branches = [a.g for a in n.attribute if a.name in ("then_branch", "else_branch")]
+            if len(branches) == 2:
+                total += min(_least_cost(ctx, b, depth + 1) for b in branches)
         if n.op_type != "Loop" or n.domain not in DEFAULT_DOMAINS or not n.input:
+            if total >= cap:
+                return cap
             continue
         inner = next((a.g for a in n.attribute if a.name == "body"), None)
         trips = _constant_int(ctx, constants, n.input[0])
