@@ -58,10 +58,11 @@ def load_npy(path: str | Path, what: str):
     except OSError as e:
         refuse(e.strerror or str(e), "give the path of a .npy file")
     with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
             refuse("it is not a regular file", "give the path of a .npy file")
         os.set_blocking(f.fileno(), True)
+        size = st.st_size
         try:
             shape, dtype = _header(f)
         except (ValueError, OSError) as e:  # numpy says what is wrong with the header

@@ -379,7 +379,8 @@ def scan_8(ctx: ImportContext, node: OnnxNode):
     values = [_value(ctx, n) for n in names]
     batch = _shape(values[0])[0]
     sequence = _shape(values[-1])[1] if len(_shape(values[-1])) > 1 else 1
-    _check_size(ctx, node.attr("body"), batch * sequence, "its batch and sequence give")
+    if node.attr("body") is not None:  # (without one, _scan says so)
+        _check_size(ctx, node.attr("body"), batch * sequence, "its batch and sequence give")
     per_item = []
     for b in range(batch):
         items = [_step(ctx, v, 0, b) for v in values]
