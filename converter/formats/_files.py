@@ -71,9 +71,16 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
 
 
 def read_text(path: Path, what: str, fix: str | None = None,
-              error: type[FormatError] = FormatError, folder: Path | None = None) -> str:
-    """The UTF-8 text of a model file, opened by `open_model_file`'s rules."""
+              error: type[FormatError] = FormatError, folder: Path | None = None,
+              max_bytes: int | None = None) -> str:
+    """The UTF-8 text of a model file, opened by `open_model_file`'s rules; a file over
+    `max_bytes` is refused before it is read."""
     with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise error(f"the {what} is {size} bytes, over the limit of {max_bytes} for one",
+                        where=str(path), fix=f"no {what} needs that much; the file is corrupt "
+                                             f"or hostile (weights belong in .weights files)")
         try:
             data = f.read()
         except OSError as e:
