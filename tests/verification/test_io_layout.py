@@ -1,0 +1,181 @@
+"""Issue 27: verifying a graph whose boundary a conversion transposed (`--io-layout`).
+
+Each side is fed in its own layout (inputs made in the source's layout, transposed for the
+graph) and the graph's outputs are transposed back before comparison; the permutation is
+recorded in the graph file, so `verify --graph` knows it too. A wrong record is a mismatch.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as nh
+
+import converter
+from cli.main import main
+from converter.bisect import bisect
+from tests.verification.conftest import small_cnn
+
+ROOT = Path(__file__).parents[2]
+TINY_CNN = ROOT / "models" / "tiny_cnn.onnx"
+CNN_LEGACY = ROOT / "models" / "dynamic" / "cnn_legacy.onnx"
+CNN_BATCH_TFLITE = ROOT / "models" / "dynamic" / "cnn_batch.tflite"
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+def segmenter(path: Path, height: int = 12, width: int = 20) -> Path:
+    """image [1, 3, H, W] -> Conv 3x3 -> Relu -> Conv 1x1 -> `mask` [1, 4, H, W] (an output
+    of the image's layout), and GlobalAveragePool -> Flatten -> `score` [1, 4]."""
+    rng = np.random.default_rng(3)
+    inits = [nh.from_array(rng.standard_normal(s).astype(np.float32), n) for n, s in
+             [("w1", (6, 3, 3, 3)), ("b1", (6,)), ("w2", (4, 6, 1, 1)), ("b2", (4,))]]
+    nodes = [H.make_node("Conv", ["image", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             H.make_node("Relu", ["c1"], ["r1"]),
+             H.make_node("Conv", ["r1", "w2", "b2"], ["mask"]),
+             H.make_node("GlobalAveragePool", ["mask"], ["g"]),
+             H.make_node("Flatten", ["g"], ["score"])]
+    graph = H.make_graph(nodes, "segmenter",
+                         [H.make_tensor_value_info("image", TP.FLOAT, [1, 3, height, width])],
+                         [H.make_tensor_value_info("mask", TP.FLOAT, [1, 4, height, width]),
+                          H.make_tensor_value_info("score", TP.FLOAT, [1, 4])], inits)
+    model = H.make_model(graph, opset_imports=[H.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("io_layout")
+    return {"tiny_cnn": (TINY_CNN, None),
+            "small_cnn": (small_cnn(folder / "small_cnn.onnx"), None),
+            "segmenter": (segmenter(folder / "segmenter.onnx"), None),
+            "segmenter_square": (segmenter(folder / "square.onnx", 16, 16), None),
+            "cnn_legacy": (CNN_LEGACY, {"batch": 1, "height": 24, "width": 40})}
+
+
+def _within_policy(report):
+    assert report.passed, [(o.name, o.reason) for o in report.outputs]
+    for o in report.outputs:  # real numbers: the plain comparison, not a verdict's rescue
+        assert o.max_abs < 1e-4 and o.cosine > 0.9999, (o.name, o.max_abs, o.cosine)
+        assert o.rule.startswith("elementwise") and "decidedBy" not in o.extra, o.to_json()
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "small_cnn", "segmenter", "cnn_legacy"])
+@pytest.mark.parametrize("target", ["coreml", "chromium-litert"])
+def test_an_onnx_image_model_presented_nhwc_verifies(models, name, target):
+    source, dims = models[name]
+    graph = converter.convert(source, target=target, io_layout="nhwc", dims=dims)
+    report = converter.verify(source, graph, dims=dims)
+    _within_policy(report)
+    image = next(iter(converter.load(source, dims=dims).inputs))
+    assert report.permuted["inputs"] == {image: [0, 2, 3, 1]}
+    assert report.inputs[image]["shape"][1] == 3  # made in the source's NCHW layout
+    if name.startswith("segmenter"):  # a 4-D output: given NHWC, compared as NCHW
+        assert report.permuted["outputs"] == {"mask": [0, 2, 3, 1]}
+        assert {o.name: o.shape for o in report.outputs}["mask"] == [1, 4, 12, 20]
+
+
+def test_convert_verify_then_verify_graph_then_the_api_all_pass(models, tmp_path):
+    source, _ = models["segmenter"]
+    out = tmp_path / "seg.webnn"
+    r = run("convert", source, "-o", out, "--target", "coreml", "--io-layout", "nhwc",
+            "--verify", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["permuted"] == {"inputs": {"image": [0, 2, 3, 1]},
+                                                "outputs": {"mask": [0, 2, 3, 1]}}
+    assert '#@permuted input "image" [0, 2, 3, 1]' in out.read_text()
+    r = run("verify", source, "--graph", out, "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["passed"] and all(o["maxAbs"] < 1e-4 for o in report["outputs"])
+    graph = converter.load(out)
+    assert graph.inputs["image"].shape == (1, 12, 20, 3)
+    _within_policy(converter.verify(source, graph))
+    r = run("verify", source, "--target", "coreml", "--io-layout", "nhwc")
+    assert r.exit_code == 0 and "transposed by [0, 2, 3, 1]" in r.output, r.output
+
+
+@pytest.mark.parametrize("suffix", [".webnn", ".json"])
+def test_a_wrong_recorded_input_permutation_is_a_mismatch(tmp_path, suffix):
+    """[0, 3, 2, 1] gives the same NHWC shape on a square image, with H and W swapped: the
+    graph then computes on a transposed picture, which verify must catch."""
+    out = tmp_path / f"cnn{suffix}"
+    converter.convert(TINY_CNN, out, target="coreml", io_layout="nhwc")
+    assert run("verify", TINY_CNN, "--graph", out).exit_code == 0
+    text = out.read_text()
+    wrong = text.replace("[0, 2, 3, 1]", "[0, 3, 2, 1]")
+    assert wrong != text
+    out.write_text(wrong)
+    r = run("verify", TINY_CNN, "--graph", out)
+    assert r.exit_code == 1 and "mismatch" in r.output, r.output
+
+
+def test_a_wrong_recorded_output_permutation_is_a_mismatch(models, tmp_path):
+    source, _ = models["segmenter_square"]
+    out = tmp_path / "seg.webnn"
+    converter.convert(source, out, target="coreml", io_layout="nhwc")
+    text = out.read_text()
+    wrong = text.replace('#@permuted output "mask" [0, 2, 3, 1]',
+                         '#@permuted output "mask" [0, 3, 2, 1]')
+    assert wrong != text
+    out.write_text(wrong)
+    report = converter.verify(source, converter.load(out))
+    verdict = {o.name: o.passed for o in report.outputs}
+    assert verdict == {"mask": False, "score": True}
+
+
+def test_a_tflite_model_presented_nchw_verifies(tmp_path):
+    """cnn_batch.tflite (NHWC) and tiny_cnn exported to an NHWC .tflite, both presented NCHW."""
+    exported = tmp_path / "tiny_nhwc.tflite"
+    converter.convert(TINY_CNN, exported, target="chromium-litert", io_layout="nhwc")
+    for source, dims in [(CNN_BATCH_TFLITE, {"batch": 1}), (exported, None)]:
+        report = converter.verify(source, target="coreml", io_layout="nchw", dims=dims)
+        _within_policy(report)
+        assert report.permuted == {"inputs": {"image": [0, 3, 1, 2]}}
+        out = tmp_path / f"{source.stem}.webnn"
+        args = ["--dim", "batch=1"] if dims else []
+        r = run("convert", source, "-o", out, *args, "--target", "coreml", "--io-layout",
+                "nchw", "--verify")
+        assert r.exit_code == 0, r.output
+        assert run("verify", source, "--graph", out, *args).exit_code == 0
+        _within_policy(converter.verify(source, converter.load(out), dims=dims))
+
+
+def test_given_inputs_are_in_the_source_layout(tmp_path):
+    out = tmp_path / "cnn.webnn"
+    converter.convert(TINY_CNN, out, target="coreml", io_layout="nhwc")
+    x = np.random.default_rng(1).random((1, 3, 32, 32), dtype=np.float32)
+    np.save(tmp_path / "nchw.npy", x)
+    np.save(tmp_path / "nhwc.npy", x.transpose(0, 2, 3, 1))
+    r = run("verify", TINY_CNN, "--graph", out, "--input", f"image={tmp_path / 'nchw.npy'}")
+    assert r.exit_code == 0, r.output
+    r = run("verify", TINY_CNN, "--graph", out, "--input", f"image={tmp_path / 'nhwc.npy'}")
+    assert r.exit_code == 2
+    assert "[1, 32, 32, 3] (the graph's layout)" in r.output
+    assert "source model's layout, [1, 3, 32, 32]" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_steps_and_bisect_keep_working_with_a_permuted_boundary(models, tmp_path):
+    source, _ = models["segmenter"]
+    out = tmp_path / "seg.webnn"
+    converter.convert(source, out, target="chromium-litert", io_layout="nhwc")
+    r = run("verify", source, "--graph", out, "--steps", "2", "--json")
+    assert r.exit_code == 0, r.output
+    assert bisect(source, converter.load(out), seed=0) is None  # every op within budget
+    square, _ = models["segmenter_square"]
+    converter.convert(square, tmp_path / "sq.webnn", target="coreml", io_layout="nhwc")
+    bad = tmp_path / "sq.webnn"
+    bad.write_text(bad.read_text().replace('input "image" [0, 2, 3, 1]',
+                                           'input "image" [0, 3, 2, 1]'))
+    r = run("verify", square, "--graph", bad, "--bisect")
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "first operation out of budget (conversion): conv2d 'c1'" in r.output
