@@ -179,3 +179,44 @@ def test_steps_and_bisect_keep_working_with_a_permuted_boundary(models, tmp_path
     r = run("verify", square, "--graph", bad, "--bisect")
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert "first operation out of budget (conversion): conv2d 'c1'" in r.output
+
+
+def _stateful_image(path: Path) -> Path:
+    """x, past [1, 2, 4, 6] -> Concat -> Conv 3x3 -> h; y = sigmoid(h), present = relu(h):
+    a state pair of image layout, which --io-layout presents with its initial value."""
+    w = nh.from_array(np.random.default_rng(0).standard_normal((2, 4, 3, 3)).astype(np.float32),
+                      "w")
+    model = H.make_model(H.make_graph(
+        [H.make_node("Concat", ["x", "past"], ["xs"], axis=1),
+         H.make_node("Conv", ["xs", "w"], ["h"], pads=[1, 1, 1, 1]),
+         H.make_node("Relu", ["h"], ["present"]), H.make_node("Sigmoid", ["h"], ["y"])], "st",
+        [H.make_tensor_value_info(n, TP.FLOAT, [1, 2, 4, 6]) for n in ("x", "past")],
+        [H.make_tensor_value_info(n, TP.FLOAT, [1, 2, 4, 6]) for n in ("y", "present")], [w]),
+        opset_imports=[H.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_presented_state_is_fed_and_stepped_in_each_sides_layout(tmp_path):
+    from converter.ir.operand import ConstantData
+    from converter.ir.state import StateVar
+    from converter.targets.pipeline import convert_for_target
+    from converter.verification_steps import verify_steps
+
+    source = _stateful_image(tmp_path / "st.onnx")
+    graph = converter.load(source)
+    start = np.random.default_rng(1).random((1, 2, 4, 6)).astype(np.float32)
+    graph.state.append(StateVar("past", "present",
+                                ConstantData("float32", [1, 2, 4, 6], array=start)))
+    convert_for_target(graph, "coreml", io_layout="nhwc")
+    assert graph.inputs["past"].shape == (1, 4, 6, 2)
+    saved = tmp_path / "st.webnn"
+    converter.save(graph, saved)
+    loaded = converter.load(saved)
+    assert loaded.metadata["permuted"]["outputs"] == {"y": [0, 2, 3, 1],
+                                                      "present": [0, 2, 3, 1]}
+    _within_policy(converter.verify(source, loaded))
+    report = verify_steps(source, loaded, steps=3)
+    assert report.passed and len(report.steps) == 3
+    assert all(o.max_abs < 1e-5 for step in report.steps for o in step)
