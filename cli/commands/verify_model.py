@@ -121,8 +121,9 @@ def _number(value):
                    "--io-layout makes it. Each side is fed in its own layout: --input files "
                    "are in the source model's layout.")
 @click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
-              help="An input's value as a .npy file (repeatable); the inputs not given are "
-                   "seeded values that suit their names (masks all ones, position ids a range).")
+              help="An input's value as a .npy file (repeatable), in SOURCE's layout; the "
+                   "inputs not given are seeded values that suit their names (masks all ones, "
+                   "position ids a range).")
 @click.option("--inputs", "inputs_dir", type=click.Path(file_okay=False),
               help="A folder of NAME.npy files, one per input to give (--input wins).")
 @tolerance_options
@@ -160,7 +161,10 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
     ULP, cosine and the worst element. An output outside the budget is judged against the
     graph evaluated in float64 and the source runtime's own noise (see the README's verdict
-    rules). Exit 0 pass, 1 mismatch, 2 error.
+    rules). A graph converted with --io-layout takes some inputs (gives some outputs)
+    transposed: inputs are made, and --input files given, in SOURCE's layout and transposed
+    for the graph; its outputs are transposed back before comparison. Exit 0 pass, 1
+    mismatch, 2 error.
     """
     if dump_dir and not do_bisect:
         raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
