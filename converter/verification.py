@@ -28,6 +28,7 @@ from . import io_permutations
 from .errors import ConverterError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
+from .verification_notes import degenerate, overruled
 from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
                           source_alternates)
 
@@ -56,6 +57,9 @@ class VerifyReport:
     # Inputs/outputs the graph takes/gives transposed (io_permutations.py): fed and compared
     # in the source's layout.
     permuted: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # What makes a pass prove little, or a pass against the user's explicit bounds
+    # (verification_notes.py).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -74,6 +78,8 @@ class VerifyReport:
         }
         if self.permuted:
             out["permuted"] = self.permuted
+        if self.warnings:
+            out["warnings"] = self.warnings
         if not self.passed:
             out["hint"] = BISECT_HINT
         return out
@@ -293,6 +299,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
                   source_f64=None if double is None else double.get(name),
                   alternates={k: _as_webnn(v[name]) for k, v in alternates.items() if name in v})
             for name in want]
+    explicit = {"atol": atol, "rtol": rtol, "ulp": ulp}
+    report.warnings = [w for w in (overruled(o, explicit) for o in report.outputs) if w]
+    report.warnings += [w for w in (degenerate(n, want[n], bounds[n]) for n in want) if w]
     for label, path in (also or {}).items():  # further opinions: e.g. an exported .tflite
         other = io_permutations.to_source_outputs(  # an export keeps the graph's layout
             graph, _source_kind(Path(path)).run(Path(path), graph_feeds))

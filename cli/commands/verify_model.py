@@ -49,8 +49,9 @@ def print_report(report) -> None:
             console.print(f"{o.name}: {rule}{'; '.join(figures)}")
         if "decidedBy" in o.extra:
             console.print(f"  decided by: {o.extra['decidedBy']}")
-    bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
-              for o in report.outputs}
+    from converter.verification_notes import bounds_in_words
+
+    bounds = "; ".join(f"{o.name} {bounds_in_words(o.bounds)}" for o in report.outputs)
     made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
                      for name, d in report.inputs.items())
     console.print(f"inputs: {made}")
@@ -60,9 +61,11 @@ def print_report(report) -> None:
                           f"by {perm}; " + ("made in the source's layout, transposed for the "
                                             "graph" if side == "inputs" else
                                             "transposed back before comparison"))
-    console.print(f"seed {report.seed}; bounds {bounds}; {report.session_options}")
+    console.print(f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
     if report.oracle:
         console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
+    for warning in getattr(report, "warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
     if not report.passed:
         console.print(f"hint: {BISECT_HINT}")
