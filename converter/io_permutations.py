@@ -26,7 +26,7 @@ from .errors import ConverterError
 
 __all__ = ["KEY", "SIDES", "permutations", "record", "source_shape", "to_graph_inputs",
            "to_source_inputs", "to_source_outputs", "check_declared", "described",
-           "check_given"]
+           "check_given", "unrecorded"]
 
 KEY = "permuted"
 SIDES = ("inputs", "outputs")
@@ -131,3 +131,23 @@ def check_declared(graph, table: Any) -> list[str]:
                 problems.append(f"permuted {side[:-1]} '{name}': {perm!r} is not a permutation "
                                 f"of its {rank} axes")
     return problems
+
+
+def unrecorded(graph, source_shapes: Mapping[str, Sequence[int | None]]) -> str | None:
+    """Why the source refused the graph's feeds, when a graph input is the source's input
+    transposed and the graph records no permutation for it (a graph converted with
+    --io-layout before graph files kept the record): the input, both shapes, and None when
+    no input is such."""
+    recorded = permutations(graph)["inputs"]
+    for name, operand in graph.inputs.items():
+        theirs = source_shapes.get(name)
+        if name in recorded or theirs is None or len(theirs) != len(operand.shape):
+            continue
+        mine = [int(d) for d in operand.shape]
+        if any(d is None for d in theirs) or list(theirs) == mine \
+                or sorted(theirs) != sorted(mine):
+            continue
+        return (f"graph input '{name}' is {mine} where the source takes {list(theirs)}: the "
+                f"graph takes it transposed and its file does not say how (converted with "
+                f"--io-layout before graph files recorded it)")
+    return None

@@ -268,7 +268,15 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     from .formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
-    want = run_source(source, source_feeds)
+    try:
+        want = run_source(source, source_feeds)
+    except ConverterError:
+        why = io_permutations.unrecorded(graph, src.input_shapes(source))
+        if why is None:
+            raise
+        raise ConverterError(why, where=str(source), fix="convert the graph again (its file "
+                             "then records the layout), or verify SOURCE --target T "
+                             "--io-layout L") from None
     release_freed_memory()  # the source's session is gone: the executor's peak starts low
     graph_feeds = io_permutations.to_graph_inputs(graph, drawn)
     if module is None:
@@ -394,11 +402,14 @@ class _SourceKind:
     runtime: str
     run: Callable[[Path, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     int_limits: Callable[[Path], dict[str, int]]
+    # each input's declared shape (None for a dim the model leaves open)
+    input_shapes: Callable[[Path], dict[str, list[int | None]]]
 
 
 _SOURCES = {
-    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p)),
-    ".tflite": _SourceKind("litert", run_source, lambda p: {}),
+    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p),
+                         lambda p: _onnx_input_shapes(p)),
+    ".tflite": _SourceKind("litert", run_source, lambda p: {}, lambda p: _tflite_input_shapes(p)),
 }
 
 
@@ -415,19 +426,37 @@ def _source_kind(path: Path) -> _SourceKind:
     return kind
 
 
-def _embedding_limits(path: Path) -> dict[str, int]:
-    """Integer inputs that index Gather data given as an initializer: draw within its rows."""
+def _structure(path: Path):
+    """The ONNX model without its weights' bytes: only the graph's structure."""
     import onnx
 
     from .importers.onnx.wire import WireError, map_model
 
-    try:  # the model without its weights' bytes: only the graph's structure is read here
+    try:
         stripped, _, _ = map_model(path)
     except (OSError, WireError) as e:
         raise ConverterError(f"cannot read the ONNX model: {e}", where=str(path),
                              fix="give a readable, well-formed .onnx file") from None
     model = onnx.ModelProto()
     model.ParseFromString(stripped)
+    return model
+
+
+def _onnx_input_shapes(path: Path) -> dict[str, list[int | None]]:
+    return {vi.name: [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                      for d in vi.type.tensor_type.shape.dim]
+            for vi in _structure(path).graph.input if vi.type.tensor_type.HasField("shape")}
+
+
+def _tflite_input_shapes(path: Path) -> dict[str, list[int | None]]:
+    from .runtimes.litert import input_shapes
+
+    return input_shapes(path)
+
+
+def _embedding_limits(path: Path) -> dict[str, int]:
+    """Integer inputs that index Gather data given as an initializer: draw within its rows."""
+    model = _structure(path)
     inits = {t.name: t for t in model.graph.initializer}
     inputs = {i.name for i in model.graph.input}
     rows: dict[str, list[int]] = {}  # input -> the rows of every table it indexes

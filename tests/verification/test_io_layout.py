@@ -220,3 +220,26 @@ def test_a_presented_state_is_fed_and_stepped_in_each_sides_layout(tmp_path):
     report = verify_steps(source, loaded, steps=3)
     assert report.passed and len(report.steps) == 3
     assert all(o.max_abs < 1e-5 for step in report.steps for o in step)
+
+
+@pytest.mark.parametrize("kind", ["onnx", "tflite"])
+def test_a_graph_without_the_record_is_refused_naming_the_input(tmp_path, kind):
+    """A graph converted with --io-layout before files kept the record (here: the record
+    removed): the source refuses its feeds, and the error says why, not 'the source failed'."""
+    source = TINY_CNN
+    layout, shapes = "nhwc", ([1, 32, 32, 3], [1, 3, 32, 32])
+    if kind == "tflite":
+        source = tmp_path / "tiny_nhwc.tflite"
+        converter.convert(TINY_CNN, source, target="chromium-litert", io_layout="nhwc")
+        layout, shapes = "nchw", shapes[::-1]
+    out = tmp_path / "g.webnn"
+    converter.convert(source, out, target="coreml", io_layout=layout)
+    out.write_text("\n".join(line for line in out.read_text().splitlines()
+                             if "#@permuted" not in line))
+    r = run("verify", source, "--graph", out)
+    assert r.exit_code == 2
+    assert r.output.strip() == (
+        f"error: {source}: graph input 'image' is {shapes[0]} where the source takes "
+        f"{shapes[1]}: the graph takes it transposed and its file does not say how (converted "
+        f"with --io-layout before graph files recorded it); convert the graph again (its file "
+        f"then records the layout), or verify SOURCE --target T --io-layout L")
