@@ -26,7 +26,7 @@ from .errors import ConverterError
 
 __all__ = ["KEY", "SIDES", "permutations", "record", "source_shape", "to_graph_inputs",
            "to_source_inputs", "to_source_outputs", "check_declared", "described",
-           "check_given", "unrecorded"]
+           "check_given", "unrecorded", "present", "permuted_lines", "module_permutations"]
 
 KEY = "permuted"
 SIDES = ("inputs", "outputs")
@@ -151,3 +151,75 @@ def unrecorded(graph, source_shapes: Mapping[str, Sequence[int | None]]) -> str 
                 f"graph takes it transposed and its file does not say how (converted with "
                 f"--io-layout before graph files recorded it)")
     return None
+
+
+def present(graph, table: Mapping[str, Mapping[str, Sequence[int]]], where: str) -> None:
+    """Give `graph` (in the source's layout) the boundary `table` records: each listed input
+    taken transposed (a transpose back in front of its readers), each listed output given
+    transposed. Verifying a module written earlier this way knows its layout; a table that does
+    not fit the graph is refused (it comes from a file)."""
+    from .passes.layout_perms import apply, inverse
+
+    problems = check_declared(graph, table)
+    if problems:
+        raise ConverterError(problems[0], where=where, fix="give the module convert wrote")
+    first = graph.operations[0] if graph.operations else None
+    for name, perm in table.get("inputs", {}).items():
+        x = graph.inputs[name]
+        readers = list(x.uses())
+        graph.set_input_shape(x, apply(x.shape, perm))
+        back = graph.add_operation("transpose", [x], {"permutation": inverse(perm)},
+                                   name=graph.fresh_name(f"{name}_back"), before=first)
+        for use in readers:
+            use.op.replace_input(use.index, back.output)
+        record(graph, "inputs", name, perm)
+    for name, perm in table.get("outputs", {}).items():
+        given = graph.add_operation("transpose", [graph.outputs[name]],
+                                    {"permutation": list(perm)},
+                                    name=graph.fresh_name(f"{name}_presented"))
+        graph.set_output(name, given.output)
+        record(graph, "outputs", name, perm)
+    graph.verify()
+
+
+# -- in an emitted JavaScript module --------------------------------------------------------------
+_MODULE_LINE = "export const permuted = "
+_MODULE_HEADER_LINES = 64  # the record is in the module's header, before any function
+
+
+def permuted_lines(graph) -> list[str]:
+    """The lines a module declares its boundary permutations with (none without a record):
+    `export const permuted = {"inputs": {...}};` (ASCII JSON, which is a JavaScript literal)."""
+    import json
+
+    table = described(graph)
+    if not table:
+        return []
+    return ["// Inputs and outputs taken/given transposed from the source model's layout "
+            "(--io-layout):",
+            "// value = transpose(source value, perm).",
+            f"{_MODULE_LINE}{json.dumps(table, ensure_ascii=True)};"]
+
+
+def module_permutations(path) -> dict[str, dict[str, list[int]]]:
+    """The record a module written by convert declares in its header ({} when none)."""
+    from .formats._files import parse_json
+
+    where = str(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                if number > _MODULE_HEADER_LINES or line.startswith("export async function"):
+                    break
+                if line.startswith(_MODULE_LINE):
+                    text = line[len(_MODULE_LINE):].rstrip().removesuffix(";")
+                    value = parse_json(text, f"{where}:{number}", "permuted record")
+                    if not isinstance(value, dict):
+                        raise ConverterError("the permuted record is not an object",
+                                             where=f"{where}:{number}",
+                                             fix="give the module convert wrote")
+                    return value
+    except OSError as e:
+        raise ConverterError(f"cannot read the module: {e.strerror or e}", where=where) \
+            from None
+    return {}

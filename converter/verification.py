@@ -232,6 +232,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         from .by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+        if module is not None:  # the module's boundary, as convert --io-layout wrote it
+            io_permutations.present(graph, io_permutations.module_permutations(module),
+                                    str(module))
     limits = src.int_limits(source)
     # Inputs are made and given in the source model's layout; the graph is fed them
     # transposed where a conversion transposed its boundary (--io-layout), and its outputs
