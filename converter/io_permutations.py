@@ -185,6 +185,7 @@ def present(graph, table: Mapping[str, Mapping[str, Sequence[int]]], where: str)
 # -- in an emitted JavaScript module --------------------------------------------------------------
 _MODULE_LINE = "export const permuted = "
 _MODULE_HEADER_LINES = 64  # the record is in the module's header, before any function
+_MODULE_LINE_CHARS = 1 << 20  # longer than any record of a graph's inputs and outputs
 
 
 def permuted_lines(graph) -> list[str]:
@@ -208,8 +209,9 @@ def module_permutations(path) -> dict[str, dict[str, list[int]]]:
     where = str(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            for number, line in enumerate(f, 1):
-                if number > _MODULE_HEADER_LINES or line.startswith("export async function"):
+            for number in range(1, _MODULE_HEADER_LINES + 1):
+                line = f.readline(_MODULE_LINE_CHARS)  # a hostile file's one huge line: cut
+                if not line or line.startswith("export async function"):
                     break
                 if line.startswith(_MODULE_LINE):
                     text = line[len(_MODULE_LINE):].rstrip().removesuffix(";")

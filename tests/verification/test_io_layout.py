@@ -243,3 +243,29 @@ def test_a_graph_without_the_record_is_refused_naming_the_input(tmp_path, kind):
         f"{shapes[1]}: the graph takes it transposed and its file does not say how (converted "
         f"with --io-layout before graph files recorded it); convert the graph again (its file "
         f"then records the layout), or verify SOURCE --target T --io-layout L")
+
+
+def test_bisect_compares_a_permuted_output_in_one_layout(tmp_path):
+    """mask [1, 4, 4, 4]: NCHW and NHWC have one shape, so the source's value and the graph's
+    are compared, and must be in one layout (else the last op looks wrong)."""
+    source = segmenter(tmp_path / "cube.onnx", 4, 4)
+    for target in ("coreml", "chromium-litert"):
+        graph = converter.convert(source, target=target, io_layout="nhwc")
+        assert graph.outputs["mask"].shape == (1, 4, 4, 4)
+        assert bisect(source, graph, seed=0) is None
+        report = converter.verify(source, graph, oracle="always")
+        mask = {o.name: o for o in report.outputs}["mask"]
+        assert report.passed and mask.extra["webnnVsF64"] < 1e-5  # the oracle transposed back
+
+
+def test_an_exported_tflite_of_a_presented_graph_is_judged_in_the_source_layout(models,
+                                                                              tmp_path):
+    source, _ = models["segmenter"]
+    out = tmp_path / "seg.tflite"
+    r = run("convert", source, "-o", out, "--target", "chromium-litert", "--io-layout", "nhwc",
+            "--verify", "--json")
+    assert r.exit_code == 0, r.output
+    (opinion,) = json.loads(r.output)["others"].values()
+    assert {o["name"]: o["shape"] for o in opinion} == {"mask": [1, 4, 12, 20],
+                                                         "score": [1, 4]}
+    assert all(o["passed"] and o["maxAbs"] < 1e-4 for o in opinion)
