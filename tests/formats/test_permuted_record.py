@@ -108,3 +108,13 @@ def test_a_bad_json_record_is_one_clear_error(tmp_path, presented, case):
     with pytest.raises(ConverterError) as info:
         load_graph(path)
     assert message in info.value.line() and "cnn.json" in info.value.line()
+
+
+def test_inspect_shows_what_the_conversion_transposed(tmp_path, presented):
+    path = save_graph(presented, tmp_path / "cnn.webnn")[0]
+    r = CliRunner().invoke(main, ["inspect", str(path)])
+    assert "[1, 32, 32, 3] (the source's transposed by [0, 2, 3, 1])" in r.output
+    r = CliRunner().invoke(main, ["inspect", str(path), "--json"])
+    assert json.loads(r.output)["permuted"] == {"inputs": {"image": [0, 2, 3, 1]}}
+    r = CliRunner().invoke(main, ["inspect", str(TINY_CNN), "--json"])
+    assert "permuted" not in json.loads(r.output)
