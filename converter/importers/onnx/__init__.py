@@ -40,6 +40,8 @@ def import_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     """Read an ONNX file and import it as a WebNN graph (see module docstring).
 
     `max_tensor_bytes` / `max_total_bytes` bound what the import materialises (converter.budget).
+    An import at `dims` that fails because a dim passes a position table's rows says so
+    (dim_limits.py).
     """
     model, arrays, budget = read_model(path, max_tensor_bytes=max_tensor_bytes,
                                        max_total_bytes=max_total_bytes)
@@ -49,12 +51,15 @@ def import_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
                             budget=budget, isolate=True)
     except ConverterError:
         # A dim past a position table fails far from its cause: name the dim and the table
-        # when the import converts with the dim at the table's rows.
+        # when the import converts with the dim at the table's rows (that import explains
+        # nothing itself, so a model of many tables costs at most two more imports).
         def converts_at(smaller: dict[str, int]) -> bool:
+            again, arrays_again, budget_again = read_model(
+                path, max_tensor_bytes=max_tensor_bytes, max_total_bytes=max_total_bytes)
             try:
-                import_onnx(path, dims=smaller, input_shapes=input_shapes,
-                            known_inputs=known_inputs, max_tensor_bytes=max_tensor_bytes,
-                            max_total_bytes=max_total_bytes)
+                import_model(again, arrays_again, dims=smaller, input_shapes=input_shapes,
+                             known_inputs=known_inputs, where=str(path),
+                             name=Path(path).stem, budget=budget_again, isolate=True)
             except ConverterError:
                 return False
             return True
