@@ -11,6 +11,9 @@ Two comment forms carry what the syntax cannot, and other readers skip them as c
     #@output "output name"          the next item of the outputs block is returned under this
                                     name rather than under the operand's own.
     #@state "input" "output" INIT   a state pair (state_doc.py); anywhere in the file.
+    #@permuted input|output "name" [PERM]
+                                    that input/output is the source model's value transposed
+                                    by PERM (io_permutations.py); anywhere in the file.
 
 The file is hostile, so what one token, and the whole text, can make the lexer hold is bounded
 before it is matched: a name, string, @word or directive of more than MAX_TOKEN_CHARS, a number
@@ -65,9 +68,9 @@ def quote(text: str) -> str:
 
 @dataclass(frozen=True)
 class Directive:
-    kind: str  # "name", "output" or "state"
+    kind: str  # "name", "output", "state" or "permuted"
     ident: str | None  # the identifier a `#@name` gives a name to
-    value: str  # the real name (`#@state`: the directive's text after the word, for state_doc)
+    value: str  # the real name (`#@state`, `#@permuted`: the text after the word)
     line: int
     column: int
 
@@ -89,8 +92,8 @@ class Token:
 
 
 def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
-    """The tokens of `text` (ending with an eof token) and its `#@name` and `#@state`
-    directives."""
+    """The tokens of `text` (ending with an eof token) and its `#@name`, `#@state` and
+    `#@permuted` directives."""
     tokens: list[Token] = []
     names: list[Directive] = []
     pending: list[Directive] = []
@@ -185,12 +188,13 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
 
 
 def _directive(comment: str, path: str, line: int, column: int) -> Directive | None:
-    """A `#@name` / `#@output` / `#@state` comment as a Directive; None for any other."""
-    word = re.match(r"#@(name|output|state)\b", comment)
+    """A `#@name` / `#@output` / `#@state` / `#@permuted` comment as a Directive; None for any
+    other."""
+    word = re.match(r"#@(name|output|state|permuted)\b", comment)
     if word is None:
         return None
-    if word.group(1) == "state":  # its syntax is state_doc.py's
-        return Directive("state", None, comment[word.end():], line, column)
+    if word.group(1) in ("state", "permuted"):  # their syntax is their reader's
+        return Directive(word.group(1), None, comment[word.end():], line, column)
     if word.group(1) == "name":
         m = _NAME_DIRECTIVE.match(comment)
         if m is None:
