@@ -126,7 +126,8 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
         elif ch == "#":
             end = text.find("\n", i)
             end = n if end < 0 else end
-            if text.startswith(("#@name", "#@output", "#@state"), i):  # only these are read
+            # only these are read
+            if text.startswith(("#@name", "#@output", "#@state", "#@permuted"), i):
                 if end - i > MAX_TOKEN_CHARS:
                     too_long("a #@ directive", i)
                 directive = _directive(text[i:end].rstrip("\r"), path, line,
