@@ -52,7 +52,9 @@ def _leave(code) -> None:
     if code is None:
         code = 0
     elif not isinstance(code, int):  # SystemExit("text"): the text on stderr, status 1
-        print(code, file=sys.stderr)
+        from .terminal import shown
+
+        print(shown(code), file=sys.stderr)
         code = 1
     import atexit
     import os
