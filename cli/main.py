@@ -16,7 +16,7 @@ from converter.errors import ConverterError
 
 from . import collector
 from .commands import LazyGroup
-from .terminal import echo, shown, shown_traceback
+from .terminal import echo, echo_traceback, shown
 
 EXIT_ERROR = 2
 
@@ -86,7 +86,7 @@ def _os_error_line(e: Exception) -> str:
 
 def _report(ctx: click.Context, line: str) -> None:
     if ctx.find_root().params.get("debug"):
-        sys.stderr.write(shown_traceback(sys.exc_info()[1]))
+        echo_traceback(sys.exc_info()[1])
     echo(line, err=True)
     ctx.exit(EXIT_ERROR)
 

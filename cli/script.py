@@ -52,9 +52,9 @@ def _leave(code) -> None:
     if code is None:
         code = 0
     elif not isinstance(code, int):  # SystemExit("text"): the text on stderr, status 1
-        from .terminal import shown
+        from .terminal import echo
 
-        print(shown(code), file=sys.stderr)
+        echo(code, err=True)
         code = 1
     import atexit
     import os

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 import click
 
 __all__ = ["shown", "shortened", "echo", "echo_lines", "echo_json", "plain", "console_print",
-           "shown_traceback"]
+           "echo_traceback"]
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                      "\ud800-\udfff]")
@@ -91,9 +91,10 @@ def console_print(console, text: Any, style: str = "") -> None:
     console.print(line, soft_wrap=len(line) > _RICH_WRAPS or None)
 
 
-def shown_traceback(error: BaseException) -> str:
-    """The traceback of `error` (and its chain) for --debug: the frames as Python writes
-    them, each exception's own message `shown`, so that a name in it cannot act either."""
+def echo_traceback(error: BaseException) -> None:
+    """Print the traceback of `error` (and its chain) on stderr, for --debug: the frames as
+    Python writes them, each exception's own message `shown`, so that a name in it cannot
+    act either."""
     import traceback
 
     out = []
@@ -104,4 +105,4 @@ def shown_traceback(error: BaseException) -> str:
             out.extend(shown(line) + "\n" for line in chunk.splitlines())
         else:  # an exception's type and message (or a note): one line, whatever it holds
             out.append(shown(chunk[:-1] if chunk.endswith("\n") else chunk) + "\n")
-    return "".join(out)
+    click.echo("".join(out), err=True, nl=False)
