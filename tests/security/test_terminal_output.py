@@ -209,3 +209,55 @@ def test_every_print_in_the_cli_goes_through_cli_terminal():
                     (path.name, name) not in _ALLOWED:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(f)}")
     assert not found, found
+
+
+@pytest.fixture(scope="module")
+def long_name(tmp_path_factory) -> tuple[Path, str]:
+    """A graph whose input is named by 6 million characters, spaces among them (rich wraps
+    between words as well as it folds a word)."""
+    import converter
+
+    name = ("n" * 999 + " ") * 6000
+    b = converter.GraphBuilder("g")
+    graph = b.build({"y": b.abs(b.input(name, "float32", [2, 3]))})
+    path = tmp_path_factory.mktemp("long_name") / "long.webnn"
+    converter.save(graph, path)
+    return path, name
+
+
+def test_a_multi_megabyte_name_is_shortened_in_a_terminal_table(long_name):
+    """rich folds a cell in time quadratic in its length (minutes for 6 MB): on a terminal,
+    the table shows the name's two ends and says what it left out (timeout: a guard only)."""
+    path, name = long_name
+    code, out = run_on_terminal(["inspect", path.name], path.parent, timeout=120, columns=80)
+    assert code == 0, out[-2000:]
+    assert len(out) < 100_000  # the table holds about a thousand of the name's characters
+    text = RICH_OWN.sub("", out.decode())
+    assert "characters left out]" in text
+    assert "(1 cell longer than 1000 characters shortened here; piped output and --json hold " \
+           "it whole)" in text
+
+
+def test_piped_the_table_keeps_a_multi_megabyte_name_whole(long_name):
+    path, name = long_name
+    code, out = run_piped(["inspect", path.name], path.parent, timeout=120)
+    assert code == 0
+    assert name.encode() in out
+    assert b"left out" not in out
+
+
+def test_a_long_report_line_is_left_to_the_terminal_to_wrap():
+    """A line longer than rich wraps quickly (cli/terminal.py) is written as one line."""
+    import io
+
+    from rich.console import Console
+
+    from cli.terminal import console_print
+
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=True, width=80, highlight=False)
+    line = "inputs: " + ("x" * 999 + " ") * 4000
+    console_print(console, line)
+    assert sink.getvalue() == line + "\n"  # not broken into 50,000 lines of 80
+    console_print(console, "short " * 20)
+    assert sink.getvalue().count("\n") == 3  # a short line still wraps within the width
