@@ -107,7 +107,7 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     quiet_runtimes(debugging())
     # Verified outputs are staged and committed only when they pass: a published .js or
     # .weights that does not compute what the source does must not appear by accident.
-    with StagedSave(Path(output).parent) as stage:
+    with StagedSave(Path(output).parent, output=output) as stage:
         staged = write_any(graph, stage.path(output))
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
