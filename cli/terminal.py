@@ -14,7 +14,9 @@ The tool's own line breaks stay real: a line is printed with `echo`, several wit
 so a newline inside a model string is never one. Rich output is built from `Text` objects
 (`plain`), never parsed as markup, so `[bold]` or `[/]` in a name is printed as it is. JSON
 output (`echo_json`) is json.dumps with ensure_ascii, which writes every control and
-non-ASCII character as a `\\u` escape already.
+non-ASCII character as a `\\u` escape already. What libraries print through Python's
+`warnings` and `logging` (when nothing else handles a record) is shown too
+(`show_library_messages`).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Any, Iterable
 import click
 
 __all__ = ["shown", "shortened", "echo", "echo_lines", "echo_json", "plain", "console_print",
-           "echo_traceback"]
+           "echo_traceback", "show_library_messages"]
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                      "\ud800-\udfff]")
@@ -106,3 +108,23 @@ def echo_traceback(error: BaseException) -> None:
         else:  # an exception's type and message (or a note): one line, whatever it holds
             out.append(shown(chunk[:-1] if chunk.endswith("\n") else chunk) + "\n")
     click.echo("".join(out), err=True, nl=False)
+
+
+def show_library_messages() -> None:
+    """Route Python's warnings, and log records no handler takes (logging's last resort),
+    through `shown`: a library's message may quote a model's names too."""
+    import logging
+    import warnings
+
+    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        echo(f"{filename}:{lineno}: {category.__name__}: {message}", err=True)
+
+    class Shown(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                echo(self.format(record), err=True)
+            except Exception:  # as logging's own handlers: a failing record is reported
+                self.handleError(record)
+
+    warnings.showwarning = show_warning
+    logging.lastResort = Shown(logging.WARNING)

@@ -261,3 +261,20 @@ def test_a_long_report_line_is_left_to_the_terminal_to_wrap():
     assert sink.getvalue() == line + "\n"  # not broken into 50,000 lines of 80
     console_print(console, "short " * 20)
     assert sink.getvalue().count("\n") == 3  # a short line still wraps within the width
+
+
+def test_library_warnings_and_log_records_show_inert(tmp_path):
+    """A library's warning or log record (no handler of its own) is `shown` on stderr."""
+    import subprocess
+    import sys
+
+    code = ("import logging, warnings\n"
+            "from cli.terminal import show_library_messages\n"
+            "show_library_messages()\n"
+            f"warnings.warn({PAYLOAD!r})\n"
+            f"logging.getLogger('somelib').warning({PAYLOAD!r})\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr.decode()
+    assert err.splitlines() == [f"<string>:4: UserWarning: {shown(PAYLOAD)}", shown(PAYLOAD)]
