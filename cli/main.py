@@ -60,7 +60,7 @@ class _Group(LazyGroup):
             raise
         except Stopped as e:  # the usual exit status of a process ended by a signal
             echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
-                       f"written", err=True)
+                 f"written", err=True)
             ctx.exit(128 + e.signum)
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to report
             import os

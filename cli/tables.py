@@ -61,9 +61,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: st
     for i, name in enumerate(columns):
         longest = max([len(name), *(len(row[i]) for row in rows)])
         if longest <= _SHORT:
-            table.add_column(name, no_wrap=True, min_width=longest)
+            table.add_column(plain(name), no_wrap=True, min_width=longest)
         else:
-            table.add_column(name, overflow="fold", ratio=1)  # wraps between words
+            table.add_column(plain(name), overflow="fold", ratio=1)  # wraps between words
     for row in rows:
         table.add_row(*(plain(cell) for cell in row))
     Console(highlight=False, width=width).print(table)

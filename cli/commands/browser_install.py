@@ -25,4 +25,4 @@ def command(folder: str | None) -> None:
     echo(str(binary))
     if folder is not None and binary.parent.resolve() != browser_dir().resolve():
         echo(f"set {ENV_VAR}={binary.parent} so that the chromium runtime finds it",
-                   err=True)
+             err=True)

@@ -59,10 +59,10 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
             "source": source, "operations": len(graph.operations),
             "passed": not any(results.values()),
             "targets": {name: {"passed": not found, "violations": [v.to_json() for v in found],
-                               "quantizedWeights": [d.to_json() for d in weights[name]],
-                               "int8InFloat": [{"op": op.name, "opType": op.op_type}
-                                               for op in in_float[name]]}
-                        for name, found in results.items()}}, indent=1)
+                  "quantizedWeights": [d.to_json() for d in weights[name]],
+                  "int8InFloat": [{"op": op.name, "opType": op.op_type}
+                  for op in in_float[name]]}
+                  for name, found in results.items()}}, indent=1)
     elif target_name == "all":
         _table(source, graph, targets, results)
     else:
@@ -79,14 +79,14 @@ def _listing(source, graph, target, found, weights, in_float) -> None:
         echo(f"{target.name}: {decision.line()}")
     for op in in_float:  # what its int8_in_float pass rewrites
         echo(f"{target.name}: int8 {op.op_type} '{op.name}': computed in float32 between "
-                   f"casts (exact: it only moves values; the backend refuses its int8 form)")
+             f"casts (exact: it only moves values; the backend refuses its int8 form)")
     used = {op.op_type for op in graph.operations}
     emulated = [op for op in sorted(target.emulated) if op in used]
     if found:
         echo(f"{source}: does not fit {target.name} ({_count(found)})")
     else:
         echo(f"{source}: fits {target.name} ({len(graph.operations)} operations"
-                   f"{'; emulated there: ' + ', '.join(emulated) if emulated else ''})")
+             f"{'; emulated there: ' + ', '.join(emulated) if emulated else ''})")
 
 
 def _table(source, graph, targets, results) -> None:

@@ -119,10 +119,10 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
             _wrote(written, graph, as_json)
             if not report.passed:
                 echo(f"verification failed; kept {', '.join(map(str, written))} as "
-                           f"--keep-on-mismatch asks", err=True)
+                     f"--keep-on-mismatch asks", err=True)
         else:
             echo(f"verification failed; nothing written (--keep-on-mismatch writes "
-                       f"{output} anyway)", err=True)
+                 f"{output} anyway)", err=True)
     from .verify_model import finish  # here: a plain conversion needs no verification code
 
     finish(report, as_json)
@@ -135,7 +135,7 @@ command.resumes_collector = True
 def _wrote(written, graph, as_json: bool) -> None:
     if not as_json:
         echo(f"wrote {', '.join(str(p) for p in written)} ({len(graph.operations)} "
-                   f"operations)")
+             f"operations)")
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
@@ -154,7 +154,7 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
         for item in e.items:
             echo(f"{target.name}: {item}", err=True)
         echo(f"{target.name}: {len(e.items)} violation{'s' * (len(e.items) > 1)} remain "
-                   f"after its passes; nothing written", err=True)
+             f"after its passes; nothing written", err=True)
         raise SystemExit(1)
     if verbose:
         for line in report.lines():

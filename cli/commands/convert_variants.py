@@ -31,7 +31,7 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
     def told(point, graph):
         if verbose:
             echo(f"converted at {point_text(point)}: {len(graph.operations)} operations",
-                       err=True)
+                 err=True)
 
     variants = convert_variants(source, dims, target=target, io_layout=io_layout,
                                 input_shapes=input_shapes, known_inputs=known_inputs,
@@ -97,6 +97,6 @@ def _write(variants, output: str, as_json: bool) -> None:
         written = converter.save(variants, output)
     if not as_json:
         echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
-                   f"variants: {variants.accepted_text()})")
+             f"variants: {variants.accepted_text()})")
         if note:
             echo(note)

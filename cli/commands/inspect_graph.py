@@ -30,8 +30,8 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     from ..tables import print_table
 
     echo(f"graph {info['name']}: {info['operations']} operations, "
-               f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
-               f"{info['transposes']} transposes")
+         f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
+         f"{info['transposes']} transposes")
     print_table(("", "name", "data type", "shape"),
                 [(kind[:-1], name, d["dataType"], str(d["shape"]))
                  for kind in ("inputs", "outputs") for name, d in info[kind].items()])

@@ -62,7 +62,8 @@ def print_steps_report(report) -> None:
                      "pass" if failing is None else "FAIL"))
     print_table(("output", "elements", "max abs", "outside bounds", "differing",
                  "first failing step", "result"), rows, title=title)
-    console_print(console, f"seed {report.seed} + step; state: {', '.join(report.state) or 'none'}")
+    console_print(console, f"seed {report.seed} + step; state: "
+                           f"{', '.join(report.state) or 'none'}")
     console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))
 
 
@@ -128,5 +129,6 @@ def print_decode_report(report) -> None:
     console_print(console, f"source tokens {report.source_tokens}")
     split = report.first_divergence
     console_print(console, "graph tokens: the same" if split is None else
-                  f"graph tokens {report.graph_tokens} (first differs at new token {split})")
+                           f"graph tokens {report.graph_tokens} (first differs at new token "
+                           f"{split})")
     console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))

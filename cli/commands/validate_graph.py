@@ -33,6 +33,6 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
         for p in problems:  # a problem that names the file already is printed as it is
             echo(p if p.startswith(f"{file}:") else f"{file}: {p}", err=True)
         echo(f"{file}: invalid ({len(problems)} problem{'s' * (len(problems) > 1)})",
-                   err=True)
+             err=True)
         raise SystemExit(1)
     echo(f"{file}: valid ({len(graph.operations)} operations)")

@@ -116,7 +116,7 @@ def _summary(doc: dict) -> None:
     s = doc["summary"]
     counts = ", ".join(f"{s['byStatus'][st]} {st}" for st in STATUSES if s["byStatus"][st])
     echo(f"{s['models']} models in {doc['wallSeconds']:.1f} s: {counts}"
-               + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
+         + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
     for target, c in s["byTarget"].items():
         echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
 
