@@ -54,10 +54,31 @@ def _model(path: Path, unknown_domain: bool = False) -> Path:
     return path
 
 
+def _graph_file(path: Path) -> Path:
+    """A WebNN graph (.json) of two gathers whose names are all hostile and whose shared
+    constant index is out of range for both: `validate` lists two problems naming them."""
+    import numpy as np
+
+    import converter
+
+    b = converter.GraphBuilder("graph" + PAYLOAD)
+    x = b.input("in" + PAYLOAD, "float32", [3, 4])
+    index = b.constant(np.array([0, 2], np.int64), name="index" + PAYLOAD)
+    graph = b.build({"y" + PAYLOAD: b.gather(x, index, axis=0, name="first" + PAYLOAD),
+                     "z" + PAYLOAD: b.gather(x, index, axis=1, name="second" + PAYLOAD)})
+    converter.save(graph, path)
+    weights = path.with_suffix(".weights")
+    data = bytearray(weights.read_bytes())
+    data[8:24] = np.array([9, 0], np.int64).tobytes()  # the one tensor, after the header
+    weights.write_bytes(data)
+    return path
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile_names")
     _model(root / "names.onnx")
+    _graph_file(root / "graph.json")
     _model(root / "domain.onnx", unknown_domain=True)
     shutil.copy(root / "names.onnx", root / f"m{IN_A_FILE_NAME}.onnx")
     (root / f"d{IN_A_FILE_NAME}").mkdir()
@@ -71,6 +92,7 @@ def folder(tmp_path_factory) -> Path:
 CASES = {
     "inspect": (["inspect", "names.onnx"], 0, PAYLOAD),
     "validate": (["validate", "domain.onnx"], 1, PAYLOAD),
+    "validate-list": (["validate", "graph.json"], 1, PAYLOAD),
     "validate-file-name": (["validate", f"m{IN_A_FILE_NAME}.onnx"], 0, IN_A_FILE_NAME),
     "convert-error": (["convert", "domain.onnx", "-o", "out.webnn"], 2, PAYLOAD),
     "convert-debug": (["--debug", "convert", "domain.onnx", "-o", "out.webnn"], 2, PAYLOAD),
