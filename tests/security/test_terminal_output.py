@@ -189,7 +189,10 @@ def test_progress_line_shows_a_name_inert():
     console = Console(file=sink, force_terminal=True, width=200)
     with phases(True, delay=0, console=console) as say:
         say(f"converting {PAYLOAD}")
-        time.sleep(0.3)  # a refresh or two
+        for _ in range(600):  # until the spinner shows (a guard, not a timing: at most 60 s)
+            if "converting" in sink.getvalue():
+                break
+            time.sleep(0.1)
     out = RICH_OWN.sub("", sink.getvalue())
     # rich draws the spinner with the cursor hidden and redraws it with \r
     out = out.replace("\r", "")
