@@ -16,6 +16,7 @@ from converter.errors import ConverterError
 
 from . import collector
 from .commands import LazyGroup
+from .terminal import echo, echo_traceback, shown
 
 EXIT_ERROR = 2
 
@@ -52,11 +53,14 @@ class _Group(LazyGroup):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except click.ClickException as e:  # click prints it: a file name in it is shown too
+            e.message = shown(e.message)
             raise
         except Stopped as e:  # the usual exit status of a process ended by a signal
-            click.echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
-                       f"written", err=True)
+            echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
+                 f"written", err=True)
             ctx.exit(128 + e.signum)
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to report
             import os
@@ -82,10 +86,8 @@ def _os_error_line(e: Exception) -> str:
 
 def _report(ctx: click.Context, line: str) -> None:
     if ctx.find_root().params.get("debug"):
-        import traceback
-
-        traceback.print_exc()
-    click.echo(line, err=True)
+        echo_traceback(sys.exc_info()[1])
+    echo(line, err=True)
     ctx.exit(EXIT_ERROR)
 
 

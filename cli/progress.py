@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 __all__ = ["phases", "DELAY"]
 
 DELAY = 2.0
+_LONGEST = 200  # characters of the phase's text shown
 
 
 @contextmanager
@@ -34,7 +35,8 @@ def phases(enabled: bool | None = None, *, delay: float = DELAY, console=None
         yield lambda text: None
         return
     from rich.console import Console
-    from rich.markup import escape
+
+    from .terminal import plain, shortened
 
     console = console or Console(stderr=True)
     lock = threading.Lock()
@@ -49,7 +51,9 @@ def phases(enabled: bool | None = None, *, delay: float = DELAY, console=None
 
     def say(text: str) -> None:
         with lock:
-            state["text"] = escape(text)  # a path is text, not rich markup ("[x]" stays)
+            # A path or name is text, never markup ("[x]" stays) nor a control sequence, and
+            # short enough for rich to lay out at every refresh.
+            state["text"] = plain(shortened(text, _LONGEST))
             if state["status"] is not None:
                 state["status"].update(state["text"])
 

@@ -24,6 +24,9 @@ def run() -> None:
     collector.pause()  # before click, numpy and the rest are imported
     from .commands import command_in, load_command
     from .main import main
+    from .terminal import show_library_messages
+
+    show_library_messages()  # the process is ours: a library's warning is shown as ours are
 
     # The command's module (numpy, the converter) is imported here, near the bottom of the
     # call stack, not deep inside click's resolution of the command. CPython keeps frames in
@@ -52,7 +55,9 @@ def _leave(code) -> None:
     if code is None:
         code = 0
     elif not isinstance(code, int):  # SystemExit("text"): the text on stderr, status 1
-        print(code, file=sys.stderr)
+        from .terminal import echo
+
+        echo(code, err=True)
         code = 1
     import atexit
     import os

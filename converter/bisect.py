@@ -64,6 +64,11 @@ class Finding:
     expected: np.ndarray | None = field(default=None, repr=False)
 
     def describe(self) -> str:
+        """What was found, in a few lines."""
+        return "\n".join(self.describe_lines())
+
+    def describe_lines(self) -> list[str]:
+        """`describe`'s lines, each without its line break."""
         options = ", ".join(f"{k}={v}" for k, v in self.options.items())
         lines = [f"first operation out of budget ({self.stage}): {self.op_type} '{self.op}'",
                  f"  from source node(s): {', '.join(self.source_nodes) or 'unknown'}",
@@ -74,7 +79,7 @@ class Finding:
                  f"  {self.detail}"]
         if self.dumped:
             lines.append(f"  written: {', '.join(self.dumped)}")
-        return "\n".join(lines)
+        return lines
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "op": self.op, "opType": self.op_type,

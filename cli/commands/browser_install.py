@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from ..terminal import echo
+
 
 @click.command("browser-install")
 @click.option("--dir", "folder", type=click.Path(file_okay=False),
@@ -19,8 +21,8 @@ def command(folder: str | None) -> None:
     """
     from converter.runtimes.browser_install import ENV_VAR, browser_dir, install
 
-    binary = install(folder, log=lambda line: click.echo(line, err=True))
-    click.echo(str(binary))
+    binary = install(folder, log=lambda line: echo(line, err=True))
+    echo(str(binary))
     if folder is not None and binary.parent.resolve() != browser_dir().resolve():
-        click.echo(f"set {ENV_VAR}={binary.parent} so that the chromium runtime finds it",
-                   err=True)
+        echo(f"set {ENV_VAR}={binary.parent} so that the chromium runtime finds it",
+             err=True)

@@ -1,14 +1,13 @@
 """`webnn-convert check GRAPH_OR_MODEL --target T`: what will not run on a backend, all at once."""
 from __future__ import annotations
 
-import json
-
 import click
 
 import converter
 from converter.dynamic.variants import one_graph
 
 from ..options import decoder_options, source_options, target_option
+from ..terminal import echo, echo_json
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
 
@@ -56,14 +55,14 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     weights = {t.name: plan(graph, t, dequantize) for t in targets}
     in_float = {t.name: rewritten_ops(graph, t) for t in targets}
     if as_json:
-        click.echo(json.dumps({
+        echo_json({
             "source": source, "operations": len(graph.operations),
             "passed": not any(results.values()),
             "targets": {name: {"passed": not found, "violations": [v.to_json() for v in found],
-                               "quantizedWeights": [d.to_json() for d in weights[name]],
-                               "int8InFloat": [{"op": op.name, "opType": op.op_type}
-                                               for op in in_float[name]]}
-                        for name, found in results.items()}}, indent=1))
+                  "quantizedWeights": [d.to_json() for d in weights[name]],
+                  "int8InFloat": [{"op": op.name, "opType": op.op_type}
+                  for op in in_float[name]]}
+                  for name, found in results.items()}}, indent=1)
     elif target_name == "all":
         _table(source, graph, targets, results)
     else:
@@ -75,19 +74,19 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
 
 def _listing(source, graph, target, found, weights, in_float) -> None:
     for v in found:
-        click.echo(v.line())
+        echo(v.line())
     for decision in weights:  # what `convert --target` does with each quantized weight
-        click.echo(f"{target.name}: {decision.line()}")
+        echo(f"{target.name}: {decision.line()}")
     for op in in_float:  # what its int8_in_float pass rewrites
-        click.echo(f"{target.name}: int8 {op.op_type} '{op.name}': computed in float32 between "
-                   f"casts (exact: it only moves values; the backend refuses its int8 form)")
+        echo(f"{target.name}: int8 {op.op_type} '{op.name}': computed in float32 between "
+             f"casts (exact: it only moves values; the backend refuses its int8 form)")
     used = {op.op_type for op in graph.operations}
     emulated = [op for op in sorted(target.emulated) if op in used]
     if found:
-        click.echo(f"{source}: does not fit {target.name} ({_count(found)})")
+        echo(f"{source}: does not fit {target.name} ({_count(found)})")
     else:
-        click.echo(f"{source}: fits {target.name} ({len(graph.operations)} operations"
-                   f"{'; emulated there: ' + ', '.join(emulated) if emulated else ''})")
+        echo(f"{source}: fits {target.name} ({len(graph.operations)} operations"
+             f"{'; emulated there: ' + ', '.join(emulated) if emulated else ''})")
 
 
 def _table(source, graph, targets, results) -> None:
@@ -106,7 +105,7 @@ def _table(source, graph, targets, results) -> None:
     print_table(("target", "layout", "result", "first reasons"), rows)
     failing = [name for name, found in results.items() if found]
     summary = f"does not fit {', '.join(failing)}" if failing else "fits every target"
-    click.echo(f"{source}: {len(graph.operations)} operations; {summary}")
+    echo(f"{source}: {len(graph.operations)} operations; {summary}")
 
 
 def _count(found) -> str:

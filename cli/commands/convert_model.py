@@ -13,6 +13,7 @@ from converter.formats._files import StagedSave
 from .. import collector
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
+from ..terminal import echo
 from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
     tolerance_options, verbose_option
 from .stepping import load_with_state
@@ -107,7 +108,7 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     quiet_runtimes(debugging())
     # Verified outputs are staged and committed only when they pass: a published .js or
     # .weights that does not compute what the source does must not appear by accident.
-    with StagedSave(Path(output).parent) as stage:
+    with StagedSave(Path(output).parent, output=output) as stage:
         staged = write_any(graph, stage.path(output))
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
@@ -118,11 +119,11 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
             written = stage.commit(staged)
             _wrote(written, graph, as_json)
             if not report.passed:
-                click.echo(f"verification failed; kept {', '.join(map(str, written))} as "
-                           f"--keep-on-mismatch asks", err=True)
+                echo(f"verification failed; kept {', '.join(map(str, written))} as "
+                     f"--keep-on-mismatch asks", err=True)
         else:
-            click.echo(f"verification failed; nothing written (--keep-on-mismatch writes "
-                       f"{output} anyway)", err=True)
+            echo(f"verification failed; nothing written (--keep-on-mismatch writes "
+                 f"{output} anyway)", err=True)
     from .verify_model import finish  # here: a plain conversion needs no verification code
 
     finish(report, as_json)
@@ -134,8 +135,8 @@ command.resumes_collector = True
 
 def _wrote(written, graph, as_json: bool) -> None:
     if not as_json:
-        click.echo(f"wrote {', '.join(str(p) for p in written)} ({len(graph.operations)} "
-                   f"operations)")
+        echo(f"wrote {', '.join(str(p) for p in written)} ({len(graph.operations)} "
+             f"operations)")
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
@@ -152,10 +153,10 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
                                     dequantize=dequantize)
     except UnsupportedError as e:
         for item in e.items:
-            click.echo(f"{target.name}: {item}", err=True)
-        click.echo(f"{target.name}: {len(e.items)} violation{'s' * (len(e.items) > 1)} remain "
-                   f"after its passes; nothing written", err=True)
+            echo(f"{target.name}: {item}", err=True)
+        echo(f"{target.name}: {len(e.items)} violation{'s' * (len(e.items) > 1)} remain "
+             f"after its passes; nothing written", err=True)
         raise SystemExit(1)
     if verbose:
         for line in report.lines():
-            click.echo(line, err=True)
+            echo(line, err=True)

@@ -4,8 +4,6 @@ file, or one .js module whose builder takes the dims; with --verify each value i
 against the source at the same dims before anything is written."""
 from __future__ import annotations
 
-import json
-
 import click
 
 import converter
@@ -13,6 +11,7 @@ from converter.dynamic.variants import point_text
 from converter.variants_conversion import convert_variants
 
 from ..logs import debugging, quiet_runtimes
+from ..terminal import echo, echo_json
 from .verify_model import _number, print_report
 
 _FORMS = (".webnn", ".json", ".js")
@@ -31,8 +30,8 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
 
     def told(point, graph):
         if verbose:
-            click.echo(f"converted at {point_text(point)}: {len(graph.operations)} operations",
-                       err=True)
+            echo(f"converted at {point_text(point)}: {len(graph.operations)} operations",
+                 err=True)
 
     variants = convert_variants(source, dims, target=target, io_layout=io_layout,
                                 input_shapes=input_shapes, known_inputs=known_inputs,
@@ -50,15 +49,15 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
     if not reports:
         return
     if as_json:
-        click.echo(json.dumps({"passed": passed, "variants": [
+        echo_json({"passed": passed, "variants": [
             {"at": point, "report": r.to_json()} for point, r in reports]}, indent=2,
-            default=_number))
+            default=_number)
     else:
         for point, report in reports:
-            click.echo(f"at {point_text(point)}:")
+            echo(f"at {point_text(point)}:")
             print_report(report)
     if not passed:
-        click.echo("verification failed at " + "; ".join(
+        echo("verification failed at " + "; ".join(
             point_text(p) for p, r in reports if not r.passed) +
             ("; kept the outputs as --keep-on-mismatch asks" if keep_on_mismatch
              else "; nothing written"), err=True)
@@ -97,7 +96,7 @@ def _write(variants, output: str, as_json: bool) -> None:
     else:
         written = converter.save(variants, output)
     if not as_json:
-        click.echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
-                   f"variants: {variants.accepted_text()})")
+        echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
+             f"variants: {variants.accepted_text()})")
         if note:
-            click.echo(note)
+            echo(note)

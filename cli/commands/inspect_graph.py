@@ -1,8 +1,6 @@
 """`webnn-convert inspect FILE`: what a graph holds."""
 from __future__ import annotations
 
-import json
-
 import click
 
 import converter
@@ -10,6 +8,7 @@ from converter.dynamic.variants import one_graph
 from converter.summary import summarize
 
 from ..options import source_options
+from ..terminal import echo, echo_json
 
 
 @click.command("inspect")
@@ -26,13 +25,13 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     info = summarize(one_graph(converter.load(file, dims=dims, input_shapes=input_shapes,
                                               known_inputs=known_inputs), file))
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        echo_json(info, indent=2)
         return
     from ..tables import print_table
 
-    click.echo(f"graph {info['name']}: {info['operations']} operations, "
-               f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
-               f"{info['transposes']} transposes")
+    echo(f"graph {info['name']}: {info['operations']} operations, "
+         f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
+         f"{info['transposes']} transposes")
     permuted = info.get("permuted", {})
     print_table(("", "name", "data type", "shape"),
                 [(kind[:-1], name, d["dataType"], str(d["shape"]) + (

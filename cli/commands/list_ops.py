@@ -1,11 +1,11 @@
 """`webnn-convert ops`: the op catalogue, one row per WebNN op."""
 from __future__ import annotations
 
-import json
-
 import click
 
 from converter.catalogue import catalogue
+
+from ..terminal import echo, echo_json
 
 
 def _ranks(r: dict) -> str:
@@ -24,7 +24,7 @@ def command(as_json: bool) -> None:
     """
     rows = catalogue()
     if as_json:
-        click.echo(json.dumps(rows, indent=1))
+        echo_json(rows, indent=1)
         return
     from ..tables import print_table
 
@@ -41,4 +41,4 @@ def command(as_json: bool) -> None:
                           sources if first else ""))
             first = False
     print_table(("op", "family", "operand", "data types", "ranks", "imported from"), table)
-    click.echo(f"{len(rows)} ops")
+    echo(f"{len(rows)} ops")

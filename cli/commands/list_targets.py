@@ -1,9 +1,9 @@
 """`webnn-convert targets`: the built-in backend targets, one row each."""
 from __future__ import annotations
 
-import json
-
 import click
+
+from ..terminal import echo, echo_json
 
 
 @click.command("targets")
@@ -18,14 +18,14 @@ def command(as_json: bool) -> None:
 
     targets = [load_target(name) for name in builtin_targets()]
     if as_json:
-        click.echo(json.dumps([
+        echo_json([
             {"name": t.name, "preferredLayout": t.preferred_layout, "ops": len(t.ops()),
              "maxTensorByteLength": t.max_tensor_bytes, "description": t.description,
              "constantOperands": t.constant_operands, "emulated": t.emulated,
-             "sources": t.sources} for t in targets], indent=1))
+             "sources": t.sources} for t in targets], indent=1)
         return
     from ..tables import print_table
 
     print_table(("target", "layout", "ops", "description"),
                 [(t.name, t.preferred_layout, str(len(t.ops())), t.description) for t in targets])
-    click.echo(f"{len(targets)} targets")
+    echo(f"{len(targets)} targets")

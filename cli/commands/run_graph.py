@@ -13,6 +13,7 @@ from ..inputs import load_npy
 from ..logs import debugging, quiet_runtimes
 from .stepping import decode, is_decoder, load_with_state
 from ..options import decoder_options, given_inputs, source_options, target_option
+from ..terminal import echo
 
 
 @click.command("run")
@@ -94,4 +95,4 @@ def _write(outputs, output_dir) -> None:
     for name, value in outputs.items():
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
         np.save(folder / f"{safe}.npy", value)
-        click.echo(f"{name}: {value.dtype}{list(value.shape)} -> {folder / (safe + '.npy')}")
+        echo(f"{name}: {value.dtype}{list(value.shape)} -> {folder / (safe + '.npy')}")

@@ -50,6 +50,7 @@ def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
 
 def print_steps_report(report) -> None:
     from ..tables import console as make_console, print_table
+    from ..terminal import console_print
 
     console = make_console()
     title = f"{report.graph_runtime} vs {report.source_runtime}, {len(report.steps)} steps"
@@ -61,8 +62,9 @@ def print_steps_report(report) -> None:
                      "pass" if failing is None else "FAIL"))
     print_table(("output", "elements", "max abs", "outside bounds", "differing",
                  "first failing step", "result"), rows, title=title)
-    console.print(f"seed {report.seed} + step; state: {', '.join(report.state) or 'none'}")
-    console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
+    console_print(console, f"seed {report.seed} + step; state: "
+                           f"{', '.join(report.state) or 'none'}")
+    console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))
 
 
 def load_with_state(source, *, dims, input_shapes, known_inputs, state_patterns, capacity):
@@ -111,6 +113,7 @@ def decode(graph, prompt, steps, runtime: str = "ort") -> dict[str, np.ndarray]:
 
 def print_decode_report(report) -> None:
     from ..tables import console as make_console, print_table
+    from ..terminal import console_print
 
     console = make_console()
     worst = report.worst if report.positions else None
@@ -122,9 +125,10 @@ def print_decode_report(report) -> None:
                   "-" if failing is None else str(failing),
                   "pass" if failing is None and worst else "FAIL")],
                 title=f"logits, {report.graph_runtime} vs {report.source_runtime}")
-    console.print(f"prompt {report.prompt}")
-    console.print(f"source tokens {report.source_tokens}")
+    console_print(console, f"prompt {report.prompt}")
+    console_print(console, f"source tokens {report.source_tokens}")
     split = report.first_divergence
-    console.print("graph tokens: the same" if split is None else
-                  f"graph tokens {report.graph_tokens} (first differs at new token {split})")
-    console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
+    console_print(console, "graph tokens: the same" if split is None else
+                           f"graph tokens {report.graph_tokens} (first differs at new token "
+                           f"{split})")
+    console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))

@@ -8,6 +8,7 @@ from converter.dynamic.variants import one_graph
 from converter.errors import ConverterError, GraphInvalidError
 
 from ..options import source_options
+from ..terminal import echo
 
 
 @click.command("validate")
@@ -30,8 +31,8 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
         problems = [e.line()]
     if problems:
         for p in problems:  # a problem that names the file already is printed as it is
-            click.echo(p if p.startswith(f"{file}:") else f"{file}: {p}", err=True)
-        click.echo(f"{file}: invalid ({len(problems)} problem{'s' * (len(problems) > 1)})",
-                   err=True)
+            echo(p if p.startswith(f"{file}:") else f"{file}: {p}", err=True)
+        echo(f"{file}: invalid ({len(problems)} problem{'s' * (len(problems) > 1)})",
+             err=True)
         raise SystemExit(1)
-    click.echo(f"{file}: valid ({len(graph.operations)} operations)")
+    echo(f"{file}: valid ({len(graph.operations)} operations)")

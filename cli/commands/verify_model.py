@@ -1,8 +1,6 @@
 """`webnn-convert verify SRC`: the source on its own runtime vs its WebNN graph."""
 from __future__ import annotations
 
-import json
-
 import click
 
 import converter
@@ -13,12 +11,14 @@ from converter.verification import BISECT_HINT
 from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
+from ..terminal import echo_json, echo_lines
 from ..options import decoder_options, given_inputs, source_options, target_option, \
     tolerance_options
 
 
 def print_report(report) -> None:
     from ..tables import console as make_console, print_table
+    from ..terminal import console_print
 
     console = make_console()
     runs = [(f"{report.graph_runtime} vs {report.source_runtime}", report.outputs)]
@@ -46,29 +46,31 @@ def print_report(report) -> None:
         if figures or o.rule.endswith("normwise"):
             rule = (f"normwise {o.norm_error:.3g} <= {o.norm_bound:.3g} replaces cosine; "
                     if o.rule.endswith("normwise") else "")
-            console.print(f"{o.name}: {rule}{'; '.join(figures)}")
+            console_print(console, f"{o.name}: {rule}{'; '.join(figures)}")
         if "decidedBy" in o.extra:
-            console.print(f"  decided by: {o.extra['decidedBy']}")
+            console_print(console, f"  decided by: {o.extra['decidedBy']}")
     from converter.verification_notes import bounds_in_words
 
     bounds = "; ".join(f"{o.name} {bounds_in_words(o.bounds)}" for o in report.outputs)
     made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
                      for name, d in report.inputs.items())
-    console.print(f"inputs: {made}")
+    console_print(console, f"inputs: {made}")
     for side, table in getattr(report, "permuted", {}).items():
         for name, perm in table.items():
-            console.print(f"layout: the graph's {side[:-1]} '{name}' is the source's transposed "
-                          f"by {perm}; " + ("made in the source's layout, transposed for the "
-                                            "graph" if side == "inputs" else
-                                            "transposed back before comparison"))
-    console.print(f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
+            console_print(console, f"layout: the graph's {side[:-1]} '{name}' is the source's "
+                                   f"transposed by {perm}; " + (
+                                       "made in the source's layout, transposed for the graph"
+                                       if side == "inputs" else
+                                       "transposed back before comparison"))
+    console_print(console, f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
     if report.oracle:
-        console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
+        console_print(console, f"float64 oracle: {report.oracle}; source in float64: "
+                               f"{report.source_f64}")
     for warning in getattr(report, "warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
-    console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
+        console_print(console, f"warning: {warning}", "yellow")
+    console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))
     if not report.passed:
-        console.print(f"hint: {BISECT_HINT}")
+        console_print(console, f"hint: {BISECT_HINT}")
 
 
 def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
@@ -78,7 +80,7 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
         out = report.to_json()
         if bisected:
             out["bisect"] = None if finding is None else finding.to_json()
-        click.echo(json.dumps(out, indent=2, default=_number))
+        echo_json(out, indent=2, default=_number)
     elif hasattr(report, "source_tokens"):
         from .stepping import print_decode_report
 
@@ -90,9 +92,9 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
     else:
         print_report(report)
         if bisected:
-            click.echo(finding.describe() if finding is not None else
-                       "bisect: every operation keeps within its budget against the float64 "
-                       "oracle (conversion and executor)")
+            echo_lines(finding.describe_lines() if finding is not None else
+                       ["bisect: every operation keeps within its budget against the float64 "
+                        "oracle (conversion and executor)"])
     if not report.passed:
         raise SystemExit(1)
 

@@ -1,7 +1,6 @@
 """`webnn-convert zoo MANIFEST`: validate a collection of models, each in its own process."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -11,6 +10,8 @@ from converter.zoo import REPORT_SUFFIXES, STATUSES, ZooOptions, build_report, r
 from converter.zoo.baseline import DEFAULT_GROWTH
 from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS, RUNTIMES
+
+from ..terminal import echo, echo_json, shortened, shown
 
 
 @click.command("zoo")
@@ -82,11 +83,11 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
     for path in reports:
         write_report(doc, path)
     if as_json:
-        click.echo(json.dumps(doc, indent=1))
+        echo_json(doc, indent=1)
     else:
         _summary(doc)
     if doc["summary"]["regressions"]:
-        click.echo("regressed: " + ", ".join(_why_regressed(doc)), err=True)
+        echo("regressed: " + ", ".join(_why_regressed(doc)), err=True)
         raise SystemExit(1)
 
 
@@ -95,24 +96,29 @@ def _with_progress(manifest, options, only, results_path, resume):
         TimeElapsedColumn
 
     with Progress(TextColumn("zoo"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), transient=True) as progress:
+                  TextColumn("{task.description}", markup=False), transient=True) as progress:
         task = progress.add_task("", total=None)
 
         def advance(result, done, total):
+            # A manifest's id is any text: shown, and short enough for rich to lay out.
             progress.update(task, completed=done, total=total,
-                            description=f"{result['id']}: {result['status']}")
+                            description=shortened(shown(f"{result['id']}: {result['status']}"),
+                                                  _LONGEST_ID))
 
         return run_zoo(manifest, options, only=only, results_path=results_path, resume=resume,
                        on_result=advance)
 
 
+_LONGEST_ID = 200  # characters of a model's id on the progress line
+
+
 def _summary(doc: dict) -> None:
     s = doc["summary"]
     counts = ", ".join(f"{s['byStatus'][st]} {st}" for st in STATUSES if s["byStatus"][st])
-    click.echo(f"{s['models']} models in {doc['wallSeconds']:.1f} s: {counts}"
-               + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
+    echo(f"{s['models']} models in {doc['wallSeconds']:.1f} s: {counts}"
+         + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
     for target, c in s["byTarget"].items():
-        click.echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
+        echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
 
 
 def _why_regressed(doc: dict) -> list[str]:

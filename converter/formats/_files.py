@@ -334,10 +334,16 @@ class StagedSave:
     output that failed its check, or an interrupted run, leaves nothing behind. A run killed
     outright (SIGKILL, the OOM killer) cannot clean up: its folder, named by its owner
     (owned_paths.py), is removed by the next run that stages outputs in the same folder.
+
+    The staging folder is ours, not the user's: an error names the output it was for
+    (`output`, else the folder) instead. A folder the staging folder cannot be made in (read
+    only, no room) is reported as the output that could not be written, and a ConverterError
+    raised while writing a staged file names the file's final path.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, output: str | Path | None = None) -> None:
         self.folder = Path(folder)
+        self.output = output
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
@@ -348,8 +354,15 @@ class StagedSave:
                               fix="create it first")
         try:
             with signals_held():
-                self.stage = make_owned_folder(self.folder, "convert", hidden=True,
-                                               suffix=".staging")
+                try:
+                    self.stage = make_owned_folder(self.folder, "convert", hidden=True,
+                                                   suffix=".staging")
+                except OSError as e:
+                    raise ConverterError(
+                        f"could not write in its folder {self.folder} ({e.strerror or e})",
+                        where=str(self.output or self.folder),
+                        fix="check that the folder is writable and the disk has room, then "
+                            "convert again") from None
         except BaseException:
             # A signal held while the folder was made is raised as the block ends, so this
             # method raises after all, and a `with` whose __enter__ raises never calls __exit__.
@@ -360,9 +373,19 @@ class StagedSave:
     def __exit__(self, exc_type, exc, tb) -> None:
         import shutil
 
+        if isinstance(exc, ConverterError) and self.stage is not None and exc.where:
+            exc.where = self._final_text(exc.where)
+            exc.args = (exc.line(),)
         with signals_held():
             if self.stage is not None:
                 shutil.rmtree(self.stage, ignore_errors=True)
+
+    def _final_text(self, where: str) -> str:
+        """`where` with the staging folder replaced by the outputs' folder."""
+        stage = str(self.stage)
+        if where == stage or where.startswith(stage + os.sep):
+            return str(self.folder) + where[len(stage):]
+        return where
 
     def path(self, final: str | Path) -> Path:
         """Where to write the output that will become `final`."""
@@ -376,7 +399,13 @@ class StagedSave:
                                   fix="choose another name")
         with signals_held():
             for source, final in zip(staged, finals):
-                os.replace(source, final)
+                try:
+                    os.replace(source, final)
+                except OSError as e:
+                    raise ConverterError(f"could not write it ({e.strerror or e})",
+                                         where=str(final),
+                                         fix="check that the folder is writable, then convert "
+                                             "again") from None
         return finals
 
 

@@ -6,7 +6,9 @@ The invariants:
      of an earlier operation (this also rules out cycles and names used before they are defined);
   3. use lists agree with operation inputs, and each result knows its producer and index;
   4. each operation passes the catalogue's checks, and its recorded results have the shapes and
-     data types its shape rule computes;
+     data types its shape rule computes; the constant indices of gather, gatherElements,
+     gatherND, scatterElements and scatterND lie within the axes they index
+     (constant_indices.py);
   5. each constant's data has the operand's data type, shape and byte length;
   6. there is at least one output, and no output is a graph input or a constant (the spec's
      build() rejects both);
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ConverterError
+from .constant_indices import index_problem
 from .graph import shape_problem
 from .semantics import infer
 from .state import state_problems
@@ -93,6 +96,9 @@ def graph_problems(graph: "Graph") -> list[str]:
         for out, want in zip(op.outputs, results):
             if out.desc != want:
                 add(f"{where}: result '{out.name}' is {out.desc}, the op gives {want}")
+        problem = index_problem(op)
+        if problem:
+            add(f"{where}: {problem}")
 
     for operand in graph.operands():
         for use in operand._uses:

@@ -2,7 +2,8 @@
 
 Index values are only known at run time, so the rules check shapes only; the spec leaves
 out-of-range indices to the implementation (clamping or negative-index handling is a lowering
-concern, not a validation step). Data types and ranks (indices int32/uint32/int64, updates of
+concern, not a validation step). Indices held as a constant are the exception: the graph's
+invariants check them (converter/ir/constant_indices.py), as the ONNX importer does. Data types and ranks (indices int32/uint32/int64, updates of
 input's type, same-rank operands) are checked by `infer()` from the spec's tables.
 """
 from __future__ import annotations

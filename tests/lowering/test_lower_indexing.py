@@ -1,5 +1,8 @@
 """gather, gatherElements, gatherND, scatterElements and scatterND through the ONNX lowering:
-the spec's examples, negative indices, and out-of-range indices clamped into [-N, N-1]."""
+the spec's examples, negative indices, and out-of-range indices clamped into [-N, N-1].
+
+An out-of-range index is given at run time (an input): as a constant it makes the graph invalid
+(converter/ir/constant_indices.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,11 +15,21 @@ from .helpers import assert_exact, run1
 G = np.array([[0, 1, 2], [10, 11, 12], [20, 21, 22], [30, 31, 32]], np.float32)
 
 
-def _gather(name, x, indices, idx_type="int32", dtype="float32", **options):
+def _indices(b, feeds, indices, idx_type, at_run_time):
+    """The indices as a constant, or as an input fed them."""
+    indices = np.asarray(indices, idx_type)
+    if not at_run_time:
+        return b.constant(indices)
+    feeds["i"] = indices
+    return b.input("i", idx_type, list(indices.shape))
+
+
+def _gather(name, x, indices, idx_type="int32", dtype="float32", at_run_time=False, **options):
     b = GraphBuilder()
     xi = b.input("x", dtype, list(x.shape))
-    idx = b.constant(np.asarray(indices, idx_type))
-    return run1(b, getattr(b, name)(xi, idx, **options), {"x": x.astype(dtype)})
+    feeds = {"x": x.astype(dtype)}
+    idx = _indices(b, feeds, indices, idx_type, at_run_time)
+    return run1(b, getattr(b, name)(xi, idx, **options), feeds)
 
 
 @pytest.mark.parametrize("idx_type", ["int32", "uint32", "int64"])
@@ -30,10 +43,11 @@ def test_gather_spec_examples(idx_type):
 
 def test_gather_negative_out_of_range_and_scalar_indices():
     # -1 is the last row; 9 clamps to 3 (the last row); -9 clamps to -4 (the first row).
-    assert_exact(_gather("gather", G, [-1, 9, -9]), [G[3], G[3], G[0]], np.float32)
+    assert_exact(_gather("gather", G, [-1, 9, -9], at_run_time=True), [G[3], G[3], G[0]],
+                 np.float32)
     assert_exact(_gather("gather", G, 2, axis=1), [2, 12, 22, 32], np.float32)
     big = np.array([2**32 - 1], np.uint32)  # far out of range as uint32: clamps to the last
-    assert_exact(_gather("gather", G, big, "uint32"), [G[3]], np.float32)
+    assert_exact(_gather("gather", G, big, "uint32", at_run_time=True), [G[3]], np.float32)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint64", "float16", "int64"])
@@ -48,7 +62,8 @@ def test_gather_elements():
                  np.float32)
     assert_exact(_gather("gatherElements", x, [[1, -1]], axis=0), [[3, 4]], np.float32)
     # out of range clamps: 5 -> 1, -7 -> -2 (= 0)
-    assert_exact(_gather("gatherElements", x, [[5, -7], [0, 1]], "int64", axis=1),
+    assert_exact(_gather("gatherElements", x, [[5, -7], [0, 1]], "int64", at_run_time=True,
+                         axis=1),
                  [[2, 1], [3, 4]], np.float32)
 
 
@@ -67,15 +82,17 @@ def test_gather_nd_spec_examples():
 def test_gather_nd_negative_and_clamped_coordinates():
     x3 = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
     # [-1, -2, 1] is [1, 0, 1] = 5; [7, 0, -9] clamps to [1, 0, -2] = [1, 0, 0] = 4
-    assert_exact(_gather("gatherND", x3, [[-1, -2, 1], [7, 0, -9]], "int64"), [5, 4], np.float32)
+    assert_exact(_gather("gatherND", x3, [[-1, -2, 1], [7, 0, -9]], "int64", at_run_time=True),
+                 [5, 4], np.float32)
 
 
-def _scatter(name, x, indices, updates, idx_type="uint32", **options):
+def _scatter(name, x, indices, updates, idx_type="uint32", at_run_time=False, **options):
     b = GraphBuilder()
     xi = b.input("x", "float32", list(x.shape))
-    y = getattr(b, name)(xi, b.constant(np.asarray(indices, idx_type)),
+    feeds = {"x": x}
+    y = getattr(b, name)(xi, _indices(b, feeds, indices, idx_type, at_run_time),
                          b.constant(np.asarray(updates, np.float32)), **options)
-    return run1(b, y, {"x": x})
+    return run1(b, y, feeds)
 
 
 def test_scatter_elements_spec_examples():
@@ -91,7 +108,7 @@ def test_scatter_elements_spec_examples():
 
 
 def test_scatter_elements_negative_and_clamped_indices():
-    got = _scatter("scatterElements", G, [[-1, 7, -9]], [[1, 2, 3]], "int32")
+    got = _scatter("scatterElements", G, [[-1, 7, -9]], [[1, 2, 3]], "int32", at_run_time=True)
     # -1 -> row 3; 7 -> row 3; -9 -> row 0
     assert_exact(got, [[0, 1, 3], [10, 11, 12], [20, 21, 22], [1, 2, 32]], np.float32)
 
@@ -107,7 +124,8 @@ def test_scatter_nd_spec_examples():
 
 
 def test_scatter_nd_negative_and_clamped_coordinates():
-    got = _scatter("scatterND", np.zeros((2, 3), np.float32), [[-1, -1], [5, -5]], [7, 9], "int64")
+    got = _scatter("scatterND", np.zeros((2, 3), np.float32), [[-1, -1], [5, -5]], [7, 9], "int64",
+                   at_run_time=True)
     # [-1, -1] is [1, 2]; [5, -5] clamps to [1, -3] = [1, 0]
     assert_exact(got, [[0, 0, 0], [9, 0, 7]], np.float32)
 

@@ -1,13 +1,16 @@
 """gather, gatherElements, gatherND, scatterElements and scatterND exported to TFLite.
 
 Indices may be negative and are clamped into [-N, N - 1] (the spec's notes); TFLite takes
-[0, N) only, so the export clamps and wraps them, at export time for constant indices."""
+[0, N) only, so the export clamps and wraps them, at export time for constant indices. A
+constant index outside [-N, N - 1] makes the graph invalid (converter/ir/constant_indices.py),
+as the ONNX importer refuses it: only indices given at run time are clamped."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from converter.builder import GraphBuilder
+from converter.errors import GraphInvalidError
 
 from .helpers import check, ops_of, rand
 
@@ -38,6 +41,12 @@ def _graph(fn, x, indices, updates=None, const=False, index_type="int32"):
 @pytest.mark.parametrize("index_type", ["int32", "int64", "uint32"])
 def test_gather_wraps_negative_and_clamps_out_of_range_indices(const, index_type):
     idx = [[2, 0], [1, 2]] if index_type == "uint32" else [[-1, 0], [7, -9]]
+    if const and index_type != "uint32":  # constant and out of range: an invalid graph
+        with pytest.raises(GraphInvalidError, match=r"gather '\w+': index -9 is out of range "
+                                                    r"for axis 1 of size 3"):
+            _graph(lambda b, x, i: b.gather(x, i, axis=1), X.astype(np.float32), idx,
+                   const=const, index_type=index_type)
+        return
     graph, y = _graph(lambda b, x, i: b.gather(x, i, axis=1), X.astype(np.float32), idx,
                       const=const, index_type=index_type)
     rows = [[2, 0], [1, 2]] if index_type == "uint32" else [[2, 0], [2, 0]]  # 7->2, -9->-3->0
