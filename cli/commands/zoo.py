@@ -43,7 +43,7 @@ from converter.zoo.store import default_results_path
                    "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
                                              "already has a result for (same options).")
-@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--baseline", type=click.Path(), metavar="FILE",
               help="An earlier run's results (.jsonl) or JSON report, read before any model "
                    "runs: every model whose status changed, or whose worst error grew more "
                    "than --error-growth times, counts as regressed (both values shown). "

@@ -8,10 +8,10 @@ a CI run as a single file.
 """
 from __future__ import annotations
 
-from html import escape
+import html
 
 from .manifest import STATUSES
-from .report_json import describe_runtime, format_number, model_seconds
+from .report_json import describe_runtime, format_number, model_seconds, printable
 
 __all__ = ["render_html", "STATUS_COLOURS", "kind_colours"]
 
@@ -69,6 +69,12 @@ function filter() {
 }
 text.addEventListener('input', filter); status.addEventListener('change', filter);
 """
+
+
+def escape(text) -> str:
+    """Any string for HTML text or a quoted attribute: control characters shown as escapes
+    (report_json.printable), then HTML-escaped."""
+    return html.escape(printable(text), quote=True)
 
 
 def _badge(status: str) -> str:

@@ -10,6 +10,7 @@ reports agree: they cannot count differently.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from .baseline import DEFAULT_GROWTH, Baseline, compare, load_baseline, worst_pa
 from .manifest import STATUSES
 
 __all__ = ["build_report", "render_json", "REPORT_FORMAT", "format_number", "describe_worst",
-           "describe_runtime", "worst_parity", "model_seconds"]
+           "describe_runtime", "worst_parity", "model_seconds", "printable"]
 
 REPORT_FORMAT = "webnn-converter-zoo-report"
 
@@ -81,6 +82,21 @@ def build_report(run, baseline: str | Path | Baseline | None = None,
 
 def render_json(doc: dict) -> str:
     return json.dumps(doc, indent=1) + "\n"
+
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, lone surrogates.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text) -> str:
+    """`text` with every control character shown as a `\\xNN` (or `\\uNNNN`) escape: a report
+    read in a terminal or a browser must not carry an ESC sequence, a NUL or a line break
+    from a model's string, and a lone surrogate cannot even be written as UTF-8."""
+    def shown(match: re.Match) -> str:
+        point = ord(match.group())
+        return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+
+    return _CONTROL.sub(shown, str(text))
 
 
 def model_seconds(result: dict) -> float:

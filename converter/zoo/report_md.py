@@ -18,23 +18,18 @@ import html
 import re
 
 from .manifest import STATUSES
-from .report_json import describe_runtime, format_number, model_seconds
+from .report_json import describe_runtime, format_number, model_seconds, printable
 
 __all__ = ["render_markdown", "code", "table_header"]
 
-# C0 and C1 controls, DEL, the Unicode line and paragraph separators, lone surrogates.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _BACKTICKS = re.compile(r"`+")
-
-
-def _visible(match: re.Match) -> str:
-    point = ord(match.group())
-    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
 
 
 def code(text, table: bool = False) -> str:
     """`text` as an inert Markdown code span (see the module doc); `table` for a table cell."""
-    text = html.escape(_CONTROL.sub(_visible, str(text)), quote=False)
+    text = html.escape(printable(text), quote=False)
+    if not text:
+        return '""'  # a code span cannot be empty
     fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
     pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") or not text else ""
     span = f"{fence}{pad}{text}{pad}{fence}"  # a space keeps a backtick off the fence
