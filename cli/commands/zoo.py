@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -24,8 +25,9 @@ from converter.zoo.store import default_results_path
                    "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
                    "says otherwise).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              show_default=True, help="Seconds a model may take; then its process is killed "
-                                      "and it is recorded as `timeout`.")
+              show_default=True, help="Seconds a model may take, fetching and hashing its "
+                                      "file included; then its process is killed and it is "
+                                      "recorded as `timeout`.")
 @click.option("--memory", type=click.IntRange(min=64), default=4096, show_default=True,
               metavar="MB", help="Address-space limit of each model's process, in MB.")
 @click.option("--target", "targets", multiple=True, metavar="T",
@@ -79,6 +81,9 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
             check_report_suffix(path)
         except ConverterError as e:
             raise click.BadParameter(e.line(), param_hint="--report") from None
+        if not Path(path).parent.is_dir():  # found now, not after every model has run
+            raise ConverterError("the report's folder does not exist", where=path,
+                                 fix="create it first")
     if ray_address and executor != "ray":
         raise click.UsageError("--ray-address applies with --executor ray")
     options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=list(targets),

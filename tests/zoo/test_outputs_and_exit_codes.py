@@ -77,6 +77,12 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(folder, case):
     assert after == before  # nothing written, nothing run
 
 
+def test_a_report_in_a_missing_folder_is_refused_before_any_model_runs(folder):
+    proc = run_cli("zoo.json", "--results", "r.jsonl", "--report", "nowhere/r.md", cwd=folder)
+    _one_line(proc, 2, "nowhere/r.md", "folder does not exist")
+    assert not (folder / "r.jsonl").exists()
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 def test_without_expect_a_missing_file_or_an_error_fails_the_run(folder):
@@ -121,13 +127,15 @@ def _bad_baselines(folder):
                                            '"targets": [{"target": "webnn", "parity": '
                                            '{"ort": {"outputs": [7]}}}]}]}')
     (folder / "folder.json").mkdir()
-    return {"missing.jsonl": "does not exist", "fifo.jsonl": "FIFO",
+    with open(folder / "big.jsonl", "wb") as f:  # sparse: 1 GiB that takes no disk
+        f.truncate(1 << 30)
+    return {"big.jsonl": "1,073,741,824 bytes","missing.jsonl": "does not exist", "fifo.jsonl": "FIFO",
             "binary.jsonl": "not UTF-8", "malformed.json": "valid JSON",
             "deep.json": "nested more than", "deep.jsonl": "nested more than",
             "shapeless.json": "outputs", "folder.json": "folder"}
 
 
-@pytest.mark.parametrize("name", ["missing.jsonl", "fifo.jsonl", "binary.jsonl",
+@pytest.mark.parametrize("name", ["missing.jsonl", "fifo.jsonl", "binary.jsonl", "big.jsonl",
                                   "malformed.json", "deep.json", "deep.jsonl",
                                   "shapeless.json", "folder.json"])
 def test_a_bad_baseline_is_refused_before_any_model_runs(folder, name):
