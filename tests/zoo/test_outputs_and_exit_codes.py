@@ -41,6 +41,8 @@ def folder(tmp_path):
 def _same_file_cases(folder):
     (folder / "old.json").write_text('{"models": []}')
     (folder / "link.json").symlink_to(folder / "zoo.json")
+    (folder / "mine.json").write_text((ROOT / "converter" / "targets" / "data" /
+                                       "coreml.json").read_text())
     return {
         "the manifest as a report": (["--report", "zoo.json"], ["--report", "the manifest"]),
         "the manifest as the results": (["--results", "zoo.json"],
@@ -55,13 +57,15 @@ def _same_file_cases(folder):
         "report and results one file": (["--results", "out.json", "--report", "out.json"],
                                         ["--report", "--results", "same file"]),
         "one report twice": (["--report", "out.md", "--report", "out.md"], ["same file"]),
+        "a target file as a report": (["--target", "mine.json", "--report", "mine.json"],
+                                      ["--report", "--target"]),
     }
 
 
 CASES = ["the manifest as a report", "the manifest as the results",
          "a link to the manifest as a report", "the manifest by another spelling",
          "a local model as the results", "the baseline as a report",
-         "report and results one file", "one report twice"]
+         "report and results one file", "one report twice", "a target file as a report"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -129,14 +133,14 @@ def _bad_baselines(folder):
     (folder / "folder.json").mkdir()
     with open(folder / "big.jsonl", "wb") as f:  # sparse: 1 GiB that takes no disk
         f.truncate(1 << 30)
-    return {"big.jsonl": "1,073,741,824 bytes","missing.jsonl": "does not exist", "fifo.jsonl": "FIFO",
-            "binary.jsonl": "not UTF-8", "malformed.json": "valid JSON",
+    return {"big.jsonl": "1,073,741,824 bytes", "missing.jsonl": "does not exist",
+            "fifo.jsonl": "FIFO", "binary.jsonl": "not UTF-8", "malformed.json": "valid JSON",
             "deep.json": "nested more than", "deep.jsonl": "nested more than",
             "shapeless.json": "outputs", "folder.json": "folder"}
 
 
-@pytest.mark.parametrize("name", ["missing.jsonl", "fifo.jsonl", "binary.jsonl", "big.jsonl",
-                                  "malformed.json", "deep.json", "deep.jsonl",
+@pytest.mark.parametrize("name", ["missing.jsonl", "fifo.jsonl", "binary.jsonl",
+                                  "big.jsonl", "malformed.json", "deep.json", "deep.jsonl",
                                   "shapeless.json", "folder.json"])
 def test_a_bad_baseline_is_refused_before_any_model_runs(folder, name):
     words = _bad_baselines(folder)[name]

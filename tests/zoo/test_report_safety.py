@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
-import signal
 import subprocess
 import sys
 
@@ -18,7 +16,7 @@ from converter.zoo import ZooOptions, build_report
 from converter.zoo.report_md import code, render_markdown
 from converter.zoo.runner import ZooRun
 
-from .conftest import ROOT, cli_command, make_synthetic
+from .conftest import ROOT, make_synthetic
 
 HOSTILE = [
     "<script>alert(1)</script>",
