@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from converter.zoo import REPORT_SUFFIXES, STATUSES, ZooOptions, build_report, run_zoo, \
-    write_report
-from converter.zoo.baseline import DEFAULT_GROWTH
+from converter.errors import ConverterError
+from converter.zoo import REPORT_SUFFIXES, STATUSES, ZooOptions, build_report, \
+    check_report_suffix, load_manifest, run_zoo, write_reports
+from converter.zoo.baseline import DEFAULT_GROWTH, load_baseline
+from converter.zoo.files import check_outputs
+from converter.zoo.job import MODEL_FILE
 from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS, RUNTIMES
+from converter.zoo.store import default_results_path
 
-from ..terminal import echo, echo_json, shortened, shown
+from ..terminal import echo, echo_json, echo_lines, shortened, shown
 
 
 @click.command("zoo")
@@ -21,8 +26,9 @@ from ..terminal import echo, echo_json, shortened, shown
                    "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
                    "says otherwise).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              show_default=True, help="Seconds a model may take; then its process is killed "
-                                      "and it is recorded as `timeout`.")
+              show_default=True, help="Seconds a model may take, fetching and hashing its "
+                                      "file included; then its process is killed and it is "
+                                      "recorded as `timeout`.")
 @click.option("--memory", type=click.IntRange(min=64), default=4096, show_default=True,
               metavar="MB", help="Address-space limit of each model's process, in MB.")
 @click.option("--target", "targets", multiple=True, metavar="T",
@@ -32,17 +38,19 @@ from ..terminal import echo, echo_json, shortened, shown
               help="Where the WebNN graphs run for parity (repeatable; default ort).")
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help=f"Write a report ({', '.join(REPORT_SUFFIXES)} by the "
-                                   f"suffix; repeatable).")
+                                   f"suffix; repeatable). All are written at the end, "
+                                   f"atomically: all or none.")
 @click.option("--results", "results_path", default=None, type=click.Path(dir_okay=False),
               help="The JSON-lines file each result is appended to as it finishes. Default: "
                    "one file per manifest in the cache (WEBNN_CONVERTER_CACHE, default "
                    "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
                                              "already has a result for (same options).")
-@click.option("--baseline", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
-              help="An earlier run's results (.jsonl) or JSON report: every model whose status "
-                   "changed, or whose worst error grew more than --error-growth times, counts "
-                   "as regressed (both values shown).")
+@click.option("--baseline", type=click.Path(), metavar="FILE",
+              help="An earlier run's results (.jsonl) or JSON report, read before any model "
+                   "runs: every model whose status changed, or whose worst error grew more "
+                   "than --error-growth times, counts as regressed (both values shown). "
+                   "Without it nothing is 'regressed'.")
 @click.option("--error-growth", type=click.FloatRange(min=1, min_open=True),
               default=DEFAULT_GROWTH, show_default=True, metavar="FACTOR",
               help="With --baseline: how many times a model's worst max abs error may grow.")
@@ -59,35 +67,52 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
             baseline, error_growth, only, executor, ray_address, as_json):
     """Convert and verify every model of MANIFEST (.json or .toml) for every --target.
 
-    Each model gets a status: verified, mismatch, unsupported, error, timeout or crash. Exit 0
-    when every model meets the `expect` of its manifest entry (and, with --baseline, nothing
-    changed status or grew its error past --error-growth), 1 otherwise (naming those that
-    regressed, and why), 2 on bad input.
+    Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
+    meets its manifest entry's `expect` or misses it (an entry without `expect` expects
+    verified; a local model file that is missing or refused meets no expectation).
+
+    Exit 0 when every model meets its `expect` (and, with --baseline, none regressed: changed
+    status or grew its worst error past --error-growth); 1 otherwise, naming each model and
+    why; 2 on bad input, before any model runs: a manifest that is not plain data (a package
+    that is not a plain name and version, a path outside the manifest's folder), a bad
+    --baseline, or an output (--report, --results) that is an input or another output.
     """
     for path in reports:
-        if not path.lower().endswith(REPORT_SUFFIXES + (".htm",)):
-            raise click.BadParameter(f"{path}: give a {', '.join(REPORT_SUFFIXES)} file",
-                                     param_hint="--report")
+        try:
+            check_report_suffix(path)
+        except ConverterError as e:
+            raise click.BadParameter(e.line(), param_hint="--report") from None
+        if not Path(path).parent.is_dir():  # found now, not after every model has run
+            raise ConverterError("the report's folder does not exist", where=path,
+                                 fix="create it first")
     if ray_address and executor != "ray":
         raise click.UsageError("--ray-address applies with --executor ray")
     options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=list(targets),
                          runtimes=list(runtimes) or ["ort"], executor=executor,
                          ray_address=ray_address)
+    # Everything the run reads is read and checked before anything is written or run.
+    loaded = load_manifest(manifest)
+    earlier = load_baseline(baseline) if baseline is not None else None
+    reads = loaded.inputs() + ([("the baseline", earlier.path)] if earlier else []) + \
+        [("--target", Path(t)) for t in targets if Path(t).suffix and Path(t).is_file()]
+    results_file = results_path or default_results_path(loaded.path)
+    check_outputs(reads, [("--results" if results_path else "the results file", results_file)]
+                  + [("--report", path) for path in reports])
     quiet = as_json or not sys.stderr.isatty()
     if quiet:
-        run = run_zoo(manifest, options, only=list(only), results_path=results_path,
+        run = run_zoo(loaded, options, only=list(only), results_path=results_file,
                       resume=resume)
     else:
-        run = _with_progress(manifest, options, list(only), results_path, resume)
-    doc = build_report(run, baseline=baseline, growth=error_growth)
-    for path in reports:
-        write_report(doc, path)
+        run = _with_progress(loaded, options, list(only), results_file, resume)
+    doc = build_report(run, baseline=earlier, growth=error_growth)
+    write_reports(doc, list(reports))
     if as_json:
         echo_json(doc, indent=1)
     else:
         _summary(doc)
-    if doc["summary"]["regressions"]:
-        echo("regressed: " + ", ".join(_why_regressed(doc)), err=True)
+    failed = _why_failed(doc)
+    if failed:
+        echo_lines(failed, err=True)
         raise SystemExit(1)
 
 
@@ -121,17 +146,30 @@ def _summary(doc: dict) -> None:
         echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
 
 
-def _why_regressed(doc: dict) -> list[str]:
-    """One phrase per regressed model: the expectation it missed, what changed since the
-    baseline, or both."""
-    reasons: dict[str, list[str]] = {i: [] for i in doc["summary"]["regressions"]}
-    for r in doc["models"]:
-        if r["meetsExpect"] is False:
-            reasons[r["id"]].append(f"{r['status']}, expected {r['expect']}")
-    for c in doc["summary"].get("baseline", {}).get("changes", []):
-        if c["kind"] == "status":
-            reasons[c["id"]].append(f"was {c['before']}, now {c['after']}")
-        else:
-            reasons[c["id"]].append(f"worst error {format_number(c['before'])} -> "
-                                    f"{format_number(c['after'])}, x{format_number(c['factor'])}")
-    return [f"{i} ({'; '.join(why)})" for i, why in reasons.items()]
+def _why_failed(doc: dict) -> list[str]:
+    """Up to two lines: the models that missed their expectation (what they did instead), and
+    with a baseline those that regressed against it (what changed)."""
+    s = doc["summary"]
+    lines = []
+    if s["missed"]:
+        by_id = {r["id"]: r for r in doc["models"]}
+        lines.append("missed: " + ", ".join(_missed(by_id[i]) for i in s["missed"]))
+    if s["regressions"]:
+        reasons: dict[str, list[str]] = {i: [] for i in s["regressions"]}
+        for c in s["baseline"]["changes"]:
+            if c["kind"] == "status":
+                reasons[c["id"]].append(f"was {c['before']}, now {c['after']}")
+            else:
+                reasons[c["id"]].append(
+                    f"worst error {format_number(c['before'])} -> "
+                    f"{format_number(c['after'])}, x{format_number(c['factor'])}")
+        lines.append("regressed: " + ", ".join(f"{i} ({'; '.join(why)})"
+                                               for i, why in reasons.items()))
+    return lines
+
+
+def _missed(result: dict) -> str:
+    error = result.get("error") or {}
+    if error.get("kind") == MODEL_FILE:
+        return f"{result['id']} ({error['message']})"
+    return f"{result['id']} ({result['status']}, expected {result['expect']})"

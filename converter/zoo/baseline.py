@@ -1,7 +1,7 @@
 """A zoo run compared with an earlier one: what changed status, whose worst error grew.
 
     baseline = load_baseline("last-week.jsonl")     # a results file, or a .json report
-    changes = compare(doc["models"], baseline, growth=10.0)
+    changes = compare(doc["models"], baseline.results, growth=10.0)
 
 The manifest's `expect` only says whether a model still does what it was expected to do; an
 error that grows a hundredfold but stays within tolerance passes that check. A baseline catches
@@ -10,50 +10,93 @@ error (over all targets, runtimes and outputs) grew by more than `growth` times,
 with both values kept so a report can show them side by side. Errors below `ERROR_FLOOR` count
 as the floor, so a bit-exact model that picks up float32 rounding (0 -> 1e-8) is not a
 "growth by infinity".
+
+A baseline is a file the user names, so it is read like any other hostile input, and before
+any model runs (a bad one costs nothing): at most MAX_BASELINE_BYTES, strict JSON nested at
+most MAX_NESTING deep, and every result shaped as compare() reads it.
 """
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConverterError
+from ..formats._files import parse_json
+from .files import MAX_BASELINE_BYTES, read_bounded
 
-__all__ = ["load_baseline", "compare", "worst_error", "worst_parity", "DEFAULT_GROWTH", "ERROR_FLOOR"]
+__all__ = ["Baseline", "load_baseline", "compare", "worst_error", "worst_parity",
+           "DEFAULT_GROWTH", "ERROR_FLOOR"]
 
 DEFAULT_GROWTH = 10.0
 ERROR_FLOOR = 1e-7
 
 
-def load_baseline(path: str | Path) -> dict[str, dict[str, Any]]:
-    """id -> that model's result in an earlier run: from the JSON-lines results file a run
-    appends to (the last record of an id wins) or from a `.json` report."""
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    results: dict[str, dict[str, Any]]  # id -> that model's result in the earlier run
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """An earlier run: from the JSON-lines results file a run appends to (the last record of
+    an id wins) or from a `.json` report. Anything else is refused in one line."""
     path = Path(path)
     where = str(path)
     fix = "give the results file of an earlier run (.jsonl) or its JSON report (.json)"
+    raw = read_bounded(path, "baseline", MAX_BASELINE_BYTES, fix=fix)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConverterError(f"cannot read the baseline: {e.strerror or e}", where=where,
-                             fix=fix) from None
-    results: list[dict] = []
-    try:
-        if path.suffix.lower() == ".jsonl":
-            for line in text.splitlines():
-                if line.strip():
-                    results.append(json.loads(line)["result"])
-        else:
-            results = list(json.loads(text)["models"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise ConverterError(f"not a zoo results file or report ({type(e).__name__}: {e})",
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConverterError(f"the baseline is not UTF-8 text ({e.reason} at byte {e.start})",
                              where=where, fix=fix) from None
+    results: list[tuple[str, Any]] = []  # (where, result)
+    if path.suffix.lower() == ".jsonl":
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                record = parse_json(line, f"{where}:{number}", "baseline")
+                if not isinstance(record, dict) or "result" not in record:
+                    raise ConverterError("not a record of a zoo results file (no `result`)",
+                                         where=f"{where}:{number}", fix=fix)
+                results.append((f"{where}:{number}", record["result"]))
+    else:
+        doc = parse_json(text, where, "baseline")
+        if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
+            raise ConverterError("not a zoo report (no `models` list)", where=where, fix=fix)
+        results = [(f"{where}: $.models[{i}]", r) for i, r in enumerate(doc["models"])]
     by_id: dict[str, dict] = {}
-    for result in results:
-        if not isinstance(result, dict) or not isinstance(result.get("id"), str):
-            raise ConverterError("a result without an `id`", where=where, fix=fix)
+    for place, result in results:
+        _check_result(result, place, fix)
         by_id[result["id"]] = result
-    return by_id
+    return Baseline(path, by_id)
+
+
+def _check_result(result: Any, where: str, fix: str) -> None:
+    """Refuse a result that compare() could not read: an `id` and `status`, and targets,
+    parity and outputs of the shapes a run writes."""
+    def bad(what: str) -> ConverterError:
+        return ConverterError(f"not a zoo result: {what}", where=where, fix=fix)
+
+    if not isinstance(result, dict) or not isinstance(result.get("id"), str):
+        raise bad("no `id`")
+    if not isinstance(result.get("status"), str):
+        raise bad("no `status`")
+    variants = result.get("targets", [])
+    if not isinstance(variants, list):
+        raise bad("`targets` is not a list")
+    for variant in variants:
+        if not isinstance(variant, dict) or not isinstance(variant.get("target"), str) or \
+                not isinstance(variant.get("parity", {}), dict):
+            raise bad("a target that is not an object with a `target` name and a `parity` "
+                      "object")
+        for entry in variant.get("parity", {}).values():
+            outputs = entry.get("outputs", []) if isinstance(entry, dict) else None
+            if not isinstance(outputs, list) or not all(
+                    isinstance(o, dict) and isinstance(o.get("maxAbs"), (int, float, str,
+                                                                         type(None)))
+                    for o in outputs):
+                raise bad("a runtime's `outputs` is not a list of outputs with `maxAbs`")
 
 
 def worst_error(result: dict) -> float | None:
@@ -102,11 +145,15 @@ def _number(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-def worst_parity(result: dict) -> dict | None:
-    """The output with the largest max abs error over every target and runtime, or None."""
+def worst_parity(result: dict, runtime: str | None = None) -> dict | None:
+    """The output with the largest max abs error over every target and runtime (or over the
+    targets on `runtime` only), or None."""
     worst = None
+    wanted = runtime
     for variant in result.get("targets", []):
         for runtime, entry in variant.get("parity", {}).items():
+            if wanted is not None and runtime != wanted:
+                continue
             for out in entry.get("outputs", []):
                 value = out["maxAbs"] if isinstance(out["maxAbs"], (int, float)) else float("inf")
                 if worst is None or value > worst[0]:

@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_job", "run_spec_file", "worst", "NO_TARGET"]
+__all__ = ["run_job", "run_spec_file", "worst", "NO_TARGET", "MODEL_FILE"]
 
 NO_TARGET = "webnn"   # the label of the graph as imported, when the run names no target
+MODEL_FILE = "model-file"  # the error kind of a local model file missing or refused
 _FIRST_REASONS = 5    # how many of a target's violations a result keeps verbatim
 
 
@@ -44,7 +45,8 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     from ..errors import ConverterError, UnsupportedError
 
     started = time.perf_counter()
-    result: dict[str, Any] = {"id": spec["id"], "status": "verified", "error": None,
+    result: dict[str, Any] = {"id": spec["id"], "sha256": None, "status": "verified",
+                              "error": None,
                               "unsupported": [], "ops": None, "transposes": None,
                               "opHistogram": {}, "targets": [],
                               "times": {"fetch": 0.0, "convert": 0.0}}
@@ -80,6 +82,8 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
 def _error_kind(e) -> str:
     from ..errors import FormatError, GraphInvalidError, OpValidationError
 
+    if getattr(e, "model_file", False):  # see _locate
+        return MODEL_FILE
     if isinstance(e, FormatError):
         return "format"
     if isinstance(e, (OpValidationError, GraphInvalidError)):
@@ -88,20 +92,39 @@ def _error_kind(e) -> str:
 
 
 def _locate(spec: dict, result: dict) -> Path:
-    """The model file, fetched when it is a package's; a local file's hash checked if given."""
+    """The model file, fetched when it is a package's; a local one opened by the model-file
+    rules (inside the manifest's folder, regular, unhidden, one link) and hashed here, under
+    the job's timeout, its hash checked if the manifest gives one. A local file that is
+    missing or breaks those rules is an error of kind `model-file`, which never meets an
+    expectation."""
+    import hashlib
+
     from ..errors import ConverterError
-    from ..fetch import fetch_model, sha256_of
+    from ..fetch import fetch_model
+    from .files import open_local_model
 
     t = time.perf_counter()
     if spec.get("source"):
         path = fetch_model(spec["source"])
+        result["sha256"] = spec["source"]["sha256"]
     else:
         path = Path(spec["path"])
-        if not path.is_file():
-            raise ConverterError("model file not found", where=str(path),
-                                 fix="fix `path` in the manifest (it is relative to it)")
-        if spec.get("sha256") and sha256_of(path) != spec["sha256"]:
-            raise ConverterError(f"sha256 {sha256_of(path)} differs from the manifest's",
+        digest = hashlib.sha256()
+        try:
+            with open_local_model(path, Path(spec["folder"])) as f:  # the manifest's
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+        except ConverterError as e:
+            e.model_file = True
+            raise
+        except OSError as e:  # a read error: the file is there but cannot be used
+            error = ConverterError(f"the model file cannot be read ({e.strerror or e})",
+                                   where=str(path))
+            error.model_file = True
+            raise error from None
+        result["sha256"] = digest.hexdigest()
+        if spec.get("sha256") and result["sha256"] != spec["sha256"]:
+            raise ConverterError(f"sha256 {result['sha256']} differs from the manifest's",
                                  where=str(path), fix="the file changed: update `sha256`")
     result["times"]["fetch"] = round(time.perf_counter() - t, 4)
     return path

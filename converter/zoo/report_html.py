@@ -1,6 +1,6 @@
 """The zoo report as one self-contained HTML page: a summary, three charts, the model table.
 
-    write_html(build_report(run), "out.html")
+    render_html(build_report(run))    # the page's text; converter.zoo.write_reports writes it
 
 The charts (status per target, error kinds, wall time per model) are inline SVG drawn here and
 the style is inline CSS: the page loads nothing, so it renders offline and can be attached to
@@ -8,13 +8,12 @@ a CI run as a single file.
 """
 from __future__ import annotations
 
-from html import escape
-from pathlib import Path
+import html
 
 from .manifest import STATUSES
-from .report_json import describe_worst, format_number, model_seconds
+from .report_json import describe_runtime, format_number, model_seconds, printable
 
-__all__ = ["render_html", "write_html", "STATUS_COLOURS", "kind_colours"]
+__all__ = ["render_html", "STATUS_COLOURS", "kind_colours"]
 
 STATUS_COLOURS = {"verified": "#2e7d32", "mismatch": "#f9a825", "unsupported": "#757575",
                   "error": "#c62828", "timeout": "#6a1b9a", "crash": "#000000"}
@@ -70,6 +69,12 @@ function filter() {
 }
 text.addEventListener('input', filter); status.addEventListener('change', filter);
 """
+
+
+def escape(text) -> str:
+    """Any string for HTML text or a quoted attribute: control characters shown as escapes
+    (report_json.printable), then HTML-escaped."""
+    return html.escape(printable(text), quote=True)
 
 
 def _badge(status: str) -> str:
@@ -162,8 +167,8 @@ def _targets_cell(result: dict) -> str:
     return "<br>".join(parts) or "-"
 
 
-def _parity_cell(result: dict) -> str:
-    text = describe_worst(result)
+def _runtime_cell(result: dict, runtime: str) -> str:
+    text = describe_runtime(result, runtime)
     return escape(text) if text else "-"
 
 
@@ -182,7 +187,7 @@ def _expect_cell(result: dict) -> str:
         return "-"
     if result.get("meetsExpect"):
         return f'<span class="ok">{escape(result["expect"])} &#10003;</span>'
-    return f'<span class="regressed">{escape(result["expect"])}: regressed</span>'
+    return f'<span class="regressed">{escape(result["expect"])}: missed</span>'
 
 
 def _num_cell(value, decimals: int | None = None) -> str:
@@ -218,10 +223,24 @@ def _baseline_line(summary: dict) -> str:
             f'&times;{format_number(base["errorGrowth"])}).</p>')
 
 
+def _outcome_lines(summary: dict) -> str:
+    """Which models missed their expectation; with a baseline, which regressed against it."""
+    lines = []
+    for label, ids, anchor in (("Missed", summary["missed"], "missed"),
+                               ("Regressed", summary["regressions"], "regressions")):
+        if anchor == "regressions" and "baseline" not in summary:
+            continue  # nothing regresses without an earlier run to compare with
+        names = ", ".join(escape(i) for i in ids) or "none"
+        lines.append(f'<p id="{anchor}">{label}: <span class="{"regressed" if ids else "ok"}">'
+                     f"{names}</span></p>")
+    return "\n".join(lines)
+
+
 def render_html(doc: dict) -> str:
     s, options = doc["summary"], doc["options"]
     cards = [("models", s["models"])] + [(st, s["byStatus"][st]) for st in STATUSES] + \
-        [("meet expected", s["meetExpect"]), ("regressed", len(s["regressions"]))]
+        [("meet expected", s["meetExpect"]), ("missed", len(s["missed"]))] + \
+        ([("regressed", len(s["regressions"]))] if "baseline" in s else [])
     card_html = "".join(f'<div class="card"><b>{format_number(v)}</b>{escape(k)}</div>'
                         for k, v in cards)
     times = sorted(((r["id"], round(model_seconds(r), 2)) for r in doc["models"]),
@@ -235,11 +254,14 @@ def render_html(doc: dict) -> str:
             f'<tr data-status="{escape(r["status"])}"><td>{escape(r["id"])}</td>'
             f'<td>{_badge(r["status"])}</td>'
             f"<td>{_expect_cell(r)}</td><td>{_baseline_cell(changes.get(r['id']), s)}</td>"
-            f"<td>{_targets_cell(r)}</td><td>{_parity_cell(r)}</td>"
+            f"<td>{_targets_cell(r)}</td>"
+            + "".join(f"<td>{_runtime_cell(r, rt)}</td>" for rt in options["runtimes"]) +
             f"{_num_cell(r['ops'])}{_num_cell(r['transposes'])}"
             f"{_num_cell(r['times'].get('convert', 0.0), 2)}{_num_cell(model_seconds(r), 2)}"
             f"<td>{_detail_cell(r)}</td></tr>")
-    regressed = ", ".join(escape(i) for i in s["regressions"]) or "none"
+    outcome = _outcome_lines(s)
+    runtime_heads = "".join(f"<th data-sort>worst on {escape(rt)}</th>"
+                            for rt in options["runtimes"])
     status_options = "".join(f'<option value="{st}">{st}</option>' for st in STATUSES)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -254,8 +276,7 @@ def render_html(doc: dict) -> str:
 {escape(', '.join(options['runtimes']))}</p>
 <div class="cards">{card_html}</div>
 {_baseline_line(s)}
-<p id="regressions">Regressed: <span class="{'regressed' if s['regressions'] else 'ok'}">
-{regressed}</span></p>
+{outcome}
 <div class="charts">
 <figure><figcaption>Status per target</figcaption>{status_chart(s['byTarget'])}{_legend()}</figure>
 <figure><figcaption>Error kinds</figcaption>{bar_chart(sorted(s['errorKinds'].items(),
@@ -269,7 +290,7 @@ placeholder="model, target, error..."></label><label>Status <select id="filter-s
 <option value="">all</option>{status_options}</select></label></div>
 <table id="models"><thead><tr><th data-sort>model</th><th data-sort>status</th>
 <th data-sort>expected</th><th data-sort>since baseline</th><th>targets</th>
-<th data-sort>worst output</th><th data-sort>ops</th><th data-sort>transposes</th>
+{runtime_heads}<th data-sort>ops</th><th data-sort>transposes</th>
 <th data-sort>convert s</th><th data-sort>wall s</th><th>details</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
@@ -277,9 +298,3 @@ placeholder="model, target, error..."></label><label>Status <select id="filter-s
 <script>{_TABLE_SCRIPT}</script>
 </body></html>
 """
-
-
-def write_html(doc: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(render_html(doc), encoding="utf-8")
-    return path

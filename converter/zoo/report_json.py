@@ -1,7 +1,8 @@
 """The zoo report as data: the one document the JSON, Markdown and HTML reports are all made of.
 
     doc = build_report(run)            # checked against schemas/zoo-report.schema.json
-    write_json(doc, "out.json")
+    render_json(doc)                   # the .json report's text (converter.zoo.write_reports
+                                       # writes any of the three)
 
 Rendering the Markdown and HTML from this document (not from the run) is what makes the three
 reports agree: they cannot count differently.
@@ -9,26 +10,30 @@ reports agree: they cannot count differently.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ..schemas import validate
-from .baseline import DEFAULT_GROWTH, compare, load_baseline, worst_parity
+from .baseline import DEFAULT_GROWTH, Baseline, compare, load_baseline, worst_parity
 from .manifest import STATUSES
 
-__all__ = ["build_report", "write_json", "REPORT_FORMAT", "format_number", "describe_worst",
-           "worst_parity", "model_seconds"]
+__all__ = ["build_report", "render_json", "REPORT_FORMAT", "format_number", "describe_worst",
+           "describe_runtime", "worst_parity", "model_seconds", "printable"]
 
 REPORT_FORMAT = "webnn-converter-zoo-report"
 
 
-def build_report(run, baseline: str | Path | None = None,
+def build_report(run, baseline: str | Path | Baseline | None = None,
                  growth: float = DEFAULT_GROWTH) -> dict[str, Any]:
-    """The report of a ZooRun: options, a summary and every model's result. With `baseline`
-    (an earlier run's results file or JSON report), every model that changed status or whose
-    worst error grew more than `growth` times is listed under summary.baseline and counts as
-    regressed, beside those that missed their manifest's `expect`."""
+    """The report of a ZooRun: options, a summary and every model's result.
+
+    summary.missed lists the models whose result is not their manifest's `expect`. Only with
+    `baseline` (an earlier run's results file or JSON report, or one loaded already with
+    baseline.load_baseline, as the command does before any model runs) is anything
+    "regressed": every model that changed status or whose worst error grew more than `growth`
+    times is listed under summary.baseline and in summary.regressions."""
     results = run.results
     by_target: dict[str, Counter] = {}
     for r in results:
@@ -44,14 +49,15 @@ def build_report(run, baseline: str | Path | None = None,
         if not r.get("error"):
             kinds.update(v["error"]["kind"] for v in r.get("targets", []) if v.get("error"))
     status_counts = Counter(r["status"] for r in results)
-    regressions = run.regressions()
+    regressions: list[str] = []
     compared = None
     if baseline is not None:
-        changes = compare(results, load_baseline(baseline), growth)
-        compared = {"path": str(baseline), "errorGrowth": growth, "changes": changes}
+        if not isinstance(baseline, Baseline):
+            baseline = load_baseline(baseline)
+        changes = compare(results, baseline.results, growth)
+        compared = {"path": str(baseline.path), "errorGrowth": growth, "changes": changes}
         changed = {c["id"] for c in changes}
-        regressions = [r["id"] for r in results
-                       if r["id"] in changed or r["id"] in regressions]
+        regressions = [r["id"] for r in results if r["id"] in changed]
     doc = {
         "format": REPORT_FORMAT, "version": 1, "manifest": run.manifest,
         "converterVersion": run.converter_version, "options": run.options.to_json(),
@@ -62,6 +68,7 @@ def build_report(run, baseline: str | Path | None = None,
             "byTarget": {t: {s: c.get(s, 0) for s in STATUSES} for t, c in by_target.items()},
             "errorKinds": dict(sorted(kinds.items())),
             "meetExpect": sum(r.get("meetsExpect") is True for r in results),
+            "missed": run.missed(),
             "regressions": regressions,
             "resumed": list(run.resumed),
         },
@@ -73,10 +80,23 @@ def build_report(run, baseline: str | Path | None = None,
     return doc
 
 
-def write_json(doc: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    return path
+def render_json(doc: dict) -> str:
+    return json.dumps(doc, indent=1) + "\n"
+
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, lone surrogates.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text) -> str:
+    """`text` with every control character shown as a `\\xNN` (or `\\uNNNN`) escape: a report
+    read in a terminal or a browser must not carry an ESC sequence, a NUL or a line break
+    from a model's string, and a lone surrogate cannot even be written as UTF-8."""
+    def shown(match: re.Match) -> str:
+        point = ord(match.group())
+        return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+
+    return _CONTROL.sub(shown, str(text))
 
 
 def model_seconds(result: dict) -> float:
@@ -85,13 +105,28 @@ def model_seconds(result: dict) -> float:
     return float(times.get("wall", times.get("job", 0.0)))
 
 
-def describe_worst(result: dict) -> str | None:
-    """The worst output in words (`name (runtime): max abs .., ULP .., cosine ..`), or None."""
-    out = worst_parity(result)
+def describe_worst(result: dict, runtime: str) -> str | None:
+    """The worst output on one runtime in words (`name: max abs .., ULP .., cosine ..`), or
+    None. The reports give each runtime its own cell: one runtime's failure must not hide
+    behind another's number."""
+    out = worst_parity(result, runtime)
     if out is None:
         return None
-    return (f"{out['name']} ({out['runtime']}): max abs {format_number(out['maxAbs'])}, "
+    return (f"{out['name']}: max abs {format_number(out['maxAbs'])}, "
             f"ULP {format_number(out['maxUlp'])}, cosine {format_number(out['cosine'], fixed=6)}")
+
+
+def describe_runtime(result: dict, runtime: str) -> str | None:
+    """What one runtime made of a model: its worst output (`describe_worst`), else the error
+    it failed with, else None (it never ran: the model failed before parity)."""
+    text = describe_worst(result, runtime)
+    if text is not None:
+        return text
+    for variant in result.get("targets", []):
+        entry = variant.get("parity", {}).get(runtime)
+        if entry and entry.get("error"):
+            return f"failed: {entry['error']}"
+    return None
 
 
 def format_number(value, digits: int = 3, fixed: int | None = None) -> str:

@@ -1,22 +1,51 @@
 """The zoo report as a Markdown page: a summary, one table row per model, then what failed.
 
-    write_markdown(build_report(run), "out.md")
+    render_markdown(build_report(run))   # the page's text; converter.zoo.write_reports
+                                         # writes it
+
+Every string that comes from a manifest, a model, a runtime, a results file or a baseline
+(ids, paths, target names, output names, error messages, reasons) is hostile: people publish
+this page through mkdocs, pandoc and previews that pass raw HTML. So each such string is
+written as a code span (`code`), which no Markdown renderer reads HTML or links in, and made
+inert even for one that did: control characters (ESC, newlines, NUL) are shown as `\\xNN`
+escapes, `<`, `>` and `&` are HTML-escaped, the span's fence is longer than any run of
+backticks inside, and in a table `|` is escaped so that it cannot end the cell. Only our own
+words and numbers are written as they are.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import html
+import re
 
 from .manifest import STATUSES
-from .report_json import describe_worst, format_number, model_seconds
+from .report_json import describe_runtime, format_number, model_seconds, printable
 
-__all__ = ["render_markdown", "write_markdown", "TABLE_HEADER"]
+__all__ = ["render_markdown", "code", "table_header"]
 
-TABLE_HEADER = ("model", "status", "expected", "targets", "worst output", "ops", "transposes",
-                "convert s", "wall s")
+_BACKTICKS = re.compile(r"`+")
 
 
-def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def code(text, table: bool = False) -> str:
+    """`text` as an inert Markdown code span (see the module doc); `table` for a table cell."""
+    text = html.escape(printable(text), quote=False)
+    if not text:
+        return '""'  # a code span cannot be empty
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") or not text else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"  # a space keeps a backtick off the fence
+    return span.replace("|", "\\|") if table else span
+
+
+def table_header(runtimes: list[str]) -> tuple[str, ...]:
+    """The model table's columns: one worst-output column per runtime."""
+    return ("model", "status", "expected", "targets",
+            *(f"worst on {runtime}" for runtime in runtimes),
+            "ops", "transposes", "convert s", "wall s")
+
+
+def _status(status) -> str:
+    """A status: ours (the report schema holds it to the six) as a word, else a code span."""
+    return status if status in STATUSES else code(status)
 
 
 def _targets(result: dict) -> str:
@@ -24,72 +53,83 @@ def _targets(result: dict) -> str:
     for v in result.get("targets", []):
         check = v.get("check")
         extra = f" ({check['violations']} violations)" if check and not check["passed"] else ""
-        parts.append(f"{v['target']}: {v['status']}{extra}")
+        parts.append(f"{code(v['target'], table=True)}: {_status(v['status'])}{extra}")
     return "; ".join(parts) or "-"
 
 
-def _worst(result: dict) -> str:
-    return describe_worst(result) or "-"
+def _runtime(result: dict, runtime: str) -> str:
+    text = describe_runtime(result, runtime)
+    return "-" if text is None else code(text, table=True)
 
 
 def _expected(result: dict) -> str:
     if result.get("expect") is None:
         return "-"
-    return f"{result['expect']} ({'met' if result['meetsExpect'] else 'REGRESSED'})"
+    return f"{_status(result['expect'])} ({'met' if result['meetsExpect'] else 'MISSED'})"
+
+
+def _value(value) -> str:
+    """A baseline's before/after: a number as a number, anything else as a code span."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format_number(value)
+    return _status(value) if isinstance(value, str) else code(value)
 
 
 def _baseline(base: dict | None) -> list[str]:
     if base is None:
         return []
-    lines = ["", f"Compared with `{base['path']}`: {len(base['changes'])} changes (status, or "
-                 f"worst error grown more than x{format_number(base['errorGrowth'])})."]
+    lines = ["", f"Compared with {code(base['path'])}: {len(base['changes'])} changes (status, "
+                 f"or worst error grown more than x{format_number(base['errorGrowth'])})."]
     for c in base["changes"]:
         if c["kind"] == "status":
-            lines.append(f"- **{c['id']}**: was {c['before']}, now {c['after']}")
+            lines.append(f"- {code(c['id'])}: was {_value(c['before'])}, now "
+                         f"{_value(c['after'])}")
         else:
-            lines.append(f"- **{c['id']}**: worst error {format_number(c['before'])} -> "
-                         f"{format_number(c['after'])} (x{format_number(c['factor'])})")
+            lines.append(f"- {code(c['id'])}: worst error {_value(c['before'])} -> "
+                         f"{_value(c['after'])} (x{_value(c['factor'])})")
     return lines
 
 
+def _ids(ids: list[str]) -> str:
+    return ", ".join(code(i) for i in ids) or "none"
+
+
 def render_markdown(doc: dict) -> str:
-    s = doc["summary"]
+    s, options = doc["summary"], doc["options"]
+    header = table_header(options["runtimes"])
     lines = [f"# Model zoo: {s['models']} models", "",
-             f"Manifest `{doc['manifest']}`, converter {doc['converterVersion']}, "
-             f"{doc['options']['jobs']} jobs, {doc['wallSeconds']:.1f} s wall; targets: "
-             f"{', '.join(doc['options']['targets']) or 'none'}; runtimes: "
-             f"{', '.join(doc['options']['runtimes'])}.", "",
+             f"Manifest {code(doc['manifest'])}, converter {code(doc['converterVersion'])}, "
+             f"{options['jobs']} jobs, {doc['wallSeconds']:.1f} s wall; targets: "
+             f"{', '.join(code(t) for t in options['targets']) or 'none'}; runtimes: "
+             f"{', '.join(code(r) for r in options['runtimes'])}.", "",
              "| status | models |", "| --- | ---: |"]
     lines += [f"| {status} | {s['byStatus'][status]} |" for status in STATUSES]
     lines += ["", f"{s['meetExpect']} of {s['models']} meet their expected outcome; "
-                  f"regressed: {', '.join(s['regressions']) or 'none'}."]
+                  f"missed: {_ids(s['missed'])}."]
+    if "baseline" in s:
+        lines.append(f"Regressed since the baseline: {_ids(s['regressions'])}.")
     if s["resumed"]:
         lines.append(f"Taken from an earlier run (--resume): {len(s['resumed'])}.")
     lines += _baseline(s.get("baseline"))
-    lines += ["", "| " + " | ".join(TABLE_HEADER) + " |",
+    lines += ["", "| " + " | ".join(header) + " |",
               "| " + " | ".join("---:" if h.endswith(" s") or h in ("ops", "transposes")
-                                else "---" for h in TABLE_HEADER) + " |"]
+                                else "---" for h in header) + " |"]
     for r in doc["models"]:
-        row = (r["id"], r["status"], _expected(r), _targets(r), _worst(r),
+        row = (code(r["id"], table=True), _status(r["status"]), _expected(r), _targets(r),
+               *(_runtime(r, runtime) for runtime in options["runtimes"]),
                format_number(r["ops"]), format_number(r["transposes"]),
                f"{r['times'].get('convert', 0.0):.2f}", f"{model_seconds(r):.2f}")
-        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+        lines.append("| " + " | ".join(row) + " |")
     failed = [r for r in doc["models"] if r["status"] != "verified"]
     if failed:
         lines += ["", "## Not verified", ""]
         for r in failed:
-            message = r["error"]["message"] if r.get("error") else ""
-            lines.append(f"- **{r['id']}** ({r['status']}"
-                         f"{', ' + r['error']['kind'] if r.get('error') else ''}): "
-                         f"{_cell(message)}")
-            lines += [f"  - {_cell(item)}" for item in r.get("unsupported", [])]
+            error = r.get("error") or {}
+            lines.append(f"- {code(r['id'])} ({_status(r['status'])}"
+                         f"{', ' + code(error['kind']) if error else ''}): "
+                         f"{code(error.get('message', ''))}")
+            lines += [f"  - {code(item)}" for item in r.get("unsupported", [])]
             for v in r.get("targets", []):
                 if v.get("check") and not v["check"]["passed"]:
-                    lines += [f"  - {_cell(reason)}" for reason in v["check"]["reasons"]]
+                    lines += [f"  - {code(reason)}" for reason in v["check"]["reasons"]]
     return "\n".join(lines) + "\n"
-
-
-def write_markdown(doc: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(render_markdown(doc), encoding="utf-8")
-    return path

@@ -1,8 +1,9 @@
 """Scheduling a zoo run: every model in its own process, with a time and a memory limit.
 
-    run = run_zoo("models/zoo.json", jobs=2, timeout=300, targets=["chromium-litert"])
+    run = run_zoo("models/zoo.json", ZooOptions(jobs=2, timeout=300,
+                                                targets=["chromium-litert"]))
     run.results        # one result dict per model, in manifest order
-    run.regressions()  # the ids whose status is not the one the manifest expects
+    run.missed()       # the ids whose status is not the one the manifest expects
 
 Each model runs in a process of its own, in a new process group, at most `jobs` at a time:
 a child forked by the run's warm worker (converter/zoo/warm.py), which imported the
@@ -32,6 +33,8 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..errors import ConverterError
+from .files import check_outputs
+from .job import MODEL_FILE
 from .manifest import ZooEntry, ZooManifest, load_manifest
 from .store import ResultStore, default_results_path, result_key
 
@@ -71,8 +74,11 @@ class ZooRun:
     wall_seconds: float
     converter_version: str = __version__
 
-    def regressions(self) -> list[str]:
-        return [r["id"] for r in self.results if r.get("meetsExpect") is False]
+    def missed(self) -> list[str]:
+        """The ids whose result does not meet their manifest entry's `expect` (`verified`
+        unless it says otherwise). Not "regressed": that needs an earlier run to compare
+        with (see baseline.py)."""
+        return [r["id"] for r in self.results if r.get("meetsExpect") is not True]
 
 
 def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = None, *,
@@ -82,7 +88,8 @@ def run_zoo(manifest: str | Path | ZooManifest, options: ZooOptions | None = Non
     """Run every selected model (isolated), store each result as it comes, return them all.
 
     `on_result(result, done, total)` is called in this thread after each model (also for
-    those taken from the store), e.g. to advance a progress bar.
+    those taken from the store), e.g. to advance a progress bar. A results file that is the
+    manifest or one of its local models is refused before anything is written.
     """
     options = options or ZooOptions()
     _check_options(options)
@@ -103,8 +110,9 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     entries = manifest.select(only)
     if results_path is None:
         results_path = default_results_path(manifest.path)
+    check_outputs(manifest.inputs(), [("the results file", Path(results_path))])
     store = ResultStore(results_path, resume=resume)
-    keys = {e.id: result_key(e.content_hash(), __version__, e.spec(), options.targets,
+    keys = {e.id: result_key(e.content_id(), __version__, e.spec(), options.targets,
                              options.runtimes) for e in entries}
     started = time.perf_counter()
     by_id: dict[str, dict] = {}
@@ -176,11 +184,16 @@ def _check_options(options: ZooOptions) -> None:
 
 
 def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
-    """A job's result with what the parent knows: key, hash, expectation and whether it is met."""
+    """A job's result with what the parent knows: key, hash, expectation and whether it is met.
+
+    A local model file that is missing or refused (error kind `model-file`) meets no
+    expectation, not even `error`: a typo in a path must not pass as the error expected."""
     result = dict(raw)
-    result.update(id=entry.id, key=key, sha256=key.split(":")[0], format=entry.format,
+    sha256 = raw.get("sha256") or (entry.source["sha256"] if entry.source else None)
+    missing = (raw.get("error") or {}).get("kind") == MODEL_FILE
+    result.update(id=entry.id, key=key, sha256=sha256, format=entry.format,
                   expect=entry.expect,
-                  meetsExpect=None if entry.expect is None else raw["status"] == entry.expect)
+                  meetsExpect=not missing and raw["status"] == entry.expect)
     return result
 
 

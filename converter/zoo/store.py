@@ -4,9 +4,11 @@
     store.get(key)            # a result recorded earlier under this key, or None
     store.append(key, result) # written and flushed to disk before it returns
 
-A key is the model's sha256, the converter's version and the options that change a result
-(targets, runtimes, shapes, dimensions, constant inputs, tolerances, seed): `result_key`. So
-`--resume` reuses a result only when it would come out the same, and a run killed at any point
+A key is what identifies the model's content (`ZooEntry.content_id`: a package file's sha256,
+a local file's identity and change time, never read in the parent), the converter's version
+and the options that change a result (targets, runtimes, shapes, dimensions, constant inputs,
+tolerances, seed): `result_key`. So `--resume` reuses a result only when it would come out the
+same, and a run killed at any point
 keeps every line it finished; a line cut short by the kill is ignored when read back.
 """
 from __future__ import annotations
@@ -24,12 +26,12 @@ __all__ = ["ResultStore", "result_key", "default_results_path"]
 _KEYED = ("format", "inputShapes", "dims", "constInputs", "tolerances", "seed")
 
 
-def result_key(sha256: str, version: str, spec: dict[str, Any], targets: list[str],
+def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
                runtimes: list[str]) -> str:
     options = {k: spec.get(k) for k in _KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
-    return f"{sha256}:{version}:{digest}"
+    return f"{content}:{version}:{digest}"
 
 
 def default_results_path(manifest: str | Path) -> Path:

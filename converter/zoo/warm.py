@@ -239,6 +239,7 @@ def _rehearse() -> dict:
             path = Path(folder) / "rehearsal.onnx"
             onnx.save(model, path)
             return run_job({"id": "rehearsal", "format": "onnx", "path": str(path),
+                            "folder": folder,
                             "targets": [], "runtimes": ["ort"]})
     finally:
         os.dup2(stdout, 1)

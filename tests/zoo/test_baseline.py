@@ -50,7 +50,7 @@ def test_non_finite_errors_count_as_infinite_growth():
 def test_a_bad_baseline_is_one_clear_error(tmp_path):
     bad = tmp_path / "old.jsonl"
     bad.write_text('{"key": "k"}\n')
-    with pytest.raises(ConverterError, match="not a zoo results file"):
+    with pytest.raises(ConverterError, match="old.jsonl:1: not a record of a zoo results file"):
         load_baseline(bad)
     with pytest.raises(ConverterError, match="must be above 1"):
         compare([], {}, growth=1.0)
@@ -90,9 +90,12 @@ def test_cli_baseline_names_what_changed(synthetic, tmp_path):
     assert doc["summary"]["regressions"] == ["conv_relu", "matmul_softmax"]
     assert [c["kind"] for c in doc["summary"]["baseline"]["changes"]] == ["status", "error"]
     md = (tmp_path / "r.md").read_text()
-    assert "- **conv_relu**: was mismatch, now verified" in md
-    # the same run against its own results: nothing changed
-    third = run_cli(manifest, "--results", results, "--resume", "--baseline", results)
+    assert "- `conv_relu`: was mismatch, now verified" in md
+    # the same run against a copy of its own results: nothing changed (the results file
+    # itself cannot be the baseline: the run writes it)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(results.read_bytes())
+    third = run_cli(manifest, "--results", results, "--resume", "--baseline", copy)
     assert third.returncode == 0, third.stderr
 
 

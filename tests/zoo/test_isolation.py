@@ -23,7 +23,7 @@ def run(tmp_path_factory):
 
 def test_every_model_gets_its_own_status(run):
     assert {r["id"]: r["status"] for r in run.results} == make_synthetic.EXPECTED
-    assert run.regressions() == []
+    assert run.missed() == []
 
 
 def test_segfault_is_a_crash_by_its_signal(run):

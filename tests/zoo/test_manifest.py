@@ -20,7 +20,7 @@ def test_public_manifest_validates_and_lists_26_models():
     assert mul.format == "onnx" and mul.path is None
     assert mul.source["package"] == "onnxruntime" and mul.source["version"] == "1.31.1"
     assert mul.sha256 == "71f431c4e9321ec6fbeb158d02ed240459a7dcc98673fa79a4f439ce42efaf10"
-    assert mul.content_hash() == mul.sha256  # a package file is keyed without downloading it
+    assert mul.content_id() == mul.sha256  # a package file is keyed without downloading it
     assert mul.input_shapes == {"X": [3, 2]}
     assert sum(e.expect == "unsupported" for e in manifest.entries) == 0  # wake words: state
     assert sum(e.format == "tflite" for e in manifest.entries) == 13
@@ -37,9 +37,11 @@ def test_toml_manifest_resolves_paths_relative_to_itself(tmp_path):
     assert entry.path == (tmp_path / "sub" / "m.onnx").resolve()
     assert entry.input_shapes == {"x": [1, 3]} and entry.dims == {"batch": 2}
     assert entry.tolerances == {"atol": 0.001} and entry.expect == "error"
-    # sha256 of b"abc", from FIPS 180-2's test vectors
-    assert entry.content_hash() == \
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    # a local file is keyed by its identity and change time, not read (the job hashes it)
+    first = entry.content_id()
+    assert first.startswith("file-") and first == entry.content_id()
+    (tmp_path / "sub" / "m.onnx").write_bytes(b"abcd")  # a write changes its size or times
+    assert entry.content_id() != first
 
 
 def test_model_with_both_path_and_source_is_refused_with_its_json_path(tmp_path):

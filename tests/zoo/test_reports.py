@@ -38,7 +38,7 @@ def _md_rows(text: str) -> dict[str, list[str]]:
             continue
         if in_table and line.startswith("| "):
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            rows[cells[0]] = cells
+            rows[cells[0].strip("`")] = cells  # the id is a code span
         elif in_table:
             break
     return rows
