@@ -30,8 +30,19 @@ def read_inputs(given: Mapping[str, str], folder: str | None = None) -> dict:
     arrays = {}
     for name, path in paths.items():
         try:
-            arrays[name] = np.load(path, allow_pickle=False)
+            arrays[name] = load_value(path, f"the value of input '{name}'")
         except (OSError, ValueError) as e:
             raise ConverterError(f"cannot read input '{name}' as .npy: {e}", where=str(path),
                                  fix="write it with numpy.save (no pickled objects)") from None
     return arrays
+
+
+def load_value(path: str | Path, what: str):
+    """A .npy file's array (no pickles), recorded as read (converter.file_guard) so that no
+    output of the command replaces it; OSError/ValueError for a file numpy cannot read."""
+    import numpy as np
+
+    from converter.file_guard import note_read
+
+    note_read(path, what)
+    return np.load(path, allow_pickle=False)

@@ -50,8 +50,11 @@ class _Group(LazyGroup):
         return found
 
     def invoke(self, ctx: click.Context):
+        from converter.file_guard import tracking
+
         try:
-            return super().invoke(ctx)
+            with tracking():  # every file the command reads, so that no output replaces one
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except Stopped as e:  # the usual exit status of a process ended by a signal

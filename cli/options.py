@@ -62,8 +62,10 @@ def _const(ctx, param, values) -> dict:
                                      f"NAME=FILE.npy")
         if value.endswith(".npy"):
             ctx.meta.setdefault(INPUT_FILES, []).append(value)  # never to be overwritten
+            from .inputs import load_value
+
             try:
-                known[name] = np.load(value, allow_pickle=False)
+                known[name] = load_value(value, f"the value of --const {name}")
             except (OSError, ValueError) as e:
                 raise click.BadParameter(f"{item!r}: cannot read {value}: {e}") from None
             continue

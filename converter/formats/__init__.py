@@ -14,6 +14,7 @@ from ..errors import FormatError
 from ..ir import Graph
 from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
+from ..file_guard import refuse_shared_sidecars
 from .doc_from_graph import doc_from_graph
 from .weights import WeightsFile, manifest_text, write_weights
 
@@ -100,8 +101,15 @@ def save_graph(graph: Graph, path: str | Path, *, verify: bool = True) -> list[P
 
 def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
     """Write a graph file's text and, when it has weights, its manifest and weights file
-    ((key, ConstantData) pairs, streamed) beside it, atomically; return the paths written."""
+    ((key, ConstantData) pairs, streamed) beside it, atomically; return the paths written.
+
+    The manifest and weights are named after the graph file (NAME.manifest.json and
+    NAME.weights, where every `.webnn` reader looks for them). When another graph file of the
+    same NAME (NAME.webnn, NAME.json, NAME.js) already uses them, nothing is written
+    (file_guard.refuse_shared_sidecars); writing the same path again is fine."""
     manifest_path, weights_path = sibling_paths(path)
+    if tensors:
+        refuse_shared_sidecars(path)
     with AtomicSave() as files:
         if tensors:
             with files.open(weights_path) as stream:

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, ParseError
+from ..file_guard import GRAPH_SUFFIXES, check_writes, note_read, refuse_shared_sidecars, \
+    sidecar_names
 
-__all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
+__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting", "AtomicSave",
            "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
@@ -27,8 +29,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def open_model_file(path: Path, what: str, *, folder: Path | None = None,
-                    fix: str | None = None,
-                    error: type[FormatError] = FormatError) -> BinaryIO:
+                    fix: str | None = None, error: type[FormatError] = FormatError,
+                    sidecar: bool = False) -> BinaryIO:
     """Open a file a model consists of (graph, manifest, weights, .tflite) for reading.
 
     A model file is untrusted, and so is whatever sits next to it, so the file must be a
@@ -36,6 +38,9 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     link out of the folder, a FIFO or device (which would block or never end) and a folder are
     refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
+    A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
+    weights file) must also have one link only (`check_sidecar`). The file is recorded as read
+    (file_guard), so that no output of the command replaces it.
     """
     path = Path(path)
     where = str(path)
@@ -55,13 +60,17 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
         raise error(f"the {what} cannot be opened ({e.strerror})", where=where) from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if not stat.S_ISREG(mode):
             kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
                     if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
                     or stat.S_ISBLK(mode) else "not a regular file")  # open() refuses sockets
             raise error(f"the {what} is {kind}, not a file", where=where,
                         fix="give a regular file")
+        if sidecar:
+            check_sidecar(st, where, what, error)
+        note_read(path, f"the {what}", st)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -70,10 +79,26 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
         raise
 
 
+def check_sidecar(st: os.stat_result, where: str, what: str,
+                  error: type[FormatError] = FormatError) -> None:
+    """Refuse a file a model names (or finds by its name) that has more than one hard link.
+
+    A hard link passes every folder test: `weights.bin` linked to `~/.ssh/id_rsa` lies inside
+    the model's folder, yet reading it would copy the key into the weights a user publishes.
+    Model files are written, not linked, so one link is all a real one has.
+    """
+    if st.st_nlink > 1:
+        raise error(f"the {what} has {st.st_nlink} hard links; a file linked from elsewhere is "
+                    f"not read as part of a model", where=where,
+                    fix="make it a file of its own (cp it to a new name and back)")
+
+
 def read_text(path: Path, what: str, fix: str | None = None,
-              error: type[FormatError] = FormatError, folder: Path | None = None) -> str:
+              error: type[FormatError] = FormatError, folder: Path | None = None,
+              sidecar: bool = False) -> str:
     """The UTF-8 text of a model file, opened by `open_model_file`'s rules."""
-    with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+    with open_model_file(path, what, folder=folder, fix=fix, error=error,
+                         sidecar=sidecar) as f:
         try:
             data = f.read()
         except OSError as e:
@@ -189,7 +214,9 @@ class AtomicSave:
         return exc.filename is None or str(exc.filename) in self._temporary_names
 
     def open(self, final: Path) -> BinaryIO:
-        """A binary file that becomes `final` on commit."""
+        """A binary file that becomes `final` on commit; refused (before anything is created)
+        when `final` is a file this command reads (file_guard)."""
+        check_writes([final])
         folder = final.parent
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
@@ -352,7 +379,15 @@ class StagedSave:
         return self.stage / Path(final).name
 
     def commit(self, staged: list[Path]) -> list[Path]:
+        """Move the staged files to the outputs' folder; refused, with nothing moved, when one
+        would replace a file this command reads or another graph's weights (file_guard)."""
         finals = [self.folder / p.name for p in staged]
+        check_writes(finals)
+        names = {p.name for p in finals}
+        for final in finals:  # a graph whose weights were staged: its sidecars are free
+            if final.suffix.lower() in GRAPH_SUFFIXES and not final.name.endswith(
+                    ".manifest.json") and any(s.name in names for s in sidecar_names(final)):
+                refuse_shared_sidecars(final)
         for final in finals:
             if final.is_dir():
                 raise FormatError("a folder has the file's name", where=str(final),

@@ -99,7 +99,8 @@ def read_manifest(path: Path) -> dict[str, ManifestEntry]:
     where = str(path)
     text = read_text(path, "weights manifest",
                      fix="the graph references weights; keep NAME.manifest.json and "
-                         "NAME.weights next to the graph file", error=WeightsError)
+                         "NAME.weights next to the graph file", error=WeightsError,
+                     sidecar=True)
     obj = parse_json(text, where, "weights manifest")
     validate(obj, "weights-manifest", where)
     entries: dict[str, ManifestEntry] = {}
@@ -136,7 +137,8 @@ class WeightsFile:
     def _open(self) -> mmap.mmap:
         where = str(self.path)
         with open_model_file(self.path, "weights file", error=WeightsError,
-                             fix=f"it belongs next to {self.manifest_path.name}") as f:
+                             fix=f"it belongs next to {self.manifest_path.name}",
+                             sidecar=True) as f:
             size = os.fstat(f.fileno()).st_size
             if size < HEADER_SIZE:
                 raise WeightsError(f"the file has {size} bytes, less than the 8-byte header",

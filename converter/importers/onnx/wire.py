@@ -17,6 +17,8 @@ import os
 import stat
 from pathlib import Path
 
+from ...file_guard import note_read
+
 __all__ = ["map_model"]
 
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
@@ -113,6 +115,7 @@ def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mm
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise WireError("not a regular file")
+        note_read(path, "the ONNX model", st)
         mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
     finally:
         os.close(fd)
