@@ -17,7 +17,8 @@ command line opens it for every command, and `converter.convert` for its own loa
 
 `refuse_shared_sidecars` is the other half: graph files named alike (`t.webnn`, `t.json`,
 `t.js`) all keep their weights in `t.manifest.json` and `t.weights`, the names every `.webnn`
-reader looks for. Writing one of them may not replace the sidecars another one still uses.
+reader looks for. Writing one of them may not replace the sidecars another one still uses with
+other bytes; `AtomicSave` and `StagedSave` check it as they commit (`check_shared_sidecars`).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Iterable, Iterator
 from .errors import ConverterError
 
 __all__ = ["FilesRead", "tracking", "note_read", "check_writes", "refuse_shared_sidecars",
-           "GRAPH_SUFFIXES", "sidecar_names"]
+           "check_shared_sidecars", "GRAPH_SUFFIXES", "sidecar_names"]
 
 # The outputs that keep their weights in NAME.manifest.json and NAME.weights.
 GRAPH_SUFFIXES = (".webnn", ".json", ".js")
@@ -125,27 +126,55 @@ def sidecar_names(path: str | Path) -> tuple[Path, Path]:
     return path.with_name(stem + _MANIFEST_SUFFIX), path.with_name(stem + ".weights")
 
 
-def refuse_shared_sidecars(path: str | Path) -> None:
-    """Raise when writing `path`'s NAME.manifest.json and NAME.weights would replace the
-    weights of another graph file named alike (NAME.webnn, NAME.json or NAME.js beside it).
+def refuse_shared_sidecars(path: str | Path, staged: dict[Path, Path]) -> None:
+    """Raise when committing `path`'s NAME.manifest.json and NAME.weights (`staged`: final
+    path -> the complete file about to replace it) would change the weights of another graph
+    file named alike (NAME.webnn, NAME.json or NAME.js beside it).
 
     Whose they are is told by the names alone, as every `.webnn` reader finds them: when
-    another NAME.* graph file exists and either sidecar exists, they are taken as its. Writing
-    the same output again (replacing one's own earlier output) is fine.
+    another NAME.* graph file exists, the sidecars there are taken as its. Replacing them with
+    the same bytes changes nothing for it (the same model written as .webnn and .js), and
+    writing the same output again (replacing one's own earlier output) is always fine.
     """
     path = Path(path)
-    sidecars = [p for p in sidecar_names(path) if os.path.lexists(p)]
-    if not sidecars:
+    present = [p for p in sidecar_names(path) if os.path.lexists(p)]
+    if not present:
         return
     stem = path.name[: -len(path.suffix)] if path.suffix else path.name
     mine = os.path.normcase(path.name)
-    for suffix in GRAPH_SUFFIXES:
-        other = path.with_name(stem + suffix)
-        if os.path.normcase(other.name) == mine or not os.path.lexists(other):
-            continue
-        names = " and ".join(p.name for p in sidecars)
-        raise ConverterError(
-            f"{names} belong to {other.name}, which uses the same NAME; writing {path.name}'s "
-            f"weights would replace them, and {other.name} would then load other values",
-            where=str(path), fix=f"name the output differently, or delete {other.name} first "
-                                 f"if it is no longer wanted")
+    others = [path.with_name(stem + suffix) for suffix in GRAPH_SUFFIXES
+              if os.path.normcase(stem + suffix) != mine
+              and os.path.lexists(path.with_name(stem + suffix))]
+    if not others or all(p in staged and _same_bytes(p, staged[p]) for p in present):
+        return
+    names = " and ".join(p.name for p in present)
+    raise ConverterError(
+        f"{names} belong to {others[0].name}, which uses the same NAME; writing {path.name}'s "
+        f"other weights would replace them, and {others[0].name} would then load other values",
+        where=str(path), fix=f"name the output differently, or delete {others[0].name} first "
+                             f"if it is no longer wanted")
+
+
+def check_shared_sidecars(staged: dict[Path, Path]) -> None:
+    """`refuse_shared_sidecars` for every graph or module among the files a save is about to
+    commit (final path -> complete file) whose weights are committed with it."""
+    for final in staged:
+        if final.suffix.lower() in GRAPH_SUFFIXES and not final.name.endswith(_MANIFEST_SUFFIX) \
+                and any(s in staged for s in sidecar_names(final)):
+            refuse_shared_sidecars(final, staged)
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two regular files hold the same bytes (compared a block at a time)."""
+    try:
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                block = fa.read(1 << 20)
+                if block != fb.read(1 << 20):
+                    return False
+                if not block:
+                    return True
+    except OSError:
+        return False

@@ -32,7 +32,6 @@ from typing import Callable
 
 from ..errors import ConverterError
 from ..formats._files import AtomicSave
-from ..file_guard import refuse_shared_sidecars
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, write_weights
 from ..ir import ConstantData, Graph, Operand, Operation
@@ -61,7 +60,6 @@ def write_variants_js(variants, path: str | Path,
     weights_path = path.with_name(stem + ".weights")
     source, weights, note = variants_source(variants, weights_path.name, convert)
     template = variants.entries[0][1]
-    refuse_shared_sidecars(path)  # NAME.weights of NAME.webnn/.json is not ours
     with AtomicSave() as files:
         with files.open(weights_path) as stream:
             manifest = write_weights(stream, weights, where=str(weights_path))

@@ -30,7 +30,6 @@ import numpy as np
 from .. import dtypes
 from ..errors import ConverterError
 from ..formats._files import AtomicSave
-from ..file_guard import refuse_shared_sidecars
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, safe_key, write_weights
 from ..ir import ConstantData, Graph, Operand, Operation
@@ -76,8 +75,8 @@ def write_js(graph: Graph, path: str | Path) -> list[Path]:
     """Write NAME.js, NAME.html, NAME.weights and NAME.manifest.json; return their paths.
 
     Nothing is written for an invalid graph, or when NAME.weights and NAME.manifest.json
-    belong to another graph file of the same NAME (NAME.webnn, NAME.json); a failed write
-    leaves nothing behind.
+    belong to another graph file of the same NAME (NAME.webnn, NAME.json) and would change;
+    a failed write leaves nothing behind.
     """
     path = Path(path)
     if path.suffix != ".js":
@@ -89,7 +88,6 @@ def write_js(graph: Graph, path: str | Path) -> list[Path]:
     html_path = path.with_name(stem + ".html")
     writer = ModuleWriter(graph, weights_path.name)
     source = writer.source()
-    refuse_shared_sidecars(path)  # NAME.weights of NAME.webnn/.json is not ours
     with AtomicSave() as files:
         with files.open(weights_path) as stream:
             manifest = write_weights(stream, writer.weights, where=str(weights_path))

@@ -14,7 +14,6 @@ from ..errors import FormatError
 from ..ir import Graph
 from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
-from ..file_guard import refuse_shared_sidecars
 from .doc_from_graph import doc_from_graph
 from .weights import WeightsFile, manifest_text, write_weights
 
@@ -105,11 +104,9 @@ def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
 
     The manifest and weights are named after the graph file (NAME.manifest.json and
     NAME.weights, where every `.webnn` reader looks for them). When another graph file of the
-    same NAME (NAME.webnn, NAME.json, NAME.js) already uses them, nothing is written
-    (file_guard.refuse_shared_sidecars); writing the same path again is fine."""
+    same NAME (NAME.webnn, NAME.json, NAME.js) already uses them and they would change, nothing
+    is written (file_guard.refuse_shared_sidecars); writing the same path again is fine."""
     manifest_path, weights_path = sibling_paths(path)
-    if tensors:
-        refuse_shared_sidecars(path)
     with AtomicSave() as files:
         if tensors:
             with files.open(weights_path) as stream:

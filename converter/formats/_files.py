@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, ParseError
-from ..file_guard import GRAPH_SUFFIXES, check_writes, note_read, refuse_shared_sidecars, \
-    sidecar_names
+from ..file_guard import check_shared_sidecars, check_writes, note_read
 
 __all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting", "AtomicSave",
            "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
@@ -252,7 +251,9 @@ class AtomicSave:
 
     def commit(self) -> list[Path]:
         """Make every file durable, then rename each into place and make the renames durable
-        (the folders' entries); return the final paths."""
+        (the folders' entries); return the final paths. Nothing is renamed when a graph's
+        manifest and weights would replace, with other bytes, those of another graph file
+        named alike (file_guard.check_shared_sidecars)."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
@@ -260,6 +261,8 @@ class AtomicSave:
             _fsync_all([tmp for tmp, _ in self._pending])
         except OSError as e:  # leaving the block removes the temporary files still there
             raise self._sync_error(e) from None
+        # Another graph's weights named alike are not replaced by other bytes (file_guard).
+        check_shared_sidecars({final: tmp for tmp, final in self._pending})
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
@@ -383,11 +386,7 @@ class StagedSave:
         would replace a file this command reads or another graph's weights (file_guard)."""
         finals = [self.folder / p.name for p in staged]
         check_writes(finals)
-        names = {p.name for p in finals}
-        for final in finals:  # a graph whose weights were staged: its sidecars are free
-            if final.suffix.lower() in GRAPH_SUFFIXES and not final.name.endswith(
-                    ".manifest.json") and any(s.name in names for s in sidecar_names(final)):
-                refuse_shared_sidecars(final)
+        check_shared_sidecars(dict(zip(finals, staged)))
         for final in finals:
             if final.is_dir():
                 raise FormatError("a folder has the file's name", where=str(final),

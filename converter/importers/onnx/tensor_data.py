@@ -39,6 +39,7 @@ from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...file_guard import note_read
+from ...mapped_files import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
            "tensor_array", "attribute_array", "sparse_array", "check_tensor", "declared_bytes"]
@@ -207,7 +208,7 @@ def _map_regular(target: str, location: str, what: str, where: str):
         note_read(target, f"external data of {where}", st)
         key = (target, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if key not in _MAPS:
-            _MAPS[key] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+            _MAPS[key] = map_file(fd, target, "external data file")
         return _MAPS[key]
     finally:
         os.close(fd)

@@ -18,6 +18,7 @@ import stat
 from pathlib import Path
 
 from ...file_guard import note_read
+from ...mapped_files import map_file
 
 __all__ = ["map_model"]
 
@@ -116,7 +117,7 @@ def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mm
         if not stat.S_ISREG(st.st_mode):
             raise WireError("not a regular file")
         note_read(path, "the ONNX model", st)
-        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+        mapped = map_file(fd, str(path), "ONNX model")
     finally:
         os.close(fd)
     view = memoryview(mapped)
