@@ -113,8 +113,8 @@ def check_writes(paths: Iterable[str | Path]) -> None:
         read = files.read_as(target)
         if read is not None:
             raise ConverterError(
-                f"writing it would replace {read.path} ({read.what}), an input this "
-                f"command reads",
+                f"writing it would replace {read.path} ({read.what}), which is an input "
+                f"of this command",
                 where=str(target),
                 fix="write the output under another name or in another folder")
 

@@ -146,6 +146,9 @@ class WeightsFile:
                                    where=where, fix="it is not a WGWT weights file")
             mapping = map_file(f.fileno(), where, "weights file")
         magic, version = _HEADER.unpack_from(mapping, 0)
+        if magic != MAGIC or version != VERSION:
+            if isinstance(mapping, mmap.mmap):  # the traceback keeps this frame: unmap now
+                mapping.close()
         if magic != MAGIC:
             raise WeightsError(f"the file starts with {magic!r}, not {MAGIC!r}", where=where,
                                fix="it is not a WGWT weights file")
