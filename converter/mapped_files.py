@@ -22,11 +22,13 @@ runtime for longer than the lease-break time may still meet SIGBUS after that ti
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import mmap
 import os
 import signal
 import threading
+import weakref
 from typing import Iterator
 
 __all__ = ["map_file", "guarding", "FileChanging"]
@@ -56,30 +58,45 @@ class FileChanging(KeyboardInterrupt):
 
 
 class _Leases:
-    """The leases one command holds: (descriptor, path, what) for each mapped file."""
+    """The leases one command holds: descriptor -> (path, what) for each mapped file."""
 
     def __init__(self) -> None:
-        self.held: list[tuple[int, str, str]] = []
-        self.raised = False
+        self.held: dict[int, tuple[str, str]] = {}
+        self.breaking: tuple[str, str] | None = None
+        self.over = threading.Event()
 
     def on_sigio(self, signum, frame) -> None:
-        if self.raised:  # one stop is enough: a second would interrupt the cleanup
-            return
-        for fd, path, what in self.held:
-            try:
-                pending = fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK
-            except OSError:
-                continue
-            if pending:  # a lease being broken reads as the type it is broken to
-                self.raised = True
-                raise FileChanging(path, what)
+        if self.breaking is None:
+            for fd, (path, what) in list(self.held.items()):
+                try:
+                    pending = fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK
+                except OSError:
+                    continue
+                if pending:  # a lease being broken reads as the type it is broken to
+                    self.breaking = (path, what)
+                    threading.Thread(target=self._ask_again, daemon=True).start()
+                    break
+        if self.breaking is not None:
+            raise FileChanging(*self.breaking)
 
-    def release(self) -> None:
-        for fd, _, _ in self.held:
+    def _ask_again(self) -> None:
+        """Raise FileChanging again every second until the command is over: an exception
+        raised by a signal handler is lost when it lands in a finalizer or a callback (Python
+        prints "Exception ignored" and goes on), and the lease must not wait on a command
+        that goes on. Cleanups hold SIGIO (formats._files.signals_held), so none is cut."""
+        while not self.over.wait(1.0):
+            _thread.interrupt_main(signal.SIGIO)
+
+    def let_go(self, fd: int) -> None:
+        """End one lease (its mapping is gone, or the command is over)."""
+        if self.held.pop(fd, None) is not None:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
             os.close(fd)
-        self.held.clear()
+
+    def release(self) -> None:
+        for fd in list(self.held):
+            self.let_go(fd)
 
 
 _ACTIVE: _Leases | None = None
@@ -102,6 +119,7 @@ def guarding() -> Iterator[None]:
         yield
     finally:
         _ACTIVE = None
+        leases.over.set()
         leases.release()  # first: a SIGIO after this is about no lease of ours
         signal.signal(signal.SIGIO, previous)
 
@@ -122,9 +140,13 @@ def map_file(fd: int, path: str, what: str) -> mmap.mmap | memoryview | bytes:
     except OSError:  # not our file, no leases on this file system, open for writing elsewhere
         os.close(lease_fd)
         return _copy(fd, size, path)
-    leases.held.append((lease_fd, str(path), what))
+    leases.held[lease_fd] = (str(path), what)
     # Mapped once leased: its size now stays until we are told, so every page can be read.
-    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    # A mapping no view uses any more needs no lease: let it go then, not only at the end (a
+    # command reading many models would otherwise hold a descriptor for each).
+    weakref.finalize(mapping, leases.let_go, lease_fd)
+    return mapping
 
 
 def _copy(fd: int, size: int, path: str) -> memoryview:

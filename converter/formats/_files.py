@@ -397,13 +397,16 @@ class StagedSave:
         return finals
 
 
-_HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
+# Windows has no SIGHUP; SIGIO stops a command whose mapped file another program is changing
+# (converter/mapped_files.py), held only while that handler is set (its default ends us).
+_HELD = ("SIGINT", "SIGTERM", "SIGHUP", "SIGIO")
 
 
 @contextlib.contextmanager
 def signals_held():
-    """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op.
+    """Delay SIGINT, SIGTERM, SIGHUP and a handled SIGIO (delivered on leaving) for a few file
+    operations that must not stop halfway. Off the main thread (where handlers cannot be set)
+    a no-op.
 
     The signals are caught by a recording handler and raised again on leaving, not masked: a
     mask holds them for the main thread only, and a process-directed signal then goes to any
@@ -417,7 +420,9 @@ def signals_held():
     try:  # from the first replacement on: a signal between two of them restores the first
         for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
             handler = signal.getsignal(signum)
-            if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            if handler is not None and handler is not signal.SIG_IGN \
+                    and (signum != getattr(signal, "SIGIO", None) or callable(handler)):
+                # (None: a handler set outside Python)
                 replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
         yield
     finally:

@@ -205,3 +205,18 @@ def test_output_file_names_are_plain_and_distinct(tmp_path):
     files = output_files([".hidden", "", "..", "a b", "é", "A B"], tmp_path)
     assert [p.name for p in files.values()] == ["_hidden.npy", "output.npy", "_..npy",
                                                 "a_b.npy", "_.npy", "A_B_2.npy"]
+
+
+def test_outputs_named_alike_may_share_the_same_weights(tmp_path):
+    """The same model as t.webnn and t.json: the sidecars the second writes are the bytes the
+    first uses, so nothing changes for it, and both load the model's weights."""
+    one = with_external(tmp_path, "one.bin", name="one.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli("convert", one, "-o", out / "t.webnn").exit_code == 0
+    r = cli("convert", one, "-o", out / "t.json")
+    assert r.exit_code == 0, r.output
+    for name in ("t.webnn", "t.json"):
+        (w,) = [o.constant.numpy() for o in load_graph(out / name).operands()
+                if o.constant is not None]
+        np.testing.assert_array_equal(w.reshape(-1), WEIGHTS)

@@ -145,3 +145,41 @@ def test_a_file_that_cannot_be_leased_is_read_into_memory(tmp_path):
             assert not any(f":{path.stat().st_ino} " in ln and "LEASE" in ln for ln in f)
     finally:
         os.close(fd)
+
+
+def test_a_stop_that_was_swallowed_is_raised_again(tmp_path):
+    """An exception a signal handler raises is lost where it lands in code that drops it (a
+    finalizer, a library's `except BaseException`): FileChanging comes again until the
+    command is over, so the writer never waits on a command that went on."""
+    from converter.mapped_files import FileChanging, guarding, map_file
+
+    path = tmp_path / "w.bin"
+    np.arange(4096, dtype=np.float32).tofile(path)
+    fd = os.open(path, os.O_RDONLY)
+    stops = 0
+    truncator = None
+    try:
+        with guarding():
+            data = map_file(fd, str(path), "weights file")
+            truncator = subprocess.Popen(
+                [sys.executable, "-c", f"import os; os.truncate({str(path)!r}, 0)"])
+            deadline = time.monotonic() + WAIT
+            with pytest.raises(FileChanging) as info:
+                try:
+                    while True:
+                        assert time.monotonic() < deadline, "FileChanging never came"
+                        time.sleep(0.01)
+                except FileChanging:  # swallowed, as in a finalizer
+                    stops += 1
+                while True:  # the command goes on ... and is stopped again
+                    assert time.monotonic() < deadline, "FileChanging never came back"
+                    time.sleep(0.01)
+            assert info.value.path == str(path) and stops == 1
+            assert truncator.poll() is None  # still waiting on the lease
+            del data
+        assert truncator.wait(timeout=WAIT) == 0  # let go on leaving
+    finally:
+        os.close(fd)
+        if truncator is not None and truncator.poll() is None:
+            truncator.kill()
+    assert path.stat().st_size == 0
