@@ -15,8 +15,8 @@ from typing import Any, BinaryIO
 from ..errors import ConverterError, FormatError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
 
-__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting", "AtomicSave",
-           "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
+__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
+           "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
 # levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed

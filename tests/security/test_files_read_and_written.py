@@ -166,7 +166,8 @@ def test_outputs_named_alike_do_not_share_sidecars(tmp_path, first, second, veri
     manifest = (out / "t.manifest.json").read_bytes()
     args = ["convert", two, "-o", out / second] + (["--verify"] if verify else [])
     line = one_error_line(cli(*args))
-    assert f"t.manifest.json and t.weights belong to {first}, which uses the same NAME; writing {second}'s other weights" in line
+    assert f"t.manifest.json and t.weights belong to {first}, which uses the same NAME; " \
+           f"writing {second}'s other weights" in line
     assert not (out / second).exists()
     assert (out / "t.weights").read_bytes() == weights
     assert (out / "t.manifest.json").read_bytes() == manifest

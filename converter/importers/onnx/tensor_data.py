@@ -107,7 +107,7 @@ def declared_bytes(tensor: onnx.TensorProto) -> int:
 
 
 # -- external data ------------------------------------------------------------------------------
-_MAPS: dict[tuple, mmap.mmap | bytes] = {}
+_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see mapped_files.map_file
 
 
 def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,

@@ -103,7 +103,8 @@ def _strip_graph(buf, start: int, end: int, spans: list) -> bytes:
     return bytes(out)
 
 
-def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mmap | bytes]:
+def map_model(path: str | Path
+              ) -> tuple[bytes, list[memoryview | None], mmap.mmap | memoryview | bytes]:
     """Map an ONNX file: the model's bytes without initializer raw_data, each top-level
     initializer's raw_data as a view into the mapping (None where it has none), and the map.
 
