@@ -47,6 +47,8 @@ def load_npy(path: str | Path, what: str):
     tensor may take."""
     import numpy as np
 
+    from converter.file_guard import note_read
+
     where = str(path)
 
     def refuse(why: str, fix: str = _FIX):
@@ -61,6 +63,7 @@ def load_npy(path: str | Path, what: str):
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             refuse("it is not a regular file", "give the path of a .npy file")
+        note_read(path, f"the value of {what}", st)  # no output of the command may replace it
         os.set_blocking(f.fileno(), True)
         size = st.st_size
         try:

@@ -51,13 +51,21 @@ class _Group(LazyGroup):
         return found
 
     def invoke(self, ctx: click.Context):
+        from converter.file_guard import tracking
+        from converter.mapped_files import FileChanging, guarding
+
         try:
-            return super().invoke(ctx)
+            # tracking: every file the command reads, so that no output replaces one;
+            # guarding: a mapped file another program starts to change stops the command.
+            with tracking(), guarding():
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except click.ClickException as e:  # click prints it: a file name in it is shown too
             e.message = shown(e.message)
             raise
+        except FileChanging as e:  # before Stopped: a KeyboardInterrupt too
+            _report(ctx, f"error: {e.line()}")
         except Stopped as e:  # the usual exit status of a process ended by a signal
             echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
                  f"written", err=True)

@@ -114,12 +114,21 @@ def convert(source: str | Path, output: str | Path | None = None, *,
     returns a `converter.dynamic.Variants` (written as one .webnn/.json/.js with shared weights).
 
     Raises UnsupportedError listing what still breaks the target after its passes, and
-    ConverterError when `output` is `source` (or one of its files): nothing is written then.
+    ConverterError when `output` (or its manifest, weights or page) is a file the conversion
+    reads (the source, its graph files, its external data), or would replace the weights of
+    another graph file named alike: nothing is written then.
     """
-    from .by_suffix import load_any, refuse_overwriting, write_any
+    from .file_guard import tracking
 
     if io_layout is not None and target is None:
         raise ConverterError("io_layout applies with a target", fix="give target= too")
+    with tracking():  # the files read (external data too) are never the ones written
+        return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs)
+
+
+def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs):
+    from .by_suffix import load_any, refuse_overwriting, write_any
+
     if output is not None:
         refuse_overwriting([source], output)
     if dims and any(not isinstance(v, int) for v in dims.values()):

@@ -411,6 +411,7 @@ def _finding(stage, op: Operation, sources, before, after, budget, detail, outpu
 
 def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
     from .by_suffix import write_any as save
+    from .file_guard import check_writes
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -431,6 +432,9 @@ def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> 
         output_names=[o.name for o in only.outputs])
     for out in new.outputs:
         renamed.set_output(out.name, out)
+    values = [folder / f"{safe[name]}.npy" for name in feeds] + \
+        [folder / f"expected_{_safe(out.name)}.npy" for out in op.outputs]
+    check_writes(values)  # none is a file the command reads (an --input .npy)
     written = [str(p) for p in save(renamed, folder / "subgraph.webnn")]
     for name, value in feeds.items():
         path = folder / f"{safe[name]}.npy"

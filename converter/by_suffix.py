@@ -4,7 +4,6 @@ output chosen by its suffix. Writes are atomic: on any failure nothing is left b
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -67,9 +66,15 @@ def load_any(path: str | Path, *, dims: Mapping[str, int] | None = None,
 def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Path]:
     """Write `graph` (or Variants, to .webnn/.json/.js) in the format the suffix names;
     return the files written. `verify=False` spares a .webnn/.json save re-checking a graph
-    the caller has just verified (an import's result, untouched since)."""
+    the caller has just verified (an import's result, untouched since).
+
+    Nothing is written when any of the files it would write (the output, its manifest,
+    weights and page) is a file this command reads (converter.file_guard)."""
+    from .file_guard import check_writes
+
     path = Path(path)
     suffix = path.suffix.lower()
+    check_writes(_with_siblings(path))
     if suffix in (".webnn", ".json"):
         from .dynamic.variants_file import save_graph_file
 
@@ -113,26 +118,19 @@ def _with_siblings(path: Path) -> list[Path]:
     return [path]
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    """The same path once resolved, or the same inode (a hard link, a bind mount)."""
-    if a.resolve() == b.resolve():
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist yet: not the same file
-        return False
-
-
 def refuse_overwriting(inputs: Iterable[str | Path], output: str | Path) -> None:
     """Raise when writing `output` (with its manifest, weights, page) would replace one of the
-    `inputs` (a source model, its graph files, a .npy value) while it is being read."""
-    written = _with_siblings(Path(output))
-    for source in inputs:
-        source = Path(source)
-        read = _with_siblings(source) if source.suffix.lower() in (".webnn", ".json") \
-            else [source]
-        for w in written:
-            if any(_same_file(w, r) for r in read):
-                raise ConverterError(f"the output {w} is an input of this conversion "
-                                     f"({source}); writing it would destroy what is read",
-                                     where=str(output), fix="write to another path")
+    `inputs` (a source model, its graph files, a .npy value): they are recorded as read and
+    the outputs checked against them (converter.file_guard), before anything is read. Files
+    found while reading (external data) are checked when the outputs are saved."""
+    from .file_guard import check_writes, note_read, tracking
+
+    with tracking():
+        for source in inputs:
+            source = Path(source)
+            read = _with_siblings(source) if source.suffix.lower() in (".webnn", ".json") \
+                else [source]
+            for path in read:
+                note_read(path, "named on the command line" if path == source
+                          else f"part of {source.name}")
+        check_writes(_with_siblings(Path(output)))

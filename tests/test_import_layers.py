@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "converter"
 
 LAYERS: list[set[str]] = [
-    {"errors", "dtypes", "schemas", "fetch", "budget", "threads"},           # 0 base
+    {"errors", "dtypes", "schemas", "fetch", "budget", "threads", "file_guard",
+     "mapped_files"},                                                        # 0 base
     {"ir"},                                                                  # 1
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3

@@ -54,7 +54,10 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
-    they do not. OUTPUT may not be SOURCE or any file the command reads.
+    they do not. Nothing OUTPUT writes (its manifest, weights, page) may be a file the
+    command reads: SOURCE, its external data, a --const file. Graph files named alike
+    (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
+    one whose weights differ from those another one uses is refused: name it apart.
     """
     refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
     if prompt is not None:

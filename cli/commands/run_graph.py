@@ -25,7 +25,9 @@ from ..terminal import echo
               help="An input's value as a .npy file (repeatable); missing inputs are seeded "
                    "random values.")
 @click.option("--output-dir", required=True, type=click.Path(file_okay=False),
-              help="Where to write one NAME.npy per output.")
+              help="Where to write one NAME.npy per output (characters other than letters, "
+                   "digits, '.', '_', '-' become '_'; names that then clash get _2, _3 ...; "
+                   "each output's file is printed).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the inputs not given.")
 @click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
@@ -90,9 +92,41 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
 
 
 def _write(outputs, output_dir) -> None:
+    """Save each output as its own .npy file (output_files names them) and say which holds
+    which. The files appear together or not at all, and none may replace a file the command
+    reads (an --input file in the same folder)."""
+    from converter.file_guard import check_writes
+    from converter.formats._files import AtomicSave
+
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    files = output_files(list(outputs), folder)
+    check_writes(files.values())
+    with AtomicSave() as save:
+        for name, value in outputs.items():
+            with save.open(files[name]) as f:
+                np.save(f, value, allow_pickle=False)
+        save.commit()
     for name, value in outputs.items():
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-        np.save(folder / f"{safe}.npy", value)
-        echo(f"{name}: {value.dtype}{list(value.shape)} -> {folder / (safe + '.npy')}")
+        echo(f"{name}: {value.dtype}{list(value.shape)} -> {files[name]}")
+
+
+def output_files(names: list[str], folder: Path) -> dict[str, Path]:
+    """A file in `folder` for each output name, each different (also by case, for disks that
+    ignore it): the name with every character but letters, digits, '.', '_' and '-' made '_'
+    (and a leading '.' too: no hidden files); a name that then equals an earlier one's gets
+    _2, _3 ... in output order, so `y/1` and `y:1` become y_1.npy and y_1_2.npy, the same
+    every run."""
+    files: dict[str, Path] = {}
+    taken: set[str] = set()
+    for name in names:
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name)
+        if not safe or safe.startswith("."):
+            safe = "_" + safe[1:] if safe else "output"
+        stem, n = safe, 1
+        while stem.lower() in taken:
+            n += 1
+            stem = f"{safe}_{n}"
+        taken.add(stem.lower())
+        files[name] = folder / f"{stem}.npy"
+    return files

@@ -75,7 +75,9 @@ def js_op(name: str):
 def write_js(graph: Graph, path: str | Path) -> list[Path]:
     """Write NAME.js, NAME.html, NAME.weights and NAME.manifest.json; return their paths.
 
-    Nothing is written for an invalid graph, and a failed write leaves nothing behind.
+    Nothing is written for an invalid graph, or when NAME.weights and NAME.manifest.json
+    belong to another graph file of the same NAME (NAME.webnn, NAME.json) and would change;
+    a failed write leaves nothing behind.
     """
     path = Path(path)
     if path.suffix != ".js":

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, ParseError
+from ..file_guard import check_shared_sidecars, check_writes, note_read
 
-__all__ = ["open_model_file", "read_text", "parse_json", "check_nesting", "AtomicSave",
-           "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
+__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
+           "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
 # levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
@@ -27,8 +28,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def open_model_file(path: Path, what: str, *, folder: Path | None = None,
-                    fix: str | None = None,
-                    error: type[FormatError] = FormatError) -> BinaryIO:
+                    fix: str | None = None, error: type[FormatError] = FormatError,
+                    sidecar: bool = False) -> BinaryIO:
     """Open a file a model consists of (graph, manifest, weights, .tflite) for reading.
 
     A model file is untrusted, and so is whatever sits next to it, so the file must be a
@@ -36,6 +37,9 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     link out of the folder, a FIFO or device (which would block or never end) and a folder are
     refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
+    A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
+    weights file) must also have one link only (`check_sidecar`). The file is recorded as read
+    (file_guard), so that no output of the command replaces it.
     """
     path = Path(path)
     where = str(path)
@@ -55,13 +59,17 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
         raise error(f"the {what} cannot be opened ({e.strerror})", where=where) from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if not stat.S_ISREG(mode):
             kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
                     if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
                     or stat.S_ISBLK(mode) else "not a regular file")  # open() refuses sockets
             raise error(f"the {what} is {kind}, not a file", where=where,
                         fix="give a regular file")
+        if sidecar:
+            check_sidecar(st, where, what, error)
+        note_read(path, f"the {what}", st)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -70,12 +78,27 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
         raise
 
 
+def check_sidecar(st: os.stat_result, where: str, what: str,
+                  error: type[FormatError] = FormatError) -> None:
+    """Refuse a file a model names (or finds by its name) that has more than one hard link.
+
+    A hard link passes every folder test: `weights.bin` linked to `~/.ssh/id_rsa` lies inside
+    the model's folder, yet reading it would copy the key into the weights a user publishes.
+    Model files are written, not linked, so one link is all a real one has.
+    """
+    if st.st_nlink > 1:
+        raise error(f"the {what} has {st.st_nlink} hard links; a file linked from elsewhere is "
+                    f"not read as part of a model", where=where,
+                    fix="make it a file of its own (cp it to a new name and back)")
+
+
 def read_text(path: Path, what: str, fix: str | None = None,
               error: type[FormatError] = FormatError, folder: Path | None = None,
-              max_bytes: int | None = None) -> str:
+              max_bytes: int | None = None, sidecar: bool = False) -> str:
     """The UTF-8 text of a model file, opened by `open_model_file`'s rules; a file over
     `max_bytes` is refused before it is read."""
-    with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+    with open_model_file(path, what, folder=folder, fix=fix, error=error,
+                         sidecar=sidecar) as f:
         size = os.fstat(f.fileno()).st_size
         if max_bytes is not None and size > max_bytes:
             raise error(f"the {what} is {size} bytes, over the limit of {max_bytes} for one",
@@ -198,7 +221,9 @@ class AtomicSave:
         return exc.filename is None or str(exc.filename) in self._temporary_names
 
     def open(self, final: Path) -> BinaryIO:
-        """A binary file that becomes `final` on commit."""
+        """A binary file that becomes `final` on commit; refused (before anything is created)
+        when `final` is a file this command reads (file_guard)."""
+        check_writes([final])
         folder = final.parent
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
@@ -240,7 +265,9 @@ class AtomicSave:
 
     def commit(self) -> list[Path]:
         """Make every file durable, then rename each into place and make the renames durable
-        (the folders' entries); return the final paths."""
+        (the folders' entries); return the final paths. Nothing is renamed when a graph's
+        manifest and weights would replace, with other bytes, those of another graph file
+        named alike (file_guard.check_shared_sidecars)."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
@@ -248,6 +275,8 @@ class AtomicSave:
             _fsync_all([tmp for tmp, _ in self._pending])
         except OSError as e:  # leaving the block removes the temporary files still there
             raise self._sync_error(e) from None
+        # Another graph's weights named alike are not replaced by other bytes (file_guard).
+        check_shared_sidecars({final: tmp for tmp, final in self._pending})
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
             if final.is_dir():
@@ -392,7 +421,11 @@ class StagedSave:
         return self.stage / Path(final).name
 
     def commit(self, staged: list[Path]) -> list[Path]:
+        """Move the staged files to the outputs' folder; refused, with nothing moved, when one
+        would replace a file this command reads or another graph's weights (file_guard)."""
         finals = [self.folder / p.name for p in staged]
+        check_writes(finals)
+        check_shared_sidecars(dict(zip(finals, staged)))
         for final in finals:
             if final.is_dir():
                 raise FormatError("a folder has the file's name", where=str(final),
@@ -409,14 +442,17 @@ class StagedSave:
         return finals
 
 
-_HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
+# Windows has no SIGHUP; SIGIO stops a command whose mapped file another program is changing
+# (converter/mapped_files.py), held only while that handler is set (its default ends us).
+_HELD = ("SIGINT", "SIGTERM", "SIGHUP", "SIGIO")
 
 
 @contextlib.contextmanager
 def signals_held():
-    """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op. Yields
-    the handlers it replaced, by signal (a forked child puts them back: see forked.py).
+    """Delay SIGINT, SIGTERM, SIGHUP and a handled SIGIO (delivered on leaving) for a few file
+    operations that must not stop halfway. Off the main thread (where handlers cannot be set)
+    a no-op. Yields the handlers it replaced, by signal (a forked child puts them back: see
+    forked.py).
 
     The signals are caught by a recording handler and raised again on leaving, not masked: a
     mask holds them for the main thread only, and a process-directed signal then goes to any
@@ -430,7 +466,9 @@ def signals_held():
     try:  # from the first replacement on: a signal between two of them restores the first
         for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
             handler = signal.getsignal(signum)
-            if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            if handler is not None and handler is not signal.SIG_IGN \
+                    and (signum != getattr(signal, "SIGIO", None) or callable(handler)):
+                # (None: a handler set outside Python)
                 replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
         yield replaced
     finally:

@@ -26,6 +26,7 @@ from .. import dtypes
 from ..errors import WeightsError
 from ..ir.graph import shape_problem
 from ..ir.operand import ConstantData
+from ..mapped_files import map_file
 from ..schemas import validate
 from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 
@@ -105,7 +106,7 @@ def read_manifest(path: Path) -> dict[str, ManifestEntry]:
     text = read_text(path, "weights manifest",
                      fix="the graph references weights; keep NAME.manifest.json and "
                          "NAME.weights next to the graph file", error=WeightsError,
-                     max_bytes=MAX_MANIFEST_BYTES)
+                     max_bytes=MAX_MANIFEST_BYTES, sidecar=True)
     obj = parse_json(text, where, "weights manifest")
     validate(obj, "weights-manifest", where)
     entries: dict[str, ManifestEntry] = {}
@@ -139,22 +140,24 @@ class WeightsFile:
         self._map = self._open()
         self._check_layout(len(self._map))
 
-    def _open(self) -> mmap.mmap:
+    def _open(self) -> mmap.mmap | memoryview:
         where = str(self.path)
         with open_model_file(self.path, "weights file", error=WeightsError,
-                             fix=f"it belongs next to {self.manifest_path.name}") as f:
+                             fix=f"it belongs next to {self.manifest_path.name}",
+                             sidecar=True) as f:
             size = os.fstat(f.fileno()).st_size
             if size < HEADER_SIZE:
                 raise WeightsError(f"the file has {size} bytes, less than the 8-byte header",
                                    where=where, fix="it is not a WGWT weights file")
-            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mapping = map_file(f.fileno(), where, "weights file")
         magic, version = _HEADER.unpack_from(mapping, 0)
+        if magic != MAGIC or version != VERSION:
+            if isinstance(mapping, mmap.mmap):  # the traceback keeps this frame: unmap now
+                mapping.close()
         if magic != MAGIC:
-            mapping.close()
             raise WeightsError(f"the file starts with {magic!r}, not {MAGIC!r}", where=where,
                                fix="it is not a WGWT weights file")
         if version != VERSION:
-            mapping.close()
             raise WeightsError(f"weights file version {version} is not supported (only "
                                f"{VERSION})", where=where)
         return mapping

@@ -7,9 +7,13 @@ file is untrusted, so all of them go through this module:
 
   * `external_bytes` is the only place an external data file is opened. The location is taken
     relative to the model's own folder (never the working directory); it may not be absolute,
-    contain `..`, or resolve (through symlinks) outside the folder; the file must be a regular
-    file, opened non-blocking (a FIFO or a device can neither block nor be read); `offset` and
-    `length` must be decimal integers and lie inside the file.
+    contain `..` or a hidden component (`.ssh/id_rsa`), or resolve (through symlinks) outside
+    the folder or to a hidden file; the file must be a regular file with one link (a hard link
+    passes every folder test), opened non-blocking (a FIFO or a device can neither block nor
+    be read); `offset` and `length` must be decimal integers. A tensor reads exactly the bytes
+    its dims and data type take, from `offset`: a `length` that says otherwise is refused, and
+    without one the rest of the file is never read. The file is recorded as read (file_guard),
+    so no output of the command may replace it.
   * `resolve_tensors` walks the whole model once when it is read. External data of every tensor
     other than the top-level initializers (which stay memory-mapped views) is copied into the
     tensor's raw_data, so nothing downstream (the reference evaluator that folds constants, ONNX
@@ -34,6 +38,8 @@ import onnx
 from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
+from ...file_guard import note_read
+from ...mapped_files import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
            "tensor_array", "attribute_array", "sparse_array", "check_tensor", "declared_bytes"]
@@ -101,7 +107,7 @@ def declared_bytes(tensor: onnx.TensorProto) -> int:
 
 
 # -- external data ------------------------------------------------------------------------------
-_MAPS: dict[tuple, mmap.mmap | bytes] = {}
+_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see mapped_files.map_file
 
 
 def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
@@ -126,6 +132,11 @@ def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
             or location.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", location):
         raise FormatError(f"{what}: external data path {location!r} leaves the model's folder",
                           where=where, fix=fix)
+    if any(_hidden(part) for part in parts):
+        raise FormatError(f"{what}: external data path {location!r} names a hidden file or "
+                          f"folder, which is never read as weights", where=where,
+                          fix="keep external data in plain, visible files beside the model")
+    need = _external_need(tensor, what, where)
     numbers = {}
     for key in ("offset", "length"):
         text = info.get(key)
@@ -140,13 +151,36 @@ def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
     if os.path.commonpath([root, target]) != root or target == root:
         raise FormatError(f"{what}: external data path {location!r} leaves the model's folder "
                           f"(through a symbolic link)", where=where, fix=fix)
+    if any(_hidden(part) for part in Path(os.path.relpath(target, root)).parts):
+        raise FormatError(f"{what}: external data path {location!r} leads to a hidden file "
+                          f"(through a symbolic link), which is never read as weights",
+                          where=where, fix="keep external data in plain, visible files")
+    if "length" in numbers and numbers["length"] != need:
+        raise FormatError(f"{what}: external data length {numbers['length']} does not match "
+                          f"its shape, which takes {need} bytes", where=where,
+                          fix="the model file is damaged or hostile; re-export it")
     buf = _map_regular(target, location, what, where)
     offset = numbers.get("offset", 0)
-    end = len(buf) if "length" not in numbers else offset + numbers["length"]
-    if offset > len(buf) or end > len(buf):
+    end = offset + need
+    if end > len(buf):
         raise FormatError(f"{what}: external data [{offset}, {end}) lies outside {location!r} "
                           f"({len(buf)} bytes)", where=where)
     return memoryview(buf)[offset:end]
+
+
+def _hidden(part: str) -> bool:
+    """A path component naming a hidden file or folder (`.ssh`); `.` itself is the folder."""
+    return part.startswith(".") and part != "."
+
+
+def _external_need(tensor: onnx.TensorProto, what: str, where: str) -> int:
+    """The bytes an external tensor's dims and data type take: all it may read."""
+    dims = _dims(tensor, what, where)
+    size = _itemsize(tensor, what, where)
+    if size is None:
+        raise FormatError(f"{what} is a string tensor with external data, which has no fixed "
+                          f"size to read", where=where, fix="store string tensors in the model")
+    return shape_bytes(dims, size)
 
 
 def _map_regular(target: str, location: str, what: str, where: str):
@@ -166,9 +200,15 @@ def _map_regular(target: str, location: str, what: str, where: str):
         if not stat.S_ISREG(st.st_mode):
             raise FormatError(f"{what}: external data file {location!r} is not a regular file",
                               where=where, fix="external data must be a plain file")
+        if st.st_nlink > 1:
+            raise FormatError(f"{what}: external data file {location!r} has {st.st_nlink} hard "
+                              f"links; a file linked from elsewhere is not read as weights",
+                              where=where, fix="make it a file of its own (cp it to a new "
+                              "name and back)")
+        note_read(target, f"external data of {where}", st)
         key = (target, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if key not in _MAPS:
-            _MAPS[key] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+            _MAPS[key] = map_file(fd, target, "external data file")
         return _MAPS[key]
     finally:
         os.close(fd)

@@ -23,6 +23,9 @@ import os
 import stat
 from pathlib import Path
 
+from ...file_guard import note_read
+from ...mapped_files import map_file
+
 __all__ = ["map_model", "WireError", "MAX_FIELDS", "MAX_MESSAGE_BYTES"]
 
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
@@ -183,7 +186,8 @@ def _stripped_model(buf, spans: list) -> bytes:
     return bytes(out)
 
 
-def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mmap | bytes]:
+def map_model(path: str | Path
+              ) -> tuple[bytes, list[memoryview | None], mmap.mmap | memoryview | bytes]:
     """Map an ONNX file: the model's bytes without initializer raw_data, each top-level
     initializer's raw_data as a view into the mapping (None where it has none), and the map.
 
@@ -198,7 +202,8 @@ def map_model(path: str | Path) -> tuple[bytes, list[memoryview | None], mmap.mm
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise WireError("not a regular file")
-        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+        note_read(path, "the ONNX model", st)
+        mapped = map_file(fd, str(path), "ONNX model")
     finally:
         os.close(fd)
     view = memoryview(mapped)

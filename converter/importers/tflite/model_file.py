@@ -11,7 +11,6 @@ and not halfway through an import.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from ai_edge_litert import schema_py_generated as schema
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...formats._files import open_model_file
+from ...mapped_files import map_file
 
 __all__ = ["TfliteModel", "Subgraph", "Tensor", "Operator", "Quantization", "read_tflite",
            "TYPES", "TypeInfo", "OP_NAMES"]
@@ -225,7 +225,7 @@ def _open(source) -> tuple[str, Any]:
         if os.fstat(f.fileno()).st_size == 0:
             raise FormatError("not a TFLite model: the file is empty", where=where)
         # The mapping stays alive as long as any weight view into it does.
-        return where, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return where, map_file(f.fileno(), where, "TFLite model")
 
 
 def _parse(buf, where: str, trail: _Trail) -> TfliteModel:
