@@ -25,6 +25,7 @@ from .checks import check_attribute_types, check_known_indices, check_known_top_
 from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
+from .node_order import node_order
 from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
 from .tensor_data import resolve_tensors, sparse_array, tensor_array
 
@@ -142,7 +143,8 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
 
     problems: list[str] = []
     needs: list[str] = []
-    for index, proto in enumerate(model.graph.node):
+    for index in node_order(model.graph, where):
+        proto = model.graph.node[index]
         node = OnnxNode(proto, ctx.opsets.get("" if proto.domain in DEFAULT_DOMAINS
                                               else proto.domain, 0), index)
         ctx.node = node
