@@ -52,6 +52,9 @@ class VerifyReport:
     oracle: str | None = None  # how the float64 values were computed, or why they were not
     source_f64: str | None = None  # whether the source ran in float64, and how
     noise_runs: list[str] = field(default_factory=list)  # the source's other runs
+    # Source outputs the graph lacks because they hold no values ({"name", "shape"}): the
+    # import drops them, as WebNN has no empty tensors; listed, not compared.
+    dropped: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -67,6 +70,7 @@ class VerifyReport:
             "others": {k: [o.to_json() for o in v] for k, v in self.others.items()},
             "sessionOptions": self.session_options, "oracle": self.oracle,
             "sourceFloat64": self.source_f64, "sourceNoiseRuns": self.noise_runs,
+            "droppedOutputs": self.dropped,
         }
         if not self.passed:
             out["hint"] = BISECT_HINT
@@ -249,6 +253,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
                           "webnn-onnx" if runtime == "ort" else runtime, described,
                           session_options=SESSION_OPTIONS[source.suffix.lower()])
+    report.dropped = [{"name": n, "shape": [int(d) for d in np.shape(v)]}
+                      for n, v in want.items() if n not in graph.outputs and np.size(v) == 0]
+    want = {n: v for n, v in want.items() if n in graph.outputs or np.size(v)}
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     report.outputs = _compare_all(graph, want, got, str(source), bounds)
     if oracle == "always" or (oracle == "auto" and not all(o.passed for o in report.outputs)):

@@ -51,6 +51,10 @@ def print_report(report) -> None:
             console.print(f"  decided by: {o.extra['decidedBy']}")
     bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
               for o in report.outputs}
+    if report.dropped:
+        console.print("not compared (empty, so not in the graph: WebNN has no empty tensors): "
+                      + ", ".join(f"{d['name']} {d['shape']}" for d in report.dropped),
+                      markup=False)
     made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
                      for name, d in report.inputs.items())
     console.print(f"inputs: {made}")

@@ -19,6 +19,7 @@ from ...budget import MemoryBudget
 from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
 from .. import REFUSAL_FIX
+from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
@@ -165,6 +166,9 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
         value = ctx.values.get(vi.name)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
+        if value.operand is None and value.known is not None and value.known.size == 0:
+            drop_empty_output(graph, vi.name, value.known_shape)
+            continue
         try:
             graph.set_output(vi.name, _as_result(ctx, vi.name))
         except Unsupported as e:
@@ -174,6 +178,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
                                  fix=REFUSAL_FIX)
         error.needs_known = needs
         raise error
+    announce_dropped(graph, where)
     return graph.verify()
 
 
