@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import ImportContext
+from ..context import Complex, ImportContext
 from ..model_file import TYPES, Operator, Tensor
 from ..registry import Unsupported, tflite_op
 from ._common import emit
@@ -40,18 +40,27 @@ def quantize(ctx: ImportContext, op: Operator):
     return [x]
 
 
-@tflite_op("CAST", webnn=("cast", "notEqual"))
+@tflite_op("CAST", webnn=("cast", "notEqual", "identity"))
 def cast(ctx: ImportContext, op: Operator):
-    """A cast to BOOL is `x != 0`; others convert (floats to integers toward zero)."""
+    """A cast to BOOL is `x != 0`; others convert (floats to integers toward zero).
+
+    A COMPLEX64 input (an RFFT2D's spectrum) casts its real part, as LiteRT's kernel does
+    (std::real, then the cast: the imaginary part is dropped, and BOOL is `real != 0`); to
+    COMPLEX64 it stays as it is."""
     target_tensor = ctx.out_tensor()
+    if ctx.is_complex(0):
+        z = ctx.complex(0)
+        if target_tensor.type_name == "COMPLEX64":
+            return [Complex(emit(ctx, "identity", z.real, suffix="re"),
+                            emit(ctx, "identity", z.imag, suffix="im"))]
     target = target_tensor.info.webnn
     if target is None:
         raise Unsupported(f"its output is {target_tensor.type_name}, which WebNN does not have")
-    known = ctx.known(0)
+    known = ctx.known(0) if not ctx.is_complex(0) else None
     if known is not None and ctx.quant(0) is None and known.dtype.kind in "iu" \
             and target_tensor.info.numpy.kind in "iu" and not target_tensor.is_bool:
         return [known.astype(target_tensor.info.numpy)]
-    x = ctx.operand(0)
+    x = ctx.complex(0).real if ctx.is_complex(0) else ctx.operand(0)
     if target_tensor.is_bool:
         return [emit(ctx, "notEqual", x, ctx.scalar(0, x.data_type))]
     if x.data_type == target:
