@@ -42,8 +42,9 @@ def announce_dropped(graph: Graph, where: str) -> None:
     dropped = dropped_outputs(graph)
     if dropped and not graph.outputs:
         raise UnsupportedError(
-            [f"graph output '{d['name']}': '{d['name']}' has shape {d['shape']}, with a 0 "
-             f"dimension; WebNN has no empty tensors, and no output of the model holds values"
+            [f"graph output '{d['name']}' is empty ('{d['name']}' has shape {d['shape']}, "
+             f"with a 0 dimension); WebNN has no empty tensors, and no output of the model "
+             f"holds values"
              for d in dropped], where=where, fix="export the model with outputs that hold values")
     for d in dropped:
         warnings.warn(DroppedOutputWarning(
