@@ -104,3 +104,32 @@ def test_cast_of_a_spectrum_to_complex64_keeps_both_parts():
     xv = rand(2, 8)
     largest = float(np.abs(np.fft.rfft(xv.astype(np.float64))).max())
     check(b.build(outputs), {"x": xv}, _rfft_bound([2, 8], [1, 8], largest))
+
+
+# -- float to integer: LiteRT saturates ------------------------------------------------------
+_SPECIAL = np.array([[np.nan, np.inf, -np.inf, 2147483520.0, 2147483648.0, -2147483648.0,
+                      4294967040.0, 4294967296.0, 9.3e18, -9.3e18, 255.9, -0.9, 300.7, -2.5,
+                      127.5, -128.5, 42.0, -0.0]], np.float32)
+
+
+@pytest.mark.parametrize("target", ["uint8", "int8", "int32", "uint32", "int64"])
+def test_float_to_integer_cast_saturates_as_litert(target):
+    b = TfliteBuilder()
+    x = b.input("x", list(_SPECIAL.shape))
+    out = b.tensor("cast", list(_SPECIAL.shape), target)
+    b.op("CAST", [x], [out])
+    model = b.build([out])
+    want = run_litert(model, {"x": _SPECIAL})["cast"]
+    info = np.iinfo(target)
+    assert want[0, 1] == info.max and want[0, 2] == info.min  # LiteRT saturates +-inf
+    check(model, {"x": _SPECIAL}, EXACT)
+
+
+@pytest.mark.parametrize("target", ["uint8", "int8", "int32"])
+def test_cast_of_a_spectrum_out_of_range_saturates_as_litert(target):
+    # bins 0 and 1 of [x0, x1] are x0 + x1 and x0 - x1: 1000 and -1000, past int8 and uint8
+    x = np.array([[[500.25, 499.75]], [[-500.25, 499.75]]], np.float32)
+    model = _spectrum_cast([2, 1, 2], [1, 2], target)
+    want = run_litert(model, {"x": x})["cast"]
+    _, got = check(model, {"x": x}, EXACT)
+    np.testing.assert_array_equal(got["cast"], want)
