@@ -133,14 +133,15 @@ class BenchBrowser:
         self._pw = None
         self.browser = browser
         if browser is None:
-            from playwright.sync_api import sync_playwright
+            from playwright.sync_api import Error, sync_playwright
 
             from converter.runtimes.browser_install import find_chromium
             from converter.runtimes.chromium import LAUNCH_ARGS
+            from converter.runtimes.chromium_sandbox import launch
 
             self._pw = sync_playwright().start()
-            self.browser = self._pw.chromium.launch(executable_path=str(find_chromium()),
-                                                    args=list(LAUNCH_ARGS))
+            self.browser = launch(self._pw.chromium, str(find_chromium()), list(LAUNCH_ARGS),
+                                  Error)
 
     def run(self, which: str, spec: dict) -> dict:
         """One runtime on one model, on a fresh page: {setupMs, medianMs, sample}."""

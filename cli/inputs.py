@@ -1,18 +1,28 @@
-"""Input values the user gives (`--input NAME=FILE.npy`, `--inputs DIR`), read as arrays."""
+"""Input values the user gives (`--input NAME=FILE.npy`, `--inputs DIR`, `--const NAME=FILE.npy`),
+read as arrays.
+
+A .npy file's header says its shape and dtype; numpy allocates what they ask for before it finds
+the file too short (a 128-byte file claiming 10**12 elements was 4 TB asked of the allocator).
+So the header is read first and checked against the file's size and the per-tensor memory limit
+(`--max-tensor-bytes`) before the data is allocated.
+"""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Mapping
 
 from converter.errors import ConverterError
 
+__all__ = ["read_inputs", "load_npy"]
+
+_FIX = "write it with numpy.save (no pickled objects)"
+
 
 def read_inputs(given: Mapping[str, str], folder: str | None = None) -> dict:
     """Arrays by input name: every `NAME.npy` regular file of `folder` (symlinks and other
     files are not read), then the `--input` files, which win over the folder's."""
-    import numpy as np
-
     paths: dict[str, Path] = {}
     if folder is not None:
         try:
@@ -27,11 +37,70 @@ def read_inputs(given: Mapping[str, str], folder: str | None = None) -> dict:
             raise ConverterError("no NAME.npy files in the inputs folder", where=folder,
                                  fix="save each input as INPUT_NAME.npy (numpy.save)")
     paths.update({name: Path(path) for name, path in given.items()})
-    arrays = {}
-    for name, path in paths.items():
+    return {name: load_npy(path, f"input '{name}'") for name, path in paths.items()}
+
+
+def load_npy(path: str | Path, what: str):
+    """The array of a .npy file, its header checked before its data is allocated; one-line
+    ConverterError (naming the file) for a file that is not a regular file, not .npy, holds
+    pickled objects, or whose header asks for more bytes than the file holds or than one
+    tensor may take."""
+    import numpy as np
+
+    where = str(path)
+
+    def refuse(why: str, fix: str = _FIX):
+        raise ConverterError(f"cannot read {what} as .npy: {why}", where=where, fix=fix)
+
+    try:  # without blocking: a FIFO given as an input must not hang the command
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        refuse(e.strerror or str(e), "give the path of a .npy file")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            refuse("it is not a regular file", "give the path of a .npy file")
+        os.set_blocking(f.fileno(), True)
+        size = st.st_size
         try:
-            arrays[name] = np.load(path, allow_pickle=False)
+            shape, dtype = _header(f)
+        except (ValueError, OSError) as e:  # numpy says what is wrong with the header
+            refuse(f"its header cannot be read ({e})")
+        if dtype.hasobject:
+            refuse(f"it holds Python objects ({dtype}), which would need unpickling")
+        _check_size(shape, dtype, size - f.tell(), what, where)
+        f.seek(0)
+        try:
+            return np.load(f, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise ConverterError(f"cannot read input '{name}' as .npy: {e}", where=str(path),
-                                 fix="write it with numpy.save (no pickled objects)") from None
-    return arrays
+            refuse(str(e))
+
+
+def _header(f):
+    """(shape, dtype) from a .npy header, with the file left at the start of the data."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = npy.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, _, dtype = npy.read_array_header_2_0(f)
+    else:  # 3.0 only differs for structured dtypes with non-Latin-1 names: no input has them
+        raise ValueError(f"format version {version[0]}.{version[1]} is not one numpy.save "
+                         f"writes for plain arrays")
+    return shape, dtype
+
+
+def _check_size(shape, dtype, data_bytes: int, what: str, where: str) -> None:
+    from converter.budget import MemoryBudget, format_size, shape_bytes
+
+    nbytes = shape_bytes(shape, dtype.itemsize)
+    described = f"{dtype}{list(shape)}"
+    if nbytes > data_bytes:
+        raise ConverterError(
+            f"cannot read {what} as .npy: its header says {described}, {nbytes} bytes, but "
+            f"the file holds {data_bytes} after its header", where=where,
+            fix="the file is truncated or damaged; write it again with numpy.save")
+    # Reading allocates what the header says (the file's size bounds it): one tensor's limit.
+    MemoryBudget().claim(nbytes, f"{what} ({described}, {format_size(nbytes)})", where=where)

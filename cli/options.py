@@ -54,6 +54,8 @@ def _shape(ctx, param, values) -> dict[str, list[int]]:
 def _const(ctx, param, values) -> dict:
     import numpy as np
 
+    from .inputs import load_npy
+
     known = {}
     for item in values:
         name, sep, value = item.partition("=")
@@ -62,10 +64,7 @@ def _const(ctx, param, values) -> dict:
                                      f"NAME=FILE.npy")
         if value.endswith(".npy"):
             ctx.meta.setdefault(INPUT_FILES, []).append(value)  # never to be overwritten
-            try:
-                known[name] = np.load(value, allow_pickle=False)
-            except (OSError, ValueError) as e:
-                raise click.BadParameter(f"{item!r}: cannot read {value}: {e}") from None
+            known[name] = load_npy(value, f"--const {name}")
             continue
         try:
             numbers = [float(v) if any(c in v for c in ".eEn") else int(v)

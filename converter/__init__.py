@@ -18,6 +18,8 @@ The Python API:
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -25,6 +27,17 @@ from .errors import (ConverterError, FormatError, GraphInvalidError, OpValidatio
                      ParseError, UnsupportedError, WeightsError)
 
 __version__ = "0.1.0"
+
+# ONNX Runtime's telemetry (1DS, on Linux and macOS) starts when onnxruntime is imported: it
+# writes TMPDIR/.ses and, under ~/.cache/Microsoft, a device id and an event database, and
+# would upload events. A converter leaves nothing behind and sends nothing, and only this
+# variable, set before that import, stops it all (onnxruntime.disable_telemetry_events(),
+# called after the import, is too late for the files; it still stops the events when the
+# caller imported onnxruntime before this package).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+if "onnxruntime" in sys.modules and hasattr(sys.modules["onnxruntime"],
+                                            "disable_telemetry_events"):
+    sys.modules["onnxruntime"].disable_telemetry_events()
 
 if TYPE_CHECKING:
     from .builder import GraphBuilder
@@ -172,14 +185,17 @@ def _at_dims(graph, dims):
 
 
 def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
-           target: str | Path | Target | None = None,
+           target: str | Path | Target | None = None, io_layout: str | None = None,
            inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
            **options: Any) -> VerifyReport:
     """Parity of a source model (on its own runtime) and its WebNN graph.
 
-    `graph` defaults to `source` converted now (with `target`'s rewrites when given, and the
-    `dims`, `input_shapes`, `known_inputs` options); `inputs` gives some or all inputs' values
-    (name -> array; bool accepted for a bool source input), the others are seeded (`seed`).
+    `graph` defaults to `source` converted now (with `target`'s rewrites when given, at
+    `io_layout` as `convert` takes it, and the `dims`, `input_shapes`, `known_inputs`
+    options); `inputs` gives some or all inputs' values (name -> array; bool accepted for a
+    bool source input), the others are seeded (`seed`). Inputs and outputs the graph takes or
+    gives transposed (converted with io_layout, now or earlier: the graph file records it)
+    are fed and compared in the source's layout: `inputs` are in the source model's layout.
     Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
     `graph` may be an emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or
     Variants (a model at several dims): the one at `dims` is verified.
@@ -190,12 +206,14 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
         graph = graph.at(options.get("dims"))
 
     if graph is None and target is not None:
-        graph = convert(source, target=target, dims=options.get("dims"),
+        graph = convert(source, target=target, io_layout=io_layout, dims=options.get("dims"),
                         input_shapes=options.get("input_shapes"),
                         known_inputs=options.get("known_inputs"))
     elif target is not None:
         raise ConverterError("target= rewrites the graph verify converts; a graph is given",
                              fix="give graph= or target=, not both")
+    elif io_layout is not None:
+        raise ConverterError("io_layout applies with a target", fix="give target= too")
     if inputs is not None:
         options["feeds"] = {**options.get("feeds", {}), **inputs}
     return _verify(source, graph, seed=seed, **options)

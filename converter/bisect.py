@@ -37,7 +37,8 @@ from . import ops as _ops  # noqa: F401  (the op catalogue the IR adds operation
 from .ir import Graph, Operation
 from .op_budgets import op_ulp_budget, within_ulp
 from .parity import NOISE_FACTOR
-from .verification import make_inputs, source_int_limits
+from .io_permutations import check_given, permutations, to_graph_inputs
+from .verification import as_graph_feeds, make_inputs, source_int_limits
 
 __all__ = ["Finding", "bisect", "isolate", "source_node_of"]
 
@@ -91,22 +92,30 @@ def bisect(source: str | Path, graph: Graph, *, seed: int = 0,
     """The first operation of `graph` whose result leaves its budget against the float64
     oracle, or None when every operation keeps within it. `dump` writes its one-op graph
     (`subgraph.webnn`), its inputs (`<input>.npy`) and the expected result (`expected_*.npy`).
+
+    `feeds` are in the source model's layout, as verify takes them: where the graph takes an
+    input transposed (io_permutations.py) it is fed transposed, and a permuted output of the
+    source is compared in the graph's layout.
     """
     from .reference import evaluate
 
     source = Path(source)
-    drawn, _ = make_inputs(graph, seed, source_int_limits(source))
-    drawn.update({k: np.asarray(v) for k, v in (feeds or {}).items()})
+    drawn, _ = make_inputs(graph, seed, source_int_limits(source), in_source_layout=True)
+    for name, value in (feeds or {}).items():
+        check_given(graph, name, value)
+        drawn[name] = np.asarray(value)
+    graph_feeds = to_graph_inputs(graph, as_graph_feeds(graph, drawn))
     try:
-        oracle = evaluate(graph, drawn, keep="all", dtype=np.float64)
+        oracle = evaluate(graph, graph_feeds, keep="all", dtype=np.float64)
     except NotImplementedError as e:
         raise ConverterError(f"cannot bisect: {e}", where=f"graph '{graph.name}'") from None
     oracle.update({n: np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f"
-                   else np.asarray(v) for n, v in drawn.items()})
+                   else np.asarray(v) for n, v in graph_feeds.items()})
     source_feeds = dict(drawn)
     source_feeds.update({k: np.asarray(v) for k, v in (known_inputs or {}).items()})
     floats = {n for n, o in graph.inputs.items() if o.data_type in dtypes.FLOAT_TYPES}
     trace = _source_trace(source, source_feeds, floats)
+    _outputs_as_graph_gives(trace, permutations(graph)["outputs"])
     found = _conversion_stage(trace, graph, oracle)
     if found is None:
         found = _executor_stage(graph, oracle, trace)
@@ -151,6 +160,15 @@ class _Trace:
         if node is not None:
             return [n.label for n in self.nodes if n.name == node][:1]
         return _labels(op.name)
+
+
+def _outputs_as_graph_gives(trace: _Trace, perms: Mapping[str, list[int]]) -> None:
+    """The source's values of outputs the graph gives transposed, transposed alike in every
+    run, so each is compared with the graph's operand in one layout."""
+    for run in (trace.values, *trace.others):
+        for name, perm in perms.items():
+            if name in run and np.ndim(run[name]) == len(perm):
+                run[name] = np.transpose(run[name], perm)
 
 
 def _source_trace(source: Path, feeds, float_inputs: set[str]) -> _Trace:

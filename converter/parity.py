@@ -86,7 +86,9 @@ class OutputParity:
             "dataType": self.data_type, "maxAbs": self.max_abs, "maxRel": self.max_rel,
             "maxUlp": self.max_ulp, "cosine": self.cosine, "worstIndex": self.worst_index,
             "mismatched": self.mismatched, "reason": self.reason,
-            "bounds": {k: v for k, v in asdict(self.bounds).items() if v not in (None, False)},
+            # ulp 0 is a bound (0 == False: compared by identity, not equality)
+            "bounds": {k: v for k, v in asdict(self.bounds).items()
+                       if v is not None and v is not False},
             "rule": self.rule, "normError": self.norm_error, "normBound": self.norm_bound,
             **self.extra,
         }

@@ -9,9 +9,13 @@ __all__ = ["summarize"]
 
 
 def summarize(graph: Graph) -> dict[str, Any]:
-    """Inputs, outputs, op histogram, constant count and bytes, transpose count."""
+    """Inputs, outputs, op histogram, constant count and bytes, transpose count; and, for a
+    graph converted with --io-layout, the inputs and outputs it transposed (`permuted`)."""
+    from .io_permutations import described
+
     hist = graph.op_histogram()
-    return {
+    permuted = described(graph)
+    info = {
         "name": graph.name,
         "inputs": {k: {"dataType": d.data_type, "shape": list(d.shape)}
                    for k, d in graph.input_descs().items()},
@@ -23,3 +27,6 @@ def summarize(graph: Graph) -> dict[str, Any]:
         "constantBytes": graph.constant_bytes(),
         "transposes": hist.get("transpose", 0),
     }
+    if permuted:
+        info["permuted"] = permuted
+    return info

@@ -24,9 +24,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import io_permutations
 from .errors import ConverterError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
+from .verification_notes import degenerate, overruled
 from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
                           source_alternates)
 
@@ -52,6 +54,12 @@ class VerifyReport:
     oracle: str | None = None  # how the float64 values were computed, or why they were not
     source_f64: str | None = None  # whether the source ran in float64, and how
     noise_runs: list[str] = field(default_factory=list)  # the source's other runs
+    # Inputs/outputs the graph takes/gives transposed (io_permutations.py): fed and compared
+    # in the source's layout.
+    permuted: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # What makes a pass prove little, or a pass against the user's explicit bounds
+    # (verification_notes.py).
+    warnings: list[str] = field(default_factory=list)
     # Source outputs the graph lacks because they hold no values ({"name", "shape"}): the
     # import drops them, as WebNN has no empty tensors; listed, not compared.
     dropped: list[dict] = field(default_factory=list)
@@ -72,14 +80,23 @@ class VerifyReport:
             "sourceFloat64": self.source_f64, "sourceNoiseRuns": self.noise_runs,
             "droppedOutputs": self.dropped,
         }
+        if self.permuted:
+            out["permuted"] = self.permuted
+        if self.warnings:
+            out["warnings"] = self.warnings
         if not self.passed:
             out["hint"] = BISECT_HINT
         return out
 
 
-def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = None
+def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = None, *,
+                in_source_layout: bool = False
                 ) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     """Seeded inputs for every graph input, and a description of how each was made.
+
+    With `in_source_layout`, an input the conversion transposed (`--io-layout`,
+    io_permutations.py) is made in the source model's shape: the same values whichever
+    layout the graph presents; `io_permutations.to_graph_inputs` transposes them for the graph.
 
     Every input is drawn in order from one generator (floats in [0, 1); integers below
     `int_limits[name]`, the embedding's rows, else 10; uint8 0 or 1), so an input's values do
@@ -91,23 +108,26 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
     """
     from . import dtypes
 
+    from .io_permutations import source_shape
+
     rng = np.random.default_rng(seed)
     feeds, described = {}, {}
     for name, operand in graph.inputs.items():
         np_type = dtypes.numpy_dtype(operand.data_type)
+        shape = source_shape(graph, name) if in_source_layout else operand.shape
         if np_type.kind == "f":
-            arr, drawn = rng.random(operand.shape, dtype=np.float64).astype(np_type), [0.0, 1.0]
+            arr, drawn = rng.random(shape, dtype=np.float64).astype(np_type), [0.0, 1.0]
             made = "seeded uniform in [0, 1)"
         else:
             limit = (int_limits or {}).get(name)
             hi = limit or (2 if operand.data_type == "uint8" else 10)
-            arr, drawn = rng.integers(0, hi, operand.shape).astype(np_type), [0, hi]
+            arr, drawn = rng.integers(0, hi, shape).astype(np_type), [0, hi]
             made = (f"seeded within the embedding's {limit} rows" if limit else
                     f"seeded integers in [0, {hi})")
         feeds[name] = arr
-        described[name] = {"dataType": operand.data_type, "shape": list(operand.shape),
+        described[name] = {"dataType": operand.data_type, "shape": list(shape),
                            "range": drawn, "made": made}
-    length = _sequence_length(graph)
+    length = _sequence_length(graph, in_source_layout)
     for name, operand in graph.inputs.items():
         rule = _named_rule(name, dtypes.numpy_dtype(operand.data_type).kind, length)
         if rule is not None:
@@ -139,17 +159,21 @@ def _named_rule(name: str, kind: str, length: tuple[int, str] | None):
     return None
 
 
-def _sequence_length(graph: Graph) -> tuple[int, str] | None:
+def _sequence_length(graph: Graph, in_source_layout: bool) -> tuple[int, str] | None:
     """The length a length input counts up to: the last axis of a mask input, else of the
     first integer input of rank >= 2 (token ids), with the input it came from."""
     from . import dtypes
+    from .io_permutations import source_shape
+
+    def shape(name):
+        return source_shape(graph, name) if in_source_layout else graph.inputs[name].shape
 
     candidates = [(name, o) for name, o in graph.inputs.items() if len(o.shape) >= 1]
     masks = [(n, o) for n, o in candidates if "mask" in n.lower()]
     ids = [(n, o) for n, o in candidates if len(o.shape) >= 2
            and dtypes.numpy_dtype(o.data_type).kind in "iu"]
-    for name, operand in masks + ids:
-        return operand.shape[-1], f"'{name}'"
+    for name, _ in masks + ids:
+        return shape(name)[-1], f"'{name}'"
     return None
 
 
@@ -212,22 +236,32 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         from .by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+        if module is not None:  # the module's boundary, as convert --io-layout wrote it
+            io_permutations.present(graph, io_permutations.module_permutations(module),
+                                    str(module))
     limits = src.int_limits(source)
-    drawn, described = make_inputs(graph, seed, limits)
+    # Inputs are made and given in the source model's layout; the graph is fed them
+    # transposed where a conversion transposed its boundary (--io-layout), and its outputs
+    # are transposed back before they are compared.
+    drawn, described = make_inputs(graph, seed, limits, in_source_layout=True)
     if feeds:
         for name, value in feeds.items():
             if name not in graph.inputs:
                 raise ConverterError(f"no graph input named '{name}'",
                                      fix=f"inputs are: {', '.join(graph.inputs)}")
+            io_permutations.check_given(graph, name, value)
             drawn[name] = as_graph_feeds(graph, {name: value})[name]
             described[name] = {"dataType": graph.inputs[name].data_type,
                                "shape": list(np.shape(value)), "range": "given",
                                "made": "given"}
+    for name, perm in io_permutations.permutations(graph)["inputs"].items():
+        described[name]["graphTakes"] = f"transposed by {perm}"
     internal_state = set()
     for var in graph.state:  # one step from the initial state, on both sides
         from .ir.state import initial_value
 
-        drawn[var.input] = initial_value(graph, var)
+        drawn[var.input] = io_permutations.to_source_inputs(
+            graph, {var.input: initial_value(graph, var)})[var.input]
         described[var.input] = {"dataType": graph.inputs[var.input].data_type,
                                 "shape": list(graph.inputs[var.input].shape),
                                 "range": "initial state", "made": "the initial state"}
@@ -241,25 +275,37 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     from .formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
-    want = run_source(source, source_feeds)
+    try:
+        want = run_source(source, source_feeds)
+    except ConverterError:
+        why = io_permutations.unrecorded(graph, src.input_shapes(source))
+        if why is None:
+            raise
+        raise ConverterError(why, where=str(source), fix="convert the graph again (its file "
+                             "then records the layout), or verify SOURCE --target T "
+                             "--io-layout L") from None
     release_freed_memory()  # the source's session is gone: the executor's peak starts low
+    graph_feeds = io_permutations.to_graph_inputs(graph, drawn)
     if module is None:
-        got = run(graph, drawn, runtime=runtime)
+        got = run(graph, graph_feeds, runtime=runtime)
     else:
         from .runtimes.chromium import run_module
 
-        got = run_module(module, drawn, graph, dims)
+        got = run_module(module, graph_feeds, graph, dims)
+    got = io_permutations.to_source_outputs(graph, got)
     release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
                           "webnn-onnx" if runtime == "ort" else runtime, described,
-                          session_options=SESSION_OPTIONS[source.suffix.lower()])
+                          session_options=SESSION_OPTIONS[source.suffix.lower()],
+                          permuted=io_permutations.described(graph))
     report.dropped = [{"name": n, "shape": [int(d) for d in np.shape(v)]}
                       for n, v in want.items() if n not in graph.outputs and np.size(v) == 0]
     want = {n: v for n, v in want.items() if n in graph.outputs or np.size(v)}
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     report.outputs = _compare_all(graph, want, got, str(source), bounds)
     if oracle == "always" or (oracle == "auto" and not all(o.passed for o in report.outputs)):
-        truth, report.oracle = _float64_oracle(graph, drawn)
+        truth, report.oracle = _float64_oracle(graph, graph_feeds)
+        truth = None if truth is None else io_permutations.to_source_outputs(graph, truth)
         double, report.source_f64 = run_source_f64(source, source_feeds)
         floats = {n for n, o in graph.inputs.items() if o.data_type in ("float32", "float16")}
         alternates = source_alternates(source, source_feeds, floats)
@@ -271,8 +317,12 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
                   source_f64=None if double is None else double.get(name),
                   alternates={k: _as_webnn(v[name]) for k, v in alternates.items() if name in v})
             for name in want]
+    explicit = {"atol": atol, "rtol": rtol, "ulp": ulp}
+    report.warnings = [w for w in (overruled(o, explicit) for o in report.outputs) if w]
+    report.warnings += [w for w in (degenerate(n, want[n], bounds[n]) for n in want) if w]
     for label, path in (also or {}).items():  # further opinions: e.g. an exported .tflite
-        other = _source_kind(Path(path)).run(Path(path), drawn)
+        other = io_permutations.to_source_outputs(  # an export keeps the graph's layout
+            graph, _source_kind(Path(path)).run(Path(path), graph_feeds))
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
 
@@ -362,11 +412,14 @@ class _SourceKind:
     runtime: str
     run: Callable[[Path, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     int_limits: Callable[[Path], dict[str, int]]
+    # each input's declared shape (None for a dim the model leaves open)
+    input_shapes: Callable[[Path], dict[str, list[int | None]]]
 
 
 _SOURCES = {
-    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p)),
-    ".tflite": _SourceKind("litert", run_source, lambda p: {}),
+    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p),
+                         lambda p: _onnx_input_shapes(p)),
+    ".tflite": _SourceKind("litert", run_source, lambda p: {}, lambda p: _tflite_input_shapes(p)),
 }
 
 
@@ -383,19 +436,37 @@ def _source_kind(path: Path) -> _SourceKind:
     return kind
 
 
-def _embedding_limits(path: Path) -> dict[str, int]:
-    """Integer inputs that index Gather data given as an initializer: draw within its rows."""
+def _structure(path: Path):
+    """The ONNX model without its weights' bytes: only the graph's structure."""
     import onnx
 
     from .importers.onnx.wire import WireError, map_model
 
-    try:  # the model without its weights' bytes: only the graph's structure is read here
+    try:
         stripped, _, _ = map_model(path)
     except (OSError, WireError) as e:
         raise ConverterError(f"cannot read the ONNX model: {e}", where=str(path),
                              fix="give a readable, well-formed .onnx file") from None
     model = onnx.ModelProto()
     model.ParseFromString(stripped)
+    return model
+
+
+def _onnx_input_shapes(path: Path) -> dict[str, list[int | None]]:
+    return {vi.name: [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                      for d in vi.type.tensor_type.shape.dim]
+            for vi in _structure(path).graph.input if vi.type.tensor_type.HasField("shape")}
+
+
+def _tflite_input_shapes(path: Path) -> dict[str, list[int | None]]:
+    from .runtimes.litert import input_shapes
+
+    return input_shapes(path)
+
+
+def _embedding_limits(path: Path) -> dict[str, int]:
+    """Integer inputs that index Gather data given as an initializer: draw within its rows."""
+    model = _structure(path)
     inits = {t.name: t for t in model.graph.initializer}
     inputs = {i.name for i in model.graph.input}
     rows: dict[str, list[int]] = {}  # input -> the rows of every table it indexes

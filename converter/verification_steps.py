@@ -128,22 +128,25 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
 
 def _compare_steps(session, source_step, report: StepsReport, steps: int, feeds, atol, rtol,
                    ulp) -> StepsReport:
+    from .io_permutations import check_given, to_graph_inputs, to_source_outputs
     from .verification import make_inputs
 
     graph, seed, source = session.graph, report.seed, report.source
     compared = [name for name in session.output_names]
-    for k in range(steps):
+    for k in range(steps):  # inputs in the source's layout, transposed where the graph asks
         if feeds is not None:
             step_feeds = {n: np.asarray(v) for n, v in feeds[k].items()}
+            for name, value in step_feeds.items():
+                check_given(graph, name, value)
             described = {n: {"shape": list(np.shape(v)), "range": "given"}
                          for n, v in step_feeds.items()}
         else:
-            drawn, described = make_inputs(graph, seed + k)
+            drawn, described = make_inputs(graph, seed + k, in_source_layout=True)
             step_feeds = {n: drawn[n] for n in session.feed_names}
         if k == 0:
             report.inputs = {n: {**described[n], "seed": f"{seed} + step"} for n in step_feeds}
         want = source_step(step_feeds)
-        got = session.step(step_feeds)
+        got = to_source_outputs(graph, session.step(to_graph_inputs(graph, step_feeds)))
         results = []
         for name in compared:
             if name not in want:
@@ -183,7 +186,10 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
     if suffix == ".onnx":
         from .source_runs import run_onnx  # the executor's optimisation level, as verify runs it
 
-        state = {var.input: initial_value(graph, var) for var in graph.state}
+        from .io_permutations import to_source_inputs
+
+        state = to_source_inputs(graph, {var.input: initial_value(graph, var)
+                                         for var in graph.state})
 
         def step(feeds: Mapping[str, np.ndarray]) -> dict:
             out = run_onnx(source, {**feeds, **state})

@@ -19,7 +19,17 @@ A run fails, by kind, when:
   canary     an output (or its stdout) holds bytes of the canary file placed outside every
              model's folder;
   executes   an emitted .js module, imported in Node (when `node` is installed), sets the
-             global the corpus's hostile names try to set, or does not parse.
+             global the corpus's hostile names try to set, or does not parse; or the marker
+             that only a hostile build backend writes (a manifest run through pip) appeared;
+  escape     its terminal output holds a raw control character (other than newline and tab),
+             a C1 control, a bidi override or line separator, or a line a model string forged;
+             or a Markdown report it wrote holds raw markup or control characters;
+  overwrote  a file of the corpus (a model, its data, a manifest) changed in place, or a check
+             of the case's outputs found one output written over another;
+  accepted   a case whose only safe outcome is a refusal exited 0.
+Each run gets its own TMPDIR and cache folder (WEBNN_CONVERTER_CACHE) inside its run folder;
+pip reaches no index (PIP_NO_INDEX), so a download the corpus provokes can only fail. Anything
+left in the TMPDIR, or any file new anywhere in the corpus, counts as a leftover.
 Prints a summary table (runs, clean errors, successes, each failure kind) and the five slowest
 runs by wall time (a clean refusal that takes seconds is still a finding), writes every run
 (with its wall time `seconds` and peak RSS `peak_mb`) to DIR/runs.jsonl, and exits 1 when any
@@ -28,11 +38,13 @@ run failed.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import resource
 import shutil
 import signal
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,11 +56,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
 
 from fuzz_corpus import TOKEN, Case, make_corpus  # noqa: E402
+from fuzz_surfaces import MARKER  # noqa: E402
 
 TIMEOUT = 30.0
 MEMORY = 1 << 30
 SLOWEST = 5  # runs the summary lists by wall time
-KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary", "executes")
+KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary", "executes", "escape",
+         "overwrote", "accepted")
 # command name -> (arguments after the entry file, outputs it may leave on success)
 COMMANDS = {
     "validate": ([], []),
@@ -75,12 +89,39 @@ class Run:
     detail: str = ""
 
 
+# What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1 controls, the
+# bidi embeddings, overrides and isolates, and the line and paragraph separators.
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e"
+                          "\u2066-\u2069]")
+_FORGED = re.compile(r"^FORGED", re.M)  # fuzz_surfaces.TERMINAL tries to start a line so
+_MARKUP = re.compile(r"<script|<img|\]\(javascript:", re.I)
+
+
 def _listing(folder: Path) -> set[str]:
     found = set()
     for dirpath, dirnames, filenames in os.walk(folder):
         rel = os.path.relpath(dirpath, folder)
         found.update(os.path.normpath(os.path.join(rel, n)) for n in filenames + dirnames)
     return found
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path under `folder` (links not followed): a file with its inode, size and mtime,
+    a folder with its inode alone (a new entry in it shows as a new path)."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames:
+            path = os.path.join(dirpath, name)
+            found[os.path.relpath(path, folder)] = (os.lstat(path).st_ino, 0, 0)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            found[os.path.relpath(path, folder)] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _matches(name: str, allowed: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
 
 
 def _child(argv: list[str], out: Path, cwd: Path, spawn: bool) -> None:
@@ -95,6 +136,10 @@ def _child(argv: list[str], out: Path, cwd: Path, spawn: bool) -> None:
         os.dup2(os.open(out / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
         os.chdir(cwd)  # corpus/outside: `../canary.bin` resolved against the working directory
         # instead of the model's folder finds the canary
+        (out / "tmp").mkdir()
+        os.environ.update(TMPDIR=str(out / "tmp"), WEBNN_CONVERTER_CACHE=str(out / "cache"),
+                          PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        tempfile.tempdir = None  # the parent may have cached its own
         if spawn:
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             os.execve(sys.executable, [sys.executable, "-m", "cli.main", *argv], env)
@@ -119,8 +164,10 @@ def _child(argv: list[str], out: Path, cwd: Path, spawn: bool) -> None:
             os._exit(code)
 
 
-def _judge(run: Run, case: Case, out: Path, allowed: list[str], before: set[str],
-           status: int, rusage) -> None:
+def _judge(run: Run, case: Case, out: Path, allowed: list[str],
+           before: dict[str, tuple[int, int, int]], corpus: Path, status: int, rusage
+           ) -> dict[str, tuple[int, int, int]]:
+    """Add the run's failures to `run`; return the corpus's stamps as the run left it."""
     stdout = (out / "stdout.txt").read_bytes()
     stderr = (out / "stderr.txt").read_bytes()
     text = (stdout + stderr).decode("utf-8", "replace")
@@ -140,21 +187,45 @@ def _judge(run: Run, case: Case, out: Path, allowed: list[str], before: set[str]
     if rusage.ru_maxrss * 1024 > MEMORY or "MemoryError" in text or \
             "Cannot allocate memory" in text or "out of memory" in text.lower():
         run.failures.append("memory")
-    written = _listing(out) - {"stdout.txt", "stderr.txt"}
-    extra = written - (set(allowed) if run.exit == 0 else set())
-    appeared = _listing(case.folder) - before
-    if extra or appeared:
+    written = {n for n in _listing(out) - {"stdout.txt", "stderr.txt"}
+               if n.split("/")[0] not in ("tmp", "cache")}
+    extra = {n for n in written if run.exit != 0 or not _matches(n, allowed)}
+    left_in_tmp = _listing(out / "tmp") if (out / "tmp").is_dir() else set()
+    after = _stamps(corpus)
+    appeared = set(after) - set(before)
+    changed = sorted(n for n in set(after) & set(before) if after[n] != before[n])
+    if extra or appeared or left_in_tmp:
         run.failures.append("leftover")
-        run.detail = f"left {sorted(extra | appeared)[:5]}; " + run.detail
-    blobs = [stdout] + [(out / name).read_bytes() for name in written
-                        if (out / name).is_file() and not (out / name).is_symlink()]
+        shown = sorted(extra | appeared) + [f"TMPDIR/{n}" for n in sorted(left_in_tmp)]
+        run.detail = f"left {shown[:5]}; " + run.detail
+    blobs = [stdout, stderr] + [(out / name).read_bytes() for name in written
+                                if (out / name).is_file() and not (out / name).is_symlink()]
     if any(needle in blob for blob in blobs for needle in _NEEDLES):
         run.failures.append("canary")
+    if any(Path(n).name == MARKER for n in appeared):
+        run.failures.append("executes")
+        run.detail = "a build backend ran; " + run.detail
     if run.exit == 0 and "o.js" in written and shutil.which("node"):
         problem = _imports_cleanly(out / "o.js")
         if problem:
             run.failures.append("executes")
             run.detail = f"{problem}; " + run.detail
+    reports = [n for n in written if n.endswith(".md") and (out / n).is_file()]
+    if _RAW_CONTROL.search(text) or _FORGED.search(text) or any(
+            _MARKUP.search(t) or _RAW_CONTROL.search(t.replace("\n", "").replace("\t", ""))
+            for t in ((out / n).read_text("utf-8", "replace") for n in reports)):
+        run.failures.append("escape")
+    if changed:
+        run.failures.append("overwrote")
+        run.detail = f"changed {changed[:5]}; " + run.detail
+    if run.exit == 0 and case.must_refuse:
+        run.failures.append("accepted")
+    if run.exit == 0 and case.check is not None:
+        problem = case.check(out)
+        if problem:
+            run.failures.append("overwrote")
+            run.detail = f"{problem}; " + run.detail
+    return after
 
 
 def _imports_cleanly(module: Path) -> str | None:
@@ -186,11 +257,14 @@ def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
     import converter.lowering.onnx  # noqa: F401
     import converter.targets.pipeline  # noqa: F401
 
-    work = [(case, command) for case in cases for command in COMMANDS]
-    befores = {case.name: _listing(case.folder) for case in cases}
+    work = [(case, command) for case in cases for command in (case.commands or COMMANDS)]
+    corpus = out / "corpus"
     runs: list[Run] = []
     running: dict[int, tuple[Run, Case, Path, list[str], float]] = {}
-    log(f"{len(cases)} cases x {len(COMMANDS)} commands = {len(work)} runs, {jobs} at a time")
+    # The corpus as the last judged run left it: each change is blamed on one run, the first to
+    # end after it (with several at a time, possibly a neighbour of the run that made it).
+    last = _stamps(corpus)
+    log(f"{len(cases)} cases, {len(work)} runs, {jobs} at a time")
     sys.stdout.flush()
     sys.stderr.flush()
     while work or running:
@@ -198,17 +272,17 @@ def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
             case, command = work.pop(0)
             run_dir = out / "runs" / case.name / command
             run_dir.mkdir(parents=True)
-            extra, allowed = COMMANDS[command]
+            extra, allowed = (case.commands or COMMANDS)[command]
             argv = [command.split(".")[0], str(case.entry),
-                    *[a.format(out=run_dir) for a in extra]]
+                    *[a.format(out=run_dir, case=case.folder) for a in extra]]
             pid = os.fork()
             if pid == 0:
-                _child(argv, run_dir, out / "corpus" / "outside", spawn)
+                _child(argv, run_dir, corpus / "outside", spawn)
             running[pid] = (Run(case.name, command), case, run_dir, allowed, time.monotonic())
         pid, status, rusage = os.wait4(-1, os.WNOHANG)
         if pid == 0:
             now = time.monotonic()
-            for child, (run, _, _, _, start) in running.items():
+            for child, (run, *_, start) in running.items():
                 if now - start > TIMEOUT and "timeout" not in run.failures:
                     run.failures.append("timeout")
                     os.killpg(child, signal.SIGKILL)
@@ -216,7 +290,7 @@ def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
             continue
         run, case, run_dir, allowed, start = running.pop(pid)
         run.seconds = round(time.monotonic() - start, 3)
-        _judge(run, case, run_dir, allowed, befores[case.name], status, rusage)
+        last = _judge(run, case, run_dir, allowed, last, corpus, status, rusage)
         runs.append(run)
         if run.failures:
             log(f"FAIL {','.join(run.failures)}: {run.case} {run.command}: {run.detail}")

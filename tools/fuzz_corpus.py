@@ -7,6 +7,9 @@ working directory is `root/outside/`, which holds a canary too. Half the cases
 (while they last) come from a fixed list of malicious constructions; the rest are truncations,
 bit flips and overwritten byte runs of real files (tiny_cnn from models/ as .onnx, .webnn,
 .json and .tflite, and small generated ONNX models), each mutating one file of its model.
+The constructions of tools/fuzz_surfaces.py attack what lies beside the importers (zoo manifests,
+files near the model, the files a command writes, the terminal, reports, sizes, leftovers); such
+a case may name its own commands, and whether only a refusal is safe.
 
 The canary holds TOKEN after a WGWT header, so a weights file or external-data reference that
 reached it would copy TOKEN into an output, where tools/fuzz.py looks for it.
@@ -20,6 +23,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from fuzz_surfaces import SURFACES, Made
 
 import numpy as np
 import onnx
@@ -35,6 +40,10 @@ class Case:
     name: str
     folder: Path
     entry: Path  # the file the commands are run on
+    # The commands run on this case instead of tools/fuzz.py's seven (see fuzz_surfaces.Made).
+    commands: dict[str, tuple[list[str], list[str]]] | None = None
+    must_refuse: bool = False  # a success is a failure: only a refusal is safe
+    check: Callable[[Path], str | None] | None = None  # of a success's run folder
 
 
 # -- seeds: real files ---------------------------------------------------------------------------
@@ -313,7 +322,7 @@ def _fifo(name: str):
     return make
 
 
-HOSTILE: list[tuple[str, Callable[[Path, Path], Path]]] = [
+HOSTILE: list[tuple[str, Callable[[Path, Path], Path | Made]]] = [
     ("onnx-ext-dotdot", _onnx_ext("../canary.bin")),
     ("onnx-ext-absolute", _onnx_ext("CANARY_ABSOLUTE")),
     ("onnx-ext-symlink", _onnx_ext("data.bin", link="symlink")),
@@ -388,6 +397,7 @@ HOSTILE: list[tuple[str, Callable[[Path, Path], Path]]] = [
     ("webnn-graph-folder", _folder("g.webnn")),
     ("json-link-outside", _link("g.json", "ROOT/seeds/json/tiny_cnn.json")),
     ("json-link-to-proc-environ", _link("g.json", "/proc/self/environ")),
+    *SURFACES,  # issue 26: manifests, files near the model, outputs, terminal, reports, sizes
 ]
 
 
@@ -430,11 +440,16 @@ def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
             kind, make = item
             folder = root / f"{index:04d}-{kind}"
             folder.mkdir()
-            entry = make(folder, root)
-            _absolute_refs(entry, root)
+            made = make(folder, root)
+            if not isinstance(made, Made):
+                made = Made(made)
+            _absolute_refs(made.entry, root)
             if kind == "webnn-manifest-fifo":
                 (folder / "g.manifest.json").unlink()
                 os.mkfifo(folder / "g.manifest.json")
+            cases.append(Case(folder.name, folder, made.entry, made.commands,
+                              made.must_refuse, made.check))
+            continue
         else:
             kind = rng.choice(kinds)
             files = seeds[kind]
@@ -451,7 +466,8 @@ def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
 
 def _absolute_refs(entry: Path, root: Path) -> None:
     """The absolute-path case names the canary where it actually is (known only now)."""
-    if entry.suffix == ".onnx" and not entry.is_symlink() and entry.is_file():
+    if entry.suffix == ".onnx" and not entry.is_symlink() and entry.is_file() \
+            and entry.stat().st_size < 1 << 20:  # not the sparse giants
         data = entry.read_bytes()
         if b"CANARY_ABSOLUTE" in data:
             model = onnx.load_model_from_string(data)

@@ -28,7 +28,8 @@ from .stepping import load_with_state
                     "T`, or the command fails listing what remains.")
 @click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
               help="With --target: the layout of 4-D graph inputs and outputs (default: the "
-                   "source's).")
+                   "source's). The graph file records which it transposed, so --verify and a "
+                   "later `verify --graph` feed each side in its own layout.")
 @click.option("--dequantize", is_flag=True,
               help="With --target: store quantized weights as float (each dequantizeLinear's "
                    "result type) even where the target takes their type; by default they stay "

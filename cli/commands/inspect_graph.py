@@ -33,8 +33,11 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     click.echo(f"graph {info['name']}: {info['operations']} operations, "
                f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
                f"{info['transposes']} transposes")
+    permuted = info.get("permuted", {})
     print_table(("", "name", "data type", "shape"),
-                [(kind[:-1], name, d["dataType"], str(d["shape"]))
+                [(kind[:-1], name, d["dataType"], str(d["shape"]) + (
+                    f" (the source's transposed by {permuted[kind][name]})"
+                    if name in permuted.get(kind, {}) else ""))
                  for kind in ("inputs", "outputs") for name, d in info[kind].items()])
     print_table(("op", "count"), [(name, str(count)) for name, count in info["opHistogram"].items()])
 

@@ -9,6 +9,7 @@ import numpy as np
 import converter
 from converter.errors import ConverterError
 
+from ..inputs import load_npy
 from ..logs import debugging, quiet_runtimes
 from .stepping import decode, is_decoder, load_with_state
 from ..options import decoder_options, given_inputs, source_options, target_option
@@ -70,10 +71,7 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
         if name not in graph.inputs:
             raise ConverterError(f"the graph has no input '{name}'",
                                  fix=f"inputs are: {', '.join(graph.inputs)}")
-        try:
-            given[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ConverterError(f"cannot read {path} as .npy: {e}") from None
+        given[name] = load_npy(path, f"input '{name}'")
     if is_decoder(graph) or prompt is not None:
         if given:
             raise ConverterError("a decoder's run feeds its own tokens",

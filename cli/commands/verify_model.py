@@ -49,8 +49,9 @@ def print_report(report) -> None:
             console.print(f"{o.name}: {rule}{'; '.join(figures)}")
         if "decidedBy" in o.extra:
             console.print(f"  decided by: {o.extra['decidedBy']}")
-    bounds = {o.name: {k: v for k, v in vars(o.bounds).items() if v not in (None, False)}
-              for o in report.outputs}
+    from converter.verification_notes import bounds_in_words
+
+    bounds = "; ".join(f"{o.name} {bounds_in_words(o.bounds)}" for o in report.outputs)
     if report.dropped:
         console.print("not compared (empty, so not in the graph: WebNN has no empty tensors): "
                       + ", ".join(f"{d['name']} {d['shape']}" for d in report.dropped),
@@ -58,9 +59,17 @@ def print_report(report) -> None:
     made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
                      for name, d in report.inputs.items())
     console.print(f"inputs: {made}")
-    console.print(f"seed {report.seed}; bounds {bounds}; {report.session_options}")
+    for side, table in getattr(report, "permuted", {}).items():
+        for name, perm in table.items():
+            console.print(f"layout: the graph's {side[:-1]} '{name}' is the source's transposed "
+                          f"by {perm}; " + ("made in the source's layout, transposed for the "
+                                            "graph" if side == "inputs" else
+                                            "transposed back before comparison"))
+    console.print(f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
     if report.oracle:
         console.print(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
+    for warning in getattr(report, "warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     console.print("[bold]pass[/bold]" if report.passed else "[bold red]mismatch[/bold red]")
     if not report.passed:
         console.print(f"hint: {BISECT_HINT}")
@@ -114,9 +123,14 @@ def _number(value):
 @source_options
 @decoder_options
 @target_option(help="Verify SOURCE converted for that backend (its passes run first).")
+@click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
+              help="With --target: the layout of 4-D graph inputs and outputs, as convert "
+                   "--io-layout makes it. Each side is fed in its own layout: --input files "
+                   "are in the source model's layout.")
 @click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
-              help="An input's value as a .npy file (repeatable); the inputs not given are "
-                   "seeded values that suit their names (masks all ones, position ids a range).")
+              help="An input's value as a .npy file (repeatable), in SOURCE's layout; the "
+                   "inputs not given are seeded values that suit their names (masks all ones, "
+                   "position ids a range).")
 @click.option("--inputs", "inputs_dir", type=click.Path(file_okay=False),
               help="A folder of NAME.npy files, one per input to give (--input wins).")
 @tolerance_options
@@ -146,21 +160,26 @@ def _number(value):
                    "the graph steps through the module's createSession, its state kept on "
                    "the browser's context.")
 def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
-            prompt, target_name, given, inputs_dir, seed, atol, rtol, ulp, as_json, runtime,
-            oracle, do_bisect, dump_dir, steps):
+            prompt, target_name, io_layout, given, inputs_dir, seed, atol, rtol, ulp, as_json,
+            runtime, oracle, do_bisect, dump_dir, steps):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
     same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
     ULP, cosine and the worst element. An output outside the budget is judged against the
     graph evaluated in float64 and the source runtime's own noise (see the README's verdict
-    rules). Exit 0 pass, 1 mismatch, 2 error.
+    rules). A graph converted with --io-layout takes some inputs (gives some outputs)
+    transposed: inputs are made, and --input files given, in SOURCE's layout and transposed
+    for the graph; its outputs are transposed back before comparison. Exit 0 pass, 1
+    mismatch, 2 error.
     """
     if dump_dir and not do_bisect:
         raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
     if graph_path and target_name:
         raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
                                "graph already: drop one")
+    if io_layout and not target_name:
+        raise click.UsageError("--io-layout applies with --target")
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     say = click.get_current_context().with_resource(phases(False if as_json else None))
@@ -184,9 +203,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
         if target_name:
             from converter.targets.pipeline import convert_for_target
 
-            convert_for_target(graph, target_name)
+            convert_for_target(graph, target_name, io_layout=io_layout)
     elif target_name:
-        graph = converter.convert(source, target=target_name, dims=dims,
+        graph = converter.convert(source, target=target_name, io_layout=io_layout, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
     if prompt is not None and graph is None and not module:  # the concat form, converted once per length
         from converter.state.concat_form import ConcatLoop
@@ -233,5 +252,6 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     if do_bisect and not report.passed:
         from converter.bisect import bisect
 
-        finding = bisect(source, graph, seed=seed, known_inputs=known_inputs, dump=dump_dir)
+        finding = bisect(source, graph, seed=seed, feeds=feeds, known_inputs=known_inputs,
+                         dump=dump_dir)
     finish(report, as_json, finding, bisected=do_bisect and not report.passed)

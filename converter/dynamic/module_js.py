@@ -34,6 +34,7 @@ from ..errors import ConverterError
 from ..formats._files import AtomicSave
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, write_weights
+from ..io_permutations import permuted_lines
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..emit.escape import js_comment, js_string
 from ..emit.html_page import page_html
@@ -212,6 +213,7 @@ def _header(graph: Graph, weights_file: str, accepted: dict, fixed: dict[str, in
         "// The graph's state pairs (an input fed what an output gave the step before). A module",
         "// with dims has no createSession: its state is fed and read as inputs and outputs.",
         f"export const state = [{state}];",
+        *permuted_lines(graph),
         "",
         "function describeDim(accepted) {",
         "  if (\"values\" in accepted) return `one of ${accepted.values.join(\", \")}`;",

@@ -32,6 +32,7 @@ from ..errors import ConverterError
 from ..formats._files import AtomicSave
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, safe_key, write_weights
+from ..io_permutations import permuted_lines
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import OpDef, Param
 from .escape import js_comment as _comment
@@ -133,6 +134,7 @@ class ModuleWriter:
             f"export const inputs = {_descs(g.input_descs())};",
             f"export const outputs = {_descs(g.output_descs())};",
             f"export const state = {self._state()};",
+            *permuted_lines(g),
             "",
             "export async function buildGraph(context, weights) {",
             *self.body_lines(),

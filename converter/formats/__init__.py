@@ -14,6 +14,7 @@ from ..errors import FormatError
 from ..ir import Graph
 from . import webnn_json, webnn_text
 from ._files import AtomicSave, read_text
+from ._text_lexer import MAX_TEXT_CHARS
 from .doc_from_graph import doc_from_graph
 from .weights import WeightsFile, manifest_text, write_weights
 
@@ -75,7 +76,7 @@ def read_graph_doc(path: str | Path):
     at more of the file than its graph."""
     path = Path(path)
     module = graph_form(path)
-    text = read_text(path, "graph file")
+    text = read_text(path, "graph file", max_bytes=MAX_TEXT_CHARS)  # a char is a byte or more
     return path, module, text, module.parse(text, str(path))
 
 

@@ -71,9 +71,16 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
 
 
 def read_text(path: Path, what: str, fix: str | None = None,
-              error: type[FormatError] = FormatError, folder: Path | None = None) -> str:
-    """The UTF-8 text of a model file, opened by `open_model_file`'s rules."""
+              error: type[FormatError] = FormatError, folder: Path | None = None,
+              max_bytes: int | None = None) -> str:
+    """The UTF-8 text of a model file, opened by `open_model_file`'s rules; a file over
+    `max_bytes` is refused before it is read."""
     with open_model_file(path, what, folder=folder, fix=fix, error=error) as f:
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise error(f"the {what} is {size} bytes, over the limit of {max_bytes} for one",
+                        where=str(path), fix=f"no {what} needs that much; the file is corrupt "
+                                             f"or hostile (weights belong in .weights files)")
         try:
             data = f.read()
         except OSError as e:
@@ -158,7 +165,8 @@ class AtomicSave:
     into place once every one is complete. Leaving the `with` block without committing (an
     exception while writing) deletes the temporary files, so a failed save leaves nothing
     behind, and an existing file of the same name (which may still be memory-mapped by a
-    loaded graph) stays as it was.
+    loaded graph) stays as it was. A run killed outright (SIGKILL) cannot delete them: their
+    names hold their owner (owned_paths.py), and the next save into that folder removes them.
     """
 
     def __init__(self) -> None:
@@ -167,6 +175,7 @@ class AtomicSave:
         self._committed = False
         self._writing: Path | None = None  # the final name of the file opened last
         self._temporary_names: set[str] = set()
+        self._cleaned: set[Path] = set()  # folders whose killed runs' files are removed
 
     def __enter__(self) -> "AtomicSave":
         return self
@@ -194,9 +203,15 @@ class AtomicSave:
         if not folder.is_dir():
             raise FormatError("the folder does not exist", where=str(folder),
                               fix="create it first")
-        # os.urandom, not `secrets`: the name needs no more, and secrets costs every start-up
-        # milliseconds of imports (hmac, hashlib, base64); O_EXCL below catches a collision.
-        tmp = folder / f".{final.name}.{os.urandom(4).hex()}.tmp"
+        from .owned_paths import owned_name, remove_stale
+
+        if folder not in self._cleaned:
+            remove_stale(folder, "save")
+            self._cleaned.add(folder)
+        # The final name first, for whoever sees the file, cut to leave room for the stamp
+        # (O_EXCL below catches a collision of the random part).
+        lead = os.fsencode(final.name)[:120].decode("utf-8", "ignore")
+        tmp = folder / owned_name("save", hidden=True, prefix=lead, suffix=".tmp")
         with signals_held():  # an interrupt between create and append would orphan the file
             # O_EXCL: never reuse someone else's file; 0o666 lets the umask decide.
             try:
@@ -316,7 +331,9 @@ class StagedSave:
     The writers save into a hidden folder created beside the outputs (same file system, so
     moving is a rename); `commit(paths)` renames the staged files into the outputs' folder, and
     leaving the `with` block removes the staging folder and whatever is still in it, so an
-    output that failed its check, or an interrupted run, leaves nothing behind.
+    output that failed its check, or an interrupted run, leaves nothing behind. A run killed
+    outright (SIGKILL, the OOM killer) cannot clean up: its folder, named by its owner
+    (owned_paths.py), is removed by the next run that stages outputs in the same folder.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -324,15 +341,15 @@ class StagedSave:
         self.stage: Path | None = None
 
     def __enter__(self) -> "StagedSave":
-        import tempfile  # here, not at the top: only `convert --verify` stages its outputs
+        from .owned_paths import make_owned_folder  # only `convert --verify` stages
 
         if not self.folder.is_dir():
             raise FormatError("the folder does not exist", where=str(self.folder),
                               fix="create it first")
         try:
             with signals_held():
-                self.stage = Path(tempfile.mkdtemp(prefix=".webnn-convert.", suffix=".staging",
-                                                   dir=self.folder))
+                self.stage = make_owned_folder(self.folder, "convert", hidden=True,
+                                               suffix=".staging")
         except BaseException:
             # A signal held while the folder was made is raised as the block ends, so this
             # method raises after all, and a `with` whose __enter__ raises never calls __exit__.
@@ -369,23 +386,24 @@ _HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # Windows has no SIGHUP
 @contextlib.contextmanager
 def signals_held():
     """Delay SIGINT, SIGTERM and SIGHUP (delivered on leaving) for a few file operations that
-    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op.
+    must not stop halfway. Off the main thread (where handlers cannot be set) a no-op. Yields
+    the handlers it replaced, by signal (a forked child puts them back: see forked.py).
 
     The signals are caught by a recording handler and raised again on leaving, not masked: a
     mask holds them for the main thread only, and a process-directed signal then goes to any
     other thread (ONNX Runtime's pool, for one), whose handler trips the main thread's at once.
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield {}
         return
     caught: list[int] = []
-    replaced = {}
+    replaced: dict[int, Any] = {}
     try:  # from the first replacement on: a signal between two of them restores the first
         for signum in (getattr(signal, n) for n in _HELD if hasattr(signal, n)):
             handler = signal.getsignal(signum)
             if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
                 replaced[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
-        yield
+        yield replaced
     finally:
         for signum, handler in replaced.items():
             signal.signal(signum, handler)

@@ -11,6 +11,14 @@ Two comment forms carry what the syntax cannot, and other readers skip them as c
     #@output "output name"          the next item of the outputs block is returned under this
                                     name rather than under the operand's own.
     #@state "input" "output" INIT   a state pair (state_doc.py); anywhere in the file.
+    #@permuted input|output "name" [PERM]
+                                    that input/output is the source model's value transposed
+                                    by PERM (io_permutations.py); anywhere in the file.
+
+The file is hostile, so what one token, and the whole text, can make the lexer hold is bounded
+before it is matched: a name, string, @word or directive of more than MAX_TOKEN_CHARS, a number
+of more than MAX_NUMBER_CHARS, more than MAX_TOKENS tokens, or a text over MAX_TEXT_CHARS is
+refused at its line (a 16 MB string took 2 GB before).
 """
 from __future__ import annotations
 
@@ -22,15 +30,30 @@ from typing import Any
 from ..errors import ParseError
 from ._files import LONE_SURROGATE
 
-__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote"]
+__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote",
+           "STRING", "MAX_TOKEN_CHARS", "MAX_NUMBER_CHARS", "MAX_TOKENS", "MAX_TEXT_CHARS"]
+
+# A name, string, @word or directive line: real ones are far shorter (ONNX names run to a few
+# hundred characters); the bound keeps each match, and what it holds, small.
+MAX_TOKEN_CHARS = 1 << 16
+# A number: int64 and float64 need 25 characters; Python refuses ints of over 4300 digits.
+MAX_NUMBER_CHARS = 1000
+# Tokens in one file (each held as an object of about 100 bytes): real graphs have a few dozen
+# per operation, so this takes graphs of some 60,000 operations.
+MAX_TOKENS = 1 << 21
+# The text itself: about 3 characters a token in real files (inline bytes are small).
+MAX_TEXT_CHARS = 32 << 20
 
 IDENT = r"[A-Za-z_/$][A-Za-z0-9_./]*"
 _IDENT = re.compile(IDENT)
 _IDENT_FULL = re.compile(IDENT + r"\Z")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
-_NAME_DIRECTIVE = re.compile(rf"#@name[ \t]+({IDENT})[ \t]+({_STRING})[ \t]*\Z")
-_OUTPUT_DIRECTIVE = re.compile(rf"#@output[ \t]+({_STRING})[ \t]*\Z")
+# Runs of plain characters matched whole and never backtracked into (possessive): the old
+# `(?:[^"\\\n]|\\.)*` kept a backtracking entry per character, ~125 bytes each.
+STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
+_STRING_RE = re.compile(STRING)
+_NAME_DIRECTIVE = re.compile(rf"#@name[ \t]+({IDENT})[ \t]+({STRING})[ \t]*\Z")
+_OUTPUT_DIRECTIVE = re.compile(rf"#@output[ \t]+({STRING})[ \t]*\Z")
 _PUNCT = set("{}[](),;:=")
 
 
@@ -45,14 +68,14 @@ def quote(text: str) -> str:
 
 @dataclass(frozen=True)
 class Directive:
-    kind: str  # "name", "output" or "state"
+    kind: str  # "name", "output", "state" or "permuted"
     ident: str | None  # the identifier a `#@name` gives a name to
-    value: str  # the real name (`#@state`: the directive's text after the word, for state_doc)
+    value: str  # the real name (`#@state`, `#@permuted`: the text after the word)
     line: int
     column: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a file may have millions
 class Token:
     kind: str  # "ident", "number", "string", "at", "punct", "eof"
     text: str  # as written
@@ -69,8 +92,8 @@ class Token:
 
 
 def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
-    """The tokens of `text` (ending with an eof token) and its `#@name` and `#@state`
-    directives."""
+    """The tokens of `text` (ending with an eof token) and its `#@name`, `#@state` and
+    `#@permuted` directives."""
     tokens: list[Token] = []
     names: list[Directive] = []
     pending: list[Directive] = []
@@ -80,9 +103,19 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
         raise ParseError(what, path=path, line=line, column=at - line_start + 1, fix=fix)
 
     def emit(kind: str, raw: str, value: Any, at: int) -> None:
+        if len(tokens) >= MAX_TOKENS:
+            fail(f"the file has more than {MAX_TOKENS} tokens", at,
+                 "no graph needs that many; the file is corrupt or hostile")
         tokens.append(Token(kind, raw, value, line, at - line_start + 1, tuple(pending)))
         pending.clear()
 
+    def too_long(what: str, at: int, limit: int = MAX_TOKEN_CHARS) -> None:
+        fail(f"{what} runs past {limit} characters", at,
+             "no graph needs one that long; the file is corrupt or hostile")
+
+    if n > MAX_TEXT_CHARS:
+        fail(f"the text has {n} characters, over the limit of {MAX_TEXT_CHARS}", 0,
+             "no graph needs that much text; weights belong in the .weights file")
     while i < n:
         ch = text[i]
         if ch == "\n":
@@ -93,20 +126,30 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
         elif ch == "#":
             end = text.find("\n", i)
             end = n if end < 0 else end
-            directive = _directive(text[i:end].rstrip("\r"), path, line, i - line_start + 1)
-            if directive is not None:
-                (pending if directive.kind == "output" else names).append(directive)
+            # only these are read
+            if text.startswith(("#@name", "#@output", "#@state", "#@permuted"), i):
+                if end - i > MAX_TOKEN_CHARS:
+                    too_long("a #@ directive", i)
+                directive = _directive(text[i:end].rstrip("\r"), path, line,
+                                       i - line_start + 1)
+                if directive is not None:
+                    (pending if directive.kind == "output" else names).append(directive)
             i = end
         elif ch == '"':
-            m = re.compile(_STRING).match(text, i)
+            window = min(n, i + MAX_TOKEN_CHARS + 2)  # the quotes and what they may hold
+            m = _STRING_RE.match(text, i, window)
             if m is None:
+                if window < n and text.find("\n", i, window) < 0:
+                    too_long("a string", i)
                 fail("unterminated string", i, 'close it with " on the same line')
             emit("string", m.group(), _decode(m.group(), path, line, i - line_start + 1), i)
             i = m.end()
         elif ch in "0123456789-":
-            m = _NUMBER.match(text, i)
+            m = _NUMBER.match(text, i, min(n, i + MAX_NUMBER_CHARS + 1))
             if m is None:
                 fail("'-' must start a number", i, "write negative numbers as -1, -0.5")
+            if m.end() - i > MAX_NUMBER_CHARS:
+                too_long("a number", i, MAX_NUMBER_CHARS)
             raw = m.group()
             if m.end() < n and (text[m.end()].isalpha() or text[m.end()] in "_$"):
                 fail(f"'{raw}{text[m.end()]}' is neither a number nor an identifier", i,
@@ -117,20 +160,24 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
             emit("number", raw, value, i)
             i = m.end()
         elif ch == "@":
-            m = _IDENT.match(text, i + 1)
+            m = _IDENT.match(text, i + 1, min(n, i + 2 + MAX_TOKEN_CHARS))
             if m is None:
                 fail("'@' must be followed by a word", i,
                      "use @weights, @scalar, @bytes or @quantized")
+            if m.end() - m.start() > MAX_TOKEN_CHARS:
+                too_long("an @word", i)
             emit("at", "@" + m.group(), m.group(), i)
             i = m.end()
         elif ch in _PUNCT:
             emit("punct", ch, ch, i)
             i += 1
         else:
-            m = _IDENT.match(text, i)
+            m = _IDENT.match(text, i, min(n, i + MAX_TOKEN_CHARS + 1))
             if m is None:
                 fail(f"unexpected character {ch!r}", i,
                      "identifiers use ASCII letters, digits, '_', '.', '/' (and a leading '$')")
+            if m.end() - i > MAX_TOKEN_CHARS:
+                too_long("a name", i)
             emit("ident", m.group(), m.group(), i)
             i = m.end()
     emit("eof", "", None, i)
@@ -142,12 +189,13 @@ def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:
 
 
 def _directive(comment: str, path: str, line: int, column: int) -> Directive | None:
-    """A `#@name` / `#@output` / `#@state` comment as a Directive; None for any other."""
-    word = re.match(r"#@(name|output|state)\b", comment)
+    """A `#@name` / `#@output` / `#@state` / `#@permuted` comment as a Directive; None for any
+    other."""
+    word = re.match(r"#@(name|output|state|permuted)\b", comment)
     if word is None:
         return None
-    if word.group(1) == "state":  # its syntax is state_doc.py's
-        return Directive("state", None, comment[word.end():], line, column)
+    if word.group(1) in ("state", "permuted"):  # their syntax is their reader's
+        return Directive(word.group(1), None, comment[word.end():], line, column)
     if word.group(1) == "name":
         m = _NAME_DIRECTIVE.match(comment)
         if m is None:

@@ -22,6 +22,7 @@ from ..ir import ConstantData, Graph, Operation
 from ..ir.operand import TensorDesc
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, non_finite_name,
                        unique_name)
+from ..io_permutations import described
 from .state_doc import doc_state
 from .weights import safe_key
 
@@ -45,6 +46,7 @@ def doc_from_graph(graph: Graph) -> GraphDoc:
     for key, operand in graph.outputs.items():
         doc.outputs.append(OutputDecl(key, operand.name))
     doc.state = doc_state(graph, keys)
+    doc.permuted = described(graph)
     return doc
 
 

@@ -126,6 +126,8 @@ class GraphDoc:
     aliases: dict[str, str] = field(default_factory=dict)
     # State pairs (state_doc.StateDecl): `#@state` directives, the JSON `state` member.
     state: list[Any] = field(default_factory=list)
+    # Boundary permutations (permuted_doc.py): {"inputs"|"outputs": {name: perm}}.
+    permuted: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     # Variants of the model at other dims (converter/dynamic/variants_file.py): the raw record, when the file has one.
     variants: Any = None
 

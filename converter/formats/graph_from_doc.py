@@ -29,6 +29,7 @@ from ..ir import ConstantData, Graph, Operand
 from ..ir.graph import shape_problem
 from ..ops.registry import OpDef, Param, get_op
 from .document import NON_FINITE, ConstDecl, GraphDoc, NodeDecl, Ref
+from .permuted_doc import add_permuted
 from .state_doc import add_state
 from .weights import check_key
 
@@ -102,6 +103,7 @@ class _Reader:
                 self.failed.update(node.outputs)
         self.add_outputs()
         add_state(self, self.doc.state)
+        add_permuted(self, self.doc.permuted, self.doc.path)
         if len(self.problems) == 1:
             raise self.problems[0]
         if self.problems:

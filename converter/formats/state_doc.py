@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParseError
+from ._text_lexer import STRING
 from .document import ConstDecl
 
 __all__ = ["StateDecl", "parse_directive", "render_directive", "state_from_json",
            "state_to_json", "add_state", "doc_state"]
 
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_STRING = STRING  # the lexer's: linear, whatever the line holds
 _NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\"(?:Infinity|-Infinity|NaN)\""
 _DIRECTIVE = re.compile(rf"[ \t]+({_STRING})[ \t]+({_STRING})[ \t]+(.*?)[ \t]*\Z")
 _WEIGHTS = re.compile(rf"@weights\(\s*({_STRING})\s*\)\Z")

@@ -22,6 +22,7 @@ from ..ir import Graph
 from ..schemas import validate
 from ._files import check_nesting, parse_json
 from .document import ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl
+from . import permuted_doc
 from .state_doc import state_from_json, state_to_json
 
 __all__ = ["parse", "from_object", "loads", "dumps", "render", "render_object", "to_object",
@@ -76,6 +77,7 @@ def from_object(obj: Any, path: str = "<string>") -> GraphDoc:
     for key, operand in obj["outputs"].items():
         doc.outputs.append(OutputDecl(key, operand, _at(path, "outputs", key)))
     doc.state = state_from_json(obj.get("state", []), path)
+    doc.permuted = permuted_doc.from_json(obj.get("permuted"))
     doc.variants = obj.get("variants")
     return doc
 
@@ -164,6 +166,8 @@ def to_object(doc: GraphDoc) -> dict[str, Any]:
     obj["outputs"] = {o.key: o.operand for o in doc.outputs}
     if doc.state:  # only stateful graphs carry the member (see state_doc.py)
         obj["state"] = state_to_json(doc.state)
+    if permuted_doc.to_json(doc.permuted):  # only graphs converted with --io-layout
+        obj["permuted"] = permuted_doc.to_json(doc.permuted)
     return obj
 
 

@@ -39,6 +39,7 @@ from ._files import MAX_NESTING
 from ._text_lexer import Directive, Token, is_identifier, quote, tokenize
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, Ref,
                        non_finite_name, unique_name)
+from . import permuted_doc
 from .state_doc import parse_directive, render_directive
 
 __all__ = ["parse", "loads", "dumps", "render", "TEXT_VERSION"]
@@ -57,6 +58,9 @@ def parse(text: str, path: str = "<string>") -> GraphDoc:
     _apply_names(doc, [d for d in directives if d.kind == "name"], path)
     doc.state = [parse_directive(d.value, path, d.line, d.column)
                  for d in directives if d.kind == "state"]
+    for d in directives:
+        if d.kind == "permuted":
+            permuted_doc.parse_directive(d.value, path, d.line, d.column, doc.permuted)
     return doc
 
 
@@ -371,6 +375,7 @@ def render(doc: GraphDoc) -> str:
     flag = " @quantized" if doc.quantized else ""
     out.append(f"webnn_graph {quote(doc.name)} v{TEXT_VERSION}{flag} {{")
     out += [f"  {render_directive(d)}" for d in doc.state]
+    out += [f"  {line}" for line in permuted_doc.render_directives(doc.permuted)]
 
     def declare(name: str, text: str) -> None:
         if idents[name] != name:

@@ -94,12 +94,18 @@ class ManifestEntry:
         return f"{self.data_type}{list(self.shape)}"
 
 
+# A manifest takes about 150 bytes a tensor: this is room for 200,000 tensors. A larger file is
+# refused before it is read (parsed JSON takes several times the text's size).
+MAX_MANIFEST_BYTES = 32 << 20
+
+
 def read_manifest(path: Path) -> dict[str, ManifestEntry]:
     """Parse and check a manifest on its own: schema, keys, shapes and byte lengths."""
     where = str(path)
     text = read_text(path, "weights manifest",
                      fix="the graph references weights; keep NAME.manifest.json and "
-                         "NAME.weights next to the graph file", error=WeightsError)
+                         "NAME.weights next to the graph file", error=WeightsError,
+                     max_bytes=MAX_MANIFEST_BYTES)
     obj = parse_json(text, where, "weights manifest")
     validate(obj, "weights-manifest", where)
     entries: dict[str, ManifestEntry] = {}

@@ -4,8 +4,10 @@ transposes as it takes.
 1. Boundary. With `ctx.io_layout`, each rank-4 graph input and output whose source layout
    differs is presented in that layout: its shape is permuted and a transpose to (from) the
    source layout put next to it. A state pair (graph.state) moves as one, its initial value
-   permuted alike, and only when both its ends were traced to one layout. Without
-   io_layout, the interface stays exactly as it is.
+   permuted alike, and only when both its ends were traced to one layout. Each permuted
+   input and output is recorded in graph.metadata (io_permutations.py), so verification
+   feeds the source and the graph each in its own layout. Without io_layout, the interface
+   stays exactly as it is.
 2. Conversion. Each layout-bearing op (conv2d, convTranspose2d, the pools, instanceNormalization,
    resample2d, a 4-D batchNormalization; see layout_ops.py) not in the target layout is
    rewritten to it between a transpose of its input and the inverse transpose of its result.
@@ -35,6 +37,7 @@ import numpy as np
 
 from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand
+from ..io_permutations import record
 from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 from .layout_chains import collapse_chains
@@ -190,6 +193,7 @@ def _present_boundary(editor: TransposeMover, io_layout: str, notes: list[str]) 
         readers = list(x.uses())
         # The input itself changes shape: its name and position in the interface stay.
         graph.set_input_shape(x, apply(x.shape, letters_perm(source, io_layout)))
+        record(graph, "inputs", name, letters_perm(source, io_layout))  # verify feeds by it
         for var in graph.state:  # the first step's value is fed in the new layout too
             if var.input == name and var.initial is not None:
                 var.initial = _transposed(var.initial, letters_perm(source, io_layout))
@@ -209,6 +213,7 @@ def _present_boundary(editor: TransposeMover, io_layout: str, notes: list[str]) 
         result = graph.outputs[name]
         presented = editor.transpose(result, letters_perm(source, io_layout), before=None)
         graph.set_output(name, presented)
+        record(graph, "outputs", name, letters_perm(source, io_layout))
         if result.name == name:  # the output's operand keeps the output's name
             graph.rename(result, graph.fresh_name(f"{name}_{source}"))
             graph.rename(presented, name)

@@ -34,15 +34,18 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError
+from ..formats.owned_paths import make_owned_folder
 from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
 from ..ir.operand import unpack4
 from .browser_install import find_chromium
+from .chromium_sandbox import launch
 
 __all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits",
            "browser_page", "close_browser", "LAUNCH_ARGS"]
 
-LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
+# Sandboxed or not is chromium_sandbox.launch's choice (--no-sandbox only where it must).
+LAUNCH_ARGS = ("--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
 _RUNNER = Path(__file__).with_name("chromium_runner.js")
 # A graph that neither finishes nor fails in this time is reported as hung.
 _CASE_TIMEOUT_MS = 300_000
@@ -278,7 +281,8 @@ class _Session:
             raise ConverterError("the playwright package is not installed",
                                  where="chromium runtime", fix="pip install playwright") from None
         self._error = PlaywrightError
-        self.root = Path(tempfile.mkdtemp(prefix="webnn-chromium-"))
+        # Named by its owner: one a killed run left is removed by the next session.
+        self.root = make_owned_folder(Path(tempfile.gettempdir()), "chromium")
         self._count = 0
         (self.root / "runner.html").write_text(
             '<!doctype html><meta charset="utf-8"><title>webnn runner</title>'
@@ -293,8 +297,8 @@ class _Session:
         self._thread.start()
         self._playwright = sync_playwright().start()
         try:
-            self.browser = self._playwright.chromium.launch(
-                executable_path=str(binary), args=list(LAUNCH_ARGS))
+            self.browser = launch(self._playwright.chromium, str(binary), list(LAUNCH_ARGS),
+                                  PlaywrightError)
         except PlaywrightError as e:
             self._stop()
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

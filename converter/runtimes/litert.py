@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConverterError
 
-__all__ = ["run_litert", "LiteRTSession", "LITERT_NAME", "KERNEL_SETS"]
+__all__ = ["run_litert", "LiteRTSession", "LITERT_NAME", "KERNEL_SETS", "input_shapes"]
 
 LITERT_NAME = "litert"
 KERNEL_SETS = ("default", "builtin")
@@ -109,6 +109,15 @@ def _invoke(interpreter, feeds: Mapping[str, np.ndarray], where: str,
     except (RuntimeError, ValueError) as e:
         raise ConverterError(f"LiteRT failed running the model: {_first_line(e)}",
                              where=where) from None
+
+
+def input_shapes(model: str | Path) -> dict[str, list[int | None]]:
+    """Each input's shape as the model declares it (None where its signature leaves the dim
+    open, -1), by the names feeds use."""
+    details = _interpreter(model, str(model), 1).get_input_details()
+    return {d["name"]: [None if int(s) < 0 else int(d["shape"][i])
+                        for i, s in enumerate(d.get("shape_signature", d["shape"]))]
+            for d in details}
 
 
 def _interpreter(model, where: str, num_threads: int | None, keep_all: bool = False,

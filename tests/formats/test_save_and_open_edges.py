@@ -8,6 +8,7 @@ import errno
 import os
 import signal
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -244,19 +245,19 @@ def _stop(signum, frame):
 
 def test_a_signal_while_the_staging_folder_is_made_leaves_no_folder(handlers, tmp_path,
                                                                     monkeypatch):
-    # The signal arrives while mkdtemp runs (held, then raised as the holding block ends, so
-    # inside __enter__, where the `with` cannot call __exit__): the folder made must go.
-    import tempfile
+    # The signal arrives while the folder is made (held, then raised as the holding block
+    # ends, so inside __enter__, where the `with` cannot call __exit__): the folder must go.
+    from converter.formats import owned_paths
 
-    real_mkdtemp = tempfile.mkdtemp
+    real_make = owned_paths.make_owned_folder
 
-    def mkdtemp_then_signalled(**kw):
-        made = real_mkdtemp(**kw)
+    def make_then_signalled(*args, **kw):
+        made = real_make(*args, **kw)
         os.kill(os.getpid(), signal.SIGTERM)
         return made
 
     signal.signal(signal.SIGTERM, _stop)
-    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_then_signalled)
+    monkeypatch.setattr(owned_paths, "make_owned_folder", make_then_signalled)
     with pytest.raises(_Stop):
         with StagedSave(tmp_path):
             pytest.fail("the body ran: the signal was not held until the folder was made")
@@ -450,14 +451,35 @@ def test_an_oserror_about_another_file_passes_through(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_name_of_255_bytes_saves(tmp_path):
+    # Its temporary name holds only the start of it. Was: the whole name, a dot before and a
+    # random suffix after, past the file system's 255 bytes: "File name too long".
+    final = tmp_path / ("n" * 255)
+    with AtomicSave() as files:
+        files.write_text(final, "x")
+        files.commit()
+    assert [p.name for p in tmp_path.iterdir()] == [final.name]
+    assert final.read_text() == "x"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="lowers RLIMIT_NOFILE")
 def test_a_file_that_cannot_be_created_is_named_by_its_final_name(tmp_path):
-    # A name that fits the file system's 255 bytes while its temporary name (a dot before, a
-    # random suffix after) does not: the file cannot be created, and the error names the file.
-    final = tmp_path / ("n" * 250)
+    # No descriptor left (the limit of open files lowered to the lowest free one): the file
+    # cannot be created, and the error names the file, not its temporary name.
+    import resource
+
+    final = tmp_path / "t.weights"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with pytest.raises(ConverterError) as e:
         with AtomicSave() as files:
-            files.write_text(final, "x")
-    assert e.value.line() == (f"{final}: could not create it (File name too long); check that "
+            lowest_free = os.dup(0)
+            os.close(lowest_free)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+            try:
+                files.write_text(final, "x")
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert e.value.line() == (f"{final}: could not create it (Too many open files); check that "
                               "the folder is writable and the disk has room, then save again")
     assert list(tmp_path.iterdir()) == []
 

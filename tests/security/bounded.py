@@ -34,3 +34,35 @@ def address_space_bounded():
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+# -- the CLI in a child whose memory is bounded --------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+# The child's private writable memory (RLIMIT_DATA: what numpy and Python allocate; a file's
+# read-only mapping does not count, so a sparse 200 GB model can still be mapped). Converting a
+# small model fits in a quarter of it.
+CHILD_DATA = 1 << 30
+GUARD = 120  # seconds: a bound on waiting for the child (old code took days), never a timing
+
+
+def refusal(*args: str) -> str:
+    """Run `webnn-convert ARGS` in a child with bounded memory; assert it refuses with exit
+    code 2, one line on stderr and no traceback, and return that line."""
+    import os
+    import subprocess
+    import sys
+
+    def bound():
+        resource.setrlimit(resource.RLIMIT_DATA, (CHILD_DATA, CHILD_DATA))
+
+    try:
+        done = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True,
+                              text=True, cwd=ROOT, timeout=GUARD, preexec_fn=bound,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"webnn-convert {' '.join(args)} was still running after {GUARD} s")
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert len(lines) == 1, done.stderr[-3000:]
+    return lines[0]

@@ -1,6 +1,8 @@
-"""The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py plus as
-many mutated real files, each through all seven commands (840 runs): no internal error, crash,
-timeout, memory overrun, leftover file or canary byte in any output."""
+"""The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py and
+tools/fuzz_surfaces.py plus as many mutated real files, each through its commands (the seven
+model commands, or the case's own: zoo, run, verify): no internal error, crash, timeout, memory
+overrun, leftover file, canary byte, executed code, raw escape, overwritten input or accepted
+hostile case."""
 from __future__ import annotations
 
 import os
@@ -17,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import fuzz  # noqa: E402
-from fuzz_corpus import CANARY, HOSTILE  # noqa: E402
+from fuzz_corpus import CANARY, HOSTILE, make_corpus  # noqa: E402
+from fuzz_surfaces import MARKER  # noqa: E402
 
 
 def test_the_sample_has_no_failure_of_any_kind(tmp_path):
@@ -30,7 +33,9 @@ def test_the_sample_has_no_failure_of_any_kind(tmp_path):
     header = [c.strip() for c in rows[0].strip("|").split("|")]
     values = dict(zip(header, (int(c) for c in rows[1].strip("|").split("|"))))
     failures = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
-    assert values["runs"] == count * len(fuzz.COMMANDS)
+    cases = make_corpus(tmp_path / "again", 0, count)  # the same corpus: the same seed
+    assert values["runs"] == sum(len(c.commands or fuzz.COMMANDS) for c in cases)
+    assert sum(c.commands is not None for c in cases) >= 20  # zoo, run, verify, writes over
     assert {k: values[k] for k in fuzz.KINDS} == dict.fromkeys(fuzz.KINDS, 0), \
         "\n".join(failures[:40])
     assert proc.returncode == 0
@@ -55,20 +60,33 @@ def test_the_summary_lists_the_slowest_runs_by_wall_time():
 
 
 def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int = 50_000,
-            stderr: bytes = b"") -> list[str]:
-    model, out = tmp_path / "model", tmp_path / "out"
+            stderr: bytes = b"", stdout: bytes = b"", must_refuse: bool = False,
+            corpus_change=None, check=None) -> list[str]:
+    corpus, out = tmp_path / "corpus", tmp_path / "out"
+    model = corpus / "case"
     model.mkdir(parents=True)
+    (model / "m.onnx").write_bytes(b"model")
     out.mkdir()
-    (out / "stdout.txt").write_bytes(b"")
+    (out / "stdout.txt").write_bytes(stdout)
     (out / "stderr.txt").write_bytes(stderr)
     for name, data in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
+    before = fuzz._stamps(corpus)
+    if corpus_change:
+        corpus_change(corpus)
     run = fuzz.Run("case", "convert.webnn")
-    case = fuzz.Case("case", model, model / "m.onnx")
+    case = fuzz.Case("case", model, model / "m.onnx", must_refuse=must_refuse, check=check)
     status = exit_code << 8  # as wait4 reports a normal exit
-    fuzz._judge(run, case, out, ["o.webnn"], set(), status,
+    fuzz._judge(run, case, out, ["o.webnn", "r.md"], before, corpus, status,
                 types.SimpleNamespace(ru_maxrss=maxrss_kb))
     return run.failures
+
+
+def _rewrite(corpus: Path) -> None:
+    path = corpus / "case" / "m.onnx"
+    path.write_bytes(b"other")
+    os.utime(path, ns=(0, 0))
 
 
 def test_the_judge_sees_each_kind_of_failure(tmp_path):
@@ -83,6 +101,30 @@ def test_the_judge_sees_each_kind_of_failure(tmp_path):
                    stderr=b"internal error: KeyError: 11; rerun with --debug") == ["internal"]
     assert _judged(tmp_path / "g", {}, exit_code=2, maxrss_kb=2_000_000) == ["memory"]
     assert _judged(tmp_path / "h", {}, exit_code=120) == ["crash"]
+    # issue 26: what a run leaves in its TMPDIR or anywhere in the corpus, a build backend's
+    # marker, the terminal, a Markdown report, a file read and then written, a success where
+    # only a refusal is safe, and an output written over another
+    assert _judged(tmp_path / "i", {"tmp/.ses": b""}, exit_code=2) == ["leftover"]
+    assert _judged(tmp_path / "j", {}, exit_code=2, corpus_change=lambda c: (
+        c / "outside").mkdir()) == ["leftover"]
+    assert _judged(tmp_path / "k", {}, exit_code=2, corpus_change=lambda c: (
+        c / "case" / MARKER).write_text("ran")) == ["leftover", "executes"]
+    for i, raw in enumerate(("\x1b]52;c;QQ==\x07", "\x1b[2J", "\r", "\x9b", "\u202e", "\u2028",
+                             "\x00", "\x7f")):
+        assert _judged(tmp_path / f"l{i}", {}, exit_code=2,
+                       stderr=f"error: node 'n{raw}'".encode()) == ["escape"], repr(raw)
+    assert _judged(tmp_path / "m", {}, exit_code=2,
+                   stdout=b"node 'x\nFORGED: verified'") == ["escape"]
+    assert _judged(tmp_path / "n", {}, exit_code=2, stdout=b"a\tb\nc\n") == []
+    for i, md in enumerate((b"| <script>x</script> |", b"<IMG src=x>", b"[a](javascript:x)",
+                            b"`\x1b[2J`")):
+        assert _judged(tmp_path / f"o{i}", {"r.md": md}, exit_code=0) == ["escape"], md
+    assert _judged(tmp_path / "p", {"r.md": b"| `&lt;script&gt;` |\n"}, exit_code=0) == []
+    assert _judged(tmp_path / "q", {}, exit_code=2, corpus_change=_rewrite) == ["overwrote"]
+    assert _judged(tmp_path / "r", {"o.webnn": b"ok"}, exit_code=0,
+                   must_refuse=True) == ["accepted"]
+    assert _judged(tmp_path / "s", {"o.webnn": b"ok"}, exit_code=0,
+                   check=lambda out: "1 .npy file for 2 outputs") == ["overwrote"]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -98,6 +140,6 @@ def test_the_judge_imports_emitted_modules_in_node(tmp_path):
         (out / "stdout.txt").write_bytes(b"")
         (out / "stderr.txt").write_bytes(b"")
         (out / "o.js").write_text(text + "export const x = 1;\n", encoding="utf-8")
-        fuzz._judge(run, fuzz.Case("case", model, model / "m.onnx"), out, ["o.js"], set(), 0,
-                    types.SimpleNamespace(ru_maxrss=1000))
+        fuzz._judge(run, fuzz.Case("case", model, model / "m.onnx"), out, ["o.js"], {}, model,
+                    0, types.SimpleNamespace(ru_maxrss=1000))
         assert run.failures == want, (name, run.detail)

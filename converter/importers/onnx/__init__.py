@@ -22,6 +22,7 @@ from .. import REFUSAL_FIX
 from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
+from .dim_limits import check_dim_names, check_input_ranks, explained
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
 from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
@@ -41,12 +42,34 @@ def import_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     """Read an ONNX file and import it as a WebNN graph (see module docstring).
 
     `max_tensor_bytes` / `max_total_bytes` bound what the import materialises (converter.budget).
+    An import at `dims` that fails because a dim passes a position table's rows says so
+    (dim_limits.py).
     """
     model, arrays, budget = read_model(path, max_tensor_bytes=max_tensor_bytes,
                                        max_total_bytes=max_total_bytes)
-    return import_model(model, arrays, dims=dims, input_shapes=input_shapes,
-                        known_inputs=known_inputs, where=str(path), name=Path(path).stem,
-                        budget=budget, isolate=True)
+    try:
+        return import_model(model, arrays, dims=dims, input_shapes=input_shapes,
+                            known_inputs=known_inputs, where=str(path), name=Path(path).stem,
+                            budget=budget, isolate=True)
+    except ConverterError:
+        # A dim past a position table fails far from its cause: name the dim and the table
+        # when the import converts with the dim at the table's rows (that import explains
+        # nothing itself, so a model of many tables costs at most two more imports).
+        def converts_at(smaller: dict[str, int]) -> bool:
+            again, arrays_again, budget_again = read_model(
+                path, max_tensor_bytes=max_tensor_bytes, max_total_bytes=max_total_bytes)
+            try:
+                import_model(again, arrays_again, dims=smaller, input_shapes=input_shapes,
+                             known_inputs=known_inputs, where=str(path),
+                             name=Path(path).stem, budget=budget_again, isolate=True)
+            except ConverterError:
+                return False
+            return True
+
+        better = explained(model, dims, str(path), converts_at, arrays)
+        if better is None:
+            raise
+        raise better from None
 
 
 def import_model(model: onnx.ModelProto, arrays: dict[str, np.ndarray] | None = None, *,
@@ -126,6 +149,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
     ctx.producers = {out: node for node in model.graph.node for out in node.output if out}
     ctx.graph_inputs = {vi.name for vi in model.graph.input
                         if vi.name not in initialized and vi.name not in known_inputs}
+    check_dim_names(model, initialized | set(known_inputs), dims or {}, where)
     shapes = _input_shapes(model, initialized | set(known_inputs), dims or {},
                            input_shapes or {}, where)
     for vi in model.graph.input:
@@ -316,6 +340,7 @@ def _input_shapes(model, initializers: set[str], dims: Mapping[str, int],
         if key not in names:
             raise ConverterError(f"--input-shape names '{key}', which is not a graph input",
                                  where=where, fix=f"inputs are: {', '.join(sorted(names))}")
+    check_input_ranks(model, overrides, where)
     shapes, missing = {}, []
     for vi in model.graph.input:
         if vi.name in initializers:

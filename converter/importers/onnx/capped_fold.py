@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from ...budget import MemoryBudget
+from .forked import ForkedChild
 from .registry import Unsupported
 
 __all__ = ["can_cap", "fold_capped", "OWN_NEEDS"]
@@ -60,34 +61,34 @@ def fold_capped(compute: Callable[[], list[np.ndarray]], budget: MemoryBudget, w
     (Unsupported); the child's crash is an Unsupported too. Call only when `can_cap()`."""
     allowance = budget.left() + OWN_NEEDS
     read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        _child(compute, allowance, read_end, write_end)
-    os.close(write_end)
-    reaped = False
-    try:
-        with os.fdopen(read_end, "rb") as f:
-            header = f.readline(_HEADER_LIMIT)
-            if not header.endswith(b"\n"):  # no result: the child died before sending one
-                reaped = True
-                raise Unsupported(f"computing it at conversion time failed: {_death(pid)}")
-            found = json.loads(header)
-            if "memory" in found:
-                return None
-            if "unsupported" in found:
-                raise Unsupported(str(found["unsupported"]))
-            specs = [_spec(entry) for entry in found["results"]]
-            budget.claim(sum(nbytes for _, _, nbytes in specs), what, where=where)
-            results = [_receive(f, elem, shape, nbytes) for elem, shape, nbytes in specs]
-        _, status = os.waitpid(pid, 0)
-        reaped = True
-        if status != 0:
-            raise Unsupported(f"computing it at conversion time failed: {_status(status)}")
-        return results
-    finally:
-        if not reaped:  # returned or raised before the child ended (a stop, a claim refused)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    # The write end is the child's alone (its end is the end of the results). Leaving the
+    # block ends a child not reaped yet (a stop, a claim refused).
+    with os.fdopen(read_end, "rb") as f, \
+            ForkedChild(lambda: _child(compute, allowance, read_end, write_end),
+                        parent_closes=(write_end,)) as child:
+        results, status = _results(f, child, budget, what, where)
+    if results is None:
+        return None
+    if status != 0:
+        raise Unsupported(f"computing it at conversion time failed: {_status(status)}")
+    return results
+
+
+def _results(f: BinaryIO, child: ForkedChild, budget: MemoryBudget, what: str, where: str
+             ) -> tuple[list[np.ndarray] | None, int]:
+    """(the results the child sends, None if it ran out of memory; its wait status)."""
+    header = f.readline(_HEADER_LIMIT)
+    if not header.endswith(b"\n"):  # no result: the child died before sending one
+        raise Unsupported(f"computing it at conversion time failed: {_status(child.wait())}")
+    found = json.loads(header)
+    if "memory" in found:
+        return None, 0
+    if "unsupported" in found:
+        raise Unsupported(str(found["unsupported"]))
+    specs = [_spec(entry) for entry in found["results"]]
+    budget.claim(sum(nbytes for _, _, nbytes in specs), what, where=where)
+    results = [_receive(f, elem, shape, nbytes) for elem, shape, nbytes in specs]
+    return results, child.wait()
 
 
 def _child(compute: Callable[[], list[np.ndarray]], allowance: int, read_end: int,
@@ -189,11 +190,6 @@ def _read_into(f: BinaryIO, view: memoryview) -> None:
         if not n:
             raise Unsupported("computing it at conversion time ended before sending its result")
         done += n
-
-
-def _death(pid: int) -> str:
-    _, status = os.waitpid(pid, 0)
-    return _status(status)
 
 
 def _status(status: int) -> str:

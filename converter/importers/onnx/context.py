@@ -131,6 +131,10 @@ class ImportContext:
         self.node: OnnxNode | None = None  # the node being imported, for names and errors
         self.producers: dict[str, onnx.NodeProto] = {}  # ONNX value -> the node that makes it
         self.graph_inputs: set[str] = set()
+        # Body nodes imported by unrolling Loops and Scans, counted for the whole model: loops
+        # nested in loops multiply, so they share one budget (control_flow.MAX_UNROLLED_NODES).
+        self.unrolled = 0
+        self.unrolling = 0  # the Loops and Scans being unrolled around the current node
 
     # -- looking values up --------------------------------------------------------------------
     def value(self, name: str | None) -> Value:

@@ -25,6 +25,7 @@ from typing import Callable
 import onnx
 
 from ...errors import FormatError
+from .forked import ForkedChild
 
 __all__ = ["inferred_types", "isolated", "start_inference", "InferenceRun", "PendingType"]
 
@@ -102,27 +103,38 @@ def _isolated_answer(compute: Callable[[], object], where: str, isolate: bool
         result = compute()
         return lambda: result
     read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, send the result as JSON, and leave without cleanup
-        status = 1
-        try:
-            import faulthandler
-
-            faulthandler.disable()  # a crash here is expected and reported by the parent
-            os.close(read_end)
-            with os.fdopen(write_end, "wb") as out:
-                out.write(json.dumps(compute()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    return lambda: _answer(pid, read_end, where)
+    child = ForkedChild(lambda: _child(compute, read_end, write_end), parent_closes=(write_end,))
+    try:
+        child.start()
+    except BaseException:  # a stop during the fork, or just after it
+        child.end()
+        os.close(read_end)
+        raise
+    return lambda: _answer(child, read_end, where)
 
 
-def _answer(pid: int, read_end: int, where: str):
-    with os.fdopen(read_end, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
+def _child(compute: Callable[[], object], read_end: int, write_end: int) -> None:
+    """The forked child: compute, send the result as JSON, and leave without cleanup."""
+    status = 1
+    try:
+        import faulthandler
+
+        faulthandler.disable()  # a crash here is expected and reported by the parent
+        os.close(read_end)
+        with os.fdopen(write_end, "wb") as out:
+            out.write(json.dumps(compute()).encode())
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _answer(child: ForkedChild, read_end: int, where: str):
+    try:
+        with os.fdopen(read_end, "rb") as f:
+            data = f.read()
+        status = child.wait()
+    finally:
+        child.end()  # a stop while waiting: the child is killed, not left to finish
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig

@@ -39,8 +39,12 @@ def read_model(path: str | Path, *, max_tensor_bytes: int | str | None = None,
                           fix="give the path of an .onnx file")
     try:
         stripped, raws, _ = map_model(path)
+    except WireError as e:  # said where: the byte, or the limit the file passes
+        raise FormatError(f"not a readable ONNX model: {e}", where=str(path),
+                          fix="check that the file is a complete .onnx file") from None
+    try:
         model = onnx.load_model_from_string(stripped)
-    except (WireError, DecodeError, RuntimeError, ValueError) as e:
+    except (DecodeError, RuntimeError, ValueError) as e:
         raise FormatError(f"not a readable ONNX model ({type(e).__name__})", where=str(path),
                           fix="check that the file is a complete .onnx file") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):

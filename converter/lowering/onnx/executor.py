@@ -115,35 +115,52 @@ def _ort_session(lowered):
 def _session_via_file(ort, lowered, options):
     """An ORT session over the lowered model saved with its big constants as external data in
     a temporary folder, removed once the session has loaded it (the model proto is copied, so
-    `lowered` keeps its in-memory markers)."""
+    `lowered` keeps its in-memory markers). The folder is named by its owner: one a killed run
+    left is removed by the next run that makes one (owned_paths.py)."""
+    import shutil
     import tempfile
     from pathlib import Path
 
     import onnx
 
-    from ...formats.weights import release_mapped_pages
+    from ...formats._files import signals_held
+    from ...formats.owned_paths import make_owned_folder
 
     model = onnx.ModelProto()
     model.CopyFrom(lowered.model)  # small: the big constants are not in it
-    with tempfile.TemporaryDirectory(prefix="webnn-exec-") as tmp:
-        offset = 0
-        with open(Path(tmp) / "weights.bin", "wb") as f:
-            for tensor in model.graph.initializer:
-                arr = lowered.external.get(tensor.name)
-                if arr is None:
-                    continue
-                pad = -offset % _FILE_ALIGN
-                f.write(bytes(pad))
-                offset += pad
-                raw = memoryview(arr.reshape(-1).view(np.uint8))
-                f.write(raw)
-                release_mapped_pages(raw)  # the graph's pages: ORT holds the data from here
-                del tensor.external_data[:]
-                for key, value in (("location", "weights.bin"), ("offset", str(offset)),
-                                   ("length", str(arr.nbytes))):
-                    entry = tensor.external_data.add()
-                    entry.key, entry.value = key, value
-                offset += arr.nbytes
-        model_path = Path(tmp) / "model.onnx"
-        model_path.write_bytes(model.SerializeToString())
-        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    tmp = None
+    try:
+        with signals_held():  # made and known, or not made
+            tmp = make_owned_folder(Path(tempfile.gettempdir()), "exec")
+        return _load_via_file(ort, lowered, model, options, tmp)
+    finally:
+        if tmp is not None:
+            with signals_held():  # a second stop must not leave it half removed
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_via_file(ort, lowered, model, options, tmp):
+    """The session over `model`, written with its big constants to folder `tmp`."""
+    from ...formats.weights import release_mapped_pages
+
+    offset = 0
+    with open(tmp / "weights.bin", "wb") as f:
+        for tensor in model.graph.initializer:
+            arr = lowered.external.get(tensor.name)
+            if arr is None:
+                continue
+            pad = -offset % _FILE_ALIGN
+            f.write(bytes(pad))
+            offset += pad
+            raw = memoryview(arr.reshape(-1).view(np.uint8))
+            f.write(raw)
+            release_mapped_pages(raw)  # the graph's pages: ORT holds the data from here
+            del tensor.external_data[:]
+            for key, value in (("location", "weights.bin"), ("offset", str(offset)),
+                               ("length", str(arr.nbytes))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+            offset += arr.nbytes
+    model_path = tmp / "model.onnx"
+    model_path.write_bytes(model.SerializeToString())
+    return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])

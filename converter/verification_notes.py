@@ -1,0 +1,67 @@
+"""What a parity report says beside its verdicts: the bounds in words, outputs whose values make
+a pass prove little, and a pass the float64 oracle gave against the user's explicit bound.
+
+A pass on outputs that are all ~0 (a segmentation mask whose sigmoid is ~1e-13 everywhere on
+seeded inputs) or constant proves nothing about the conversion: any graph whose values are as
+small (within the absolute tolerance) or as flat passes. The report says so, rather than
+"verified".
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .parity import Bounds, OutputParity
+
+__all__ = ["bounds_in_words", "degenerate", "overruled"]
+
+
+def bounds_in_words(bounds: Bounds) -> str:
+    """`bounds` as a reader says them: "exact", "within 0 ULP", "|got - want| <= 0.0001 +
+    0.001 * |want|, cosine >= 0.9999"."""
+    if bounds.exact:
+        return "exact"
+    if bounds.ulp is not None:
+        return f"within {bounds.ulp} ULP"
+    parts = [f"|got - want| <= {bounds.atol or 0:g} + {bounds.rtol or 0:g} * |want|"]
+    if bounds.cosine is not None:
+        parts.append(f"cosine >= {bounds.cosine:g}")
+    return ", ".join(parts)
+
+
+def degenerate(name: str, want: np.ndarray, bounds: Bounds) -> str | None:
+    """A warning when the source's output `want` cannot tell a right graph from a wrong one:
+    every value within the absolute tolerance of zero, or one value everywhere."""
+    want = np.asarray(want)
+    if want.size < 2 or want.dtype.kind not in "fiub":
+        return None
+    if want.dtype.kind == "f":
+        finite = want[np.isfinite(want)]
+        if finite.size < want.size:
+            return None  # non-finite values are judged on their own
+        largest = float(np.max(np.abs(finite.astype(np.float64))))
+        if bounds.atol and bounds.ulp is None and largest <= bounds.atol:
+            return (f"output '{name}': every value is within the absolute tolerance of zero "
+                    f"(largest |value| {largest:.3g} <= atol {bounds.atol:g}) on these inputs, "
+                    f"so any graph this small passes; give real inputs (--input)")
+    first = want.reshape(-1)[0]
+    if np.all(want == first):
+        return (f"output '{name}': every value is {first.item()!r} on these inputs, so the "
+                f"comparison tells little; give real inputs (--input)")
+    return None
+
+
+def overruled(result: OutputParity, explicit: Mapping[str, object]) -> str | None:
+    """A note when `result` passed by the float64 oracle's rules although it is outside the
+    bounds the user gave explicitly (`explicit`: the --atol/--rtol/--ulp given)."""
+    given = {k: v for k, v in explicit.items() if v is not None}
+    decided = result.extra.get("decidedBy")
+    # "webnn vs source ..." is the plain comparison deciding (within the bounds, or no oracle)
+    if not given or not result.passed or decided is None \
+            or decided.startswith("webnn vs source"):
+        return None
+    said = ", ".join(f"--{k} {v}" for k, v in given.items())
+    return (f"output '{result.name}' is outside the bounds you gave ({said}: "
+            f"{bounds_in_words(result.bounds)}) and passes by the float64 oracle ({decided}); "
+            f"--oracle never holds the bounds as given")
