@@ -83,10 +83,12 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
         np_type = _ORT_TYPES.get(model_inputs[name])
         value = np.asarray(value).astype(np_type) if np_type else np.asarray(value)
         shape = static.get(name)
-        if shape is not None and list(value.shape) != shape \
+        if shape is not None and value.ndim <= 1 and len(shape) != value.ndim \
                 and value.size == int(np.prod(shape, dtype=np.int64)):
             # A --const value given as a number or a flat list, for a declared static shape
-            # (optimum's use_cache_branch is [1]): the import reads it so, and so does ORT.
+            # of another rank (optimum's use_cache_branch is [1]): the import reads it so, and
+            # so does ORT now. (Feeds of the input's rank are left alone: a wrong one is
+            # refused by ORT, naming it.)
             value = value.reshape(shape)
         ort_feeds[name] = value
     try:
