@@ -13,6 +13,7 @@ __all__ = [
     "GraphInvalidError",
     "WeightsError",
     "UnsupportedError",
+    "ConversionWarning",
 ]
 
 
@@ -100,3 +101,8 @@ class UnsupportedError(ConverterError):
         self.items = list(items)
         what = f"{len(self.items)} unsupported: " + "; ".join(self.items)
         super().__init__(what, where=where, fix=fix)
+
+
+class ConversionWarning(UserWarning):
+    """Something a conversion did that the user should know of although it succeeded (an output
+    left out ...); its message is one line, which the CLI prints as "warning: <message>"."""

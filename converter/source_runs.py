@@ -73,13 +73,24 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
     # Names and type strings only: a NodeArg keeps the whole session alive (pybind ties it to
     # its parent), which would hold every weight past the `del session` below.
     model_inputs = {i.name: i.type for i in session.get_inputs()}
+    static = {i.name: [int(d) for d in i.shape] for i in session.get_inputs()
+              if all(isinstance(d, int) and d >= 0 for d in i.shape)}
     names = [o.name for o in session.get_outputs()]
     ort_feeds = {}
     for name, value in feeds.items():
         if name not in model_inputs:
             continue
         np_type = _ORT_TYPES.get(model_inputs[name])
-        ort_feeds[name] = np.asarray(value).astype(np_type) if np_type else value
+        value = np.asarray(value).astype(np_type) if np_type else np.asarray(value)
+        shape = static.get(name)
+        if shape is not None and value.ndim <= 1 and len(shape) != value.ndim \
+                and value.size == int(np.prod(shape, dtype=np.int64)):
+            # A --const value given as a number or a flat list, for a declared static shape
+            # of another rank (optimum's use_cache_branch is [1]): the import reads it so, and
+            # so does ORT now. (Feeds of the input's rank are left alone: a wrong one is
+            # refused by ORT, naming it.)
+            value = value.reshape(shape)
+        ort_feeds[name] = value
     try:
         return dict(zip(names, session.run(names, ort_feeds)))
     except Exception as e:

@@ -60,6 +60,9 @@ class VerifyReport:
     # What makes a pass prove little, or a pass against the user's explicit bounds
     # (verification_notes.py).
     warnings: list[str] = field(default_factory=list)
+    # Source outputs the graph lacks because they hold no values ({"name", "shape"}): the
+    # import drops them, as WebNN has no empty tensors; listed, not compared.
+    dropped: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -75,6 +78,7 @@ class VerifyReport:
             "others": {k: [o.to_json() for o in v] for k, v in self.others.items()},
             "sessionOptions": self.session_options, "oracle": self.oracle,
             "sourceFloat64": self.source_f64, "sourceNoiseRuns": self.noise_runs,
+            "droppedOutputs": self.dropped,
         }
         if self.permuted:
             out["permuted"] = self.permuted
@@ -294,6 +298,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
                           "webnn-onnx" if runtime == "ort" else runtime, described,
                           session_options=SESSION_OPTIONS[source.suffix.lower()],
                           permuted=io_permutations.described(graph))
+    report.dropped = [{"name": n, "shape": [int(d) for d in np.shape(v)]}
+                      for n, v in want.items() if n not in graph.outputs and np.size(v) == 0]
+    want = {n: v for n, v in want.items() if n in graph.outputs or np.size(v)}
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     report.outputs = _compare_all(graph, want, got, str(source), bounds)
     if oracle == "always" or (oracle == "auto" and not all(o.passed for o in report.outputs)):

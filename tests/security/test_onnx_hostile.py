@@ -23,6 +23,7 @@ from converter.errors import ConverterError, FormatError, UnsupportedError
 from .onnx_cases import (
     CANARY,
     canary_setup,
+    cli,
     constant_from,
     convert_refused,
     external,
@@ -248,11 +249,26 @@ def test_an_unused_zero_sized_split_part_is_dropped(tmp_path):
     np.testing.assert_array_equal(converter.run(converter.load(src), {"x": x})["y"], x)
 
 
-def test_a_zero_sized_split_part_as_graph_output_is_a_clear_error(tmp_path):
+def test_a_zero_sized_split_part_as_graph_output_is_dropped_with_one_warning_line(tmp_path):
     sizes = numpy_helper.from_array(np.array([0, 4], np.int64), "s")
     src = write(model([helper.make_node("Split", ["x", "s"], ["empty", "y"], axis=0)],
                         [vi("x", shape=[4, 3])], [vi("empty"), vi("y", shape=[4, 3])],
                         [sizes]), tmp_path)
+    out = tmp_path / "out" / "o.webnn"
+    out.parent.mkdir()
+    result = cli("convert", src, "-o", out)
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ")
+    assert "output 'empty' dropped" in lines[0] and "WebNN has no empty tensors" in lines[0]
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(converter.run(converter.load(out), {"x": x})["y"], x)
+
+
+def test_a_model_whose_only_output_is_zero_sized_is_a_clear_error(tmp_path):
+    sizes = numpy_helper.from_array(np.array([0, 4], np.int64), "s")
+    src = write(model([helper.make_node("Split", ["x", "s"], ["empty", "y"], axis=0)],
+                        [vi("x", shape=[4, 3])], [vi("empty")], [sizes]), tmp_path)
     line = convert_refused(src, tmp_path / "out")
     assert "graph output 'empty'" in line and "WebNN has no empty tensors" in line
 

@@ -7,6 +7,8 @@ Fused activations do not exist in WebNN, so none is fused here either.
 """
 from __future__ import annotations
 
+import math
+
 from ...ir import Operation
 from ...lowering.onnx.context import spec_cast
 from ...ops.registry import unidirectionally_broadcastable
@@ -54,6 +56,10 @@ def _clamp(ctx: ExportContext, op: Operation) -> list[int]:
     # The bounds are cast to the input's type the way the spec casts an MLNumber.
     lo = None if lo is None else spec_cast(lo, dt).item()
     hi = None if hi is None else spec_cast(hi, dt).item()
+    if any(b is not None and math.isnan(b) for b in (lo, hi)):
+        # A NaN bound makes every element NaN (max and min give NaN with a NaN side), where
+        # LiteRT's MAXIMUM and MINIMUM keep x: x + NaN is NaN for every x.
+        return [ctx.cast(ctx.add(x, ctx.number(math.nan, x)), compute_type(dt))]
     if ct == "float32":
         fused = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, None): "RELU"}
         code = fused.get((lo, hi))

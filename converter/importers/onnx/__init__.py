@@ -19,6 +19,7 @@ from ...budget import MemoryBudget
 from ...errors import ConverterError, FormatError, UnsupportedError
 from ...ir import Graph, Operand
 from .. import REFUSAL_FIX
+from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
 from .dim_limits import check_dim_names, check_input_ranks, explained
@@ -26,6 +27,7 @@ from .checks import check_attribute_types, check_known_indices, check_known_top_
 from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
+from .node_order import node_order
 from .registry import DEFAULT_DOMAINS, Invalid, Unsupported, rule_for
 from .tensor_data import resolve_tensors, sparse_array, tensor_array
 
@@ -166,7 +168,8 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
 
     problems: list[str] = []
     needs: list[str] = []
-    for index, proto in enumerate(model.graph.node):
+    for index in node_order(model.graph, where):
+        proto = model.graph.node[index]
         node = OnnxNode(proto, ctx.opsets.get("" if proto.domain in DEFAULT_DOMAINS
                                               else proto.domain, 0), index)
         ctx.node = node
@@ -187,6 +190,9 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
         value = ctx.values.get(vi.name)
         if value is None or value is _POISON:
             continue  # its producer was unsupported: already reported
+        if value.operand is None and value.known is not None and value.known.size == 0:
+            drop_empty_output(graph, vi.name, value.known_shape)
+            continue
         try:
             graph.set_output(vi.name, _as_result(ctx, vi.name))
         except Unsupported as e:
@@ -196,6 +202,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
                                  fix=REFUSAL_FIX)
         error.needs_known = needs
         raise error
+    announce_dropped(graph, where)
     return graph.verify()
 
 

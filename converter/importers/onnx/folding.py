@@ -253,8 +253,7 @@ def _evaluate(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
         inputs.append(onnx.helper.make_tensor_value_info(name, v.onnx_type, v.known_shape))
     outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.outputs if o]
     graph = onnx.helper.make_graph([node.proto], "fold", inputs, outputs)
-    opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
-    model = onnx.helper.make_model(graph, opset_imports=opsets)
+    model = onnx.helper.make_model(graph, opset_imports=_evaluator_opsets(ctx, node))
     from onnx.reference import ReferenceEvaluator  # heavy: imported when first folding
 
     try:
@@ -263,6 +262,25 @@ def _evaluate(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
         raise
     except Exception as e:  # the reference evaluator rejects what ONNX itself rejects
         raise _failed(e) from None
+
+
+# Ops whose older versions the reference evaluator does not implement, and the version it is
+# run at instead. DequantizeLinear 10 and 13 are 19 on fewer types (13 added `axis`, 19 the
+# float8 inputs and float16 scales), so 19's kernel computes them exactly; without this,
+# folding one in a model of opset 10 to 18 (ORT's quantize_dynamic at opset 18, for one)
+# failed with "No implementation for operator 'DequantizeLinear' ... version 18".
+_EVALUATED_FROM = {"DequantizeLinear": 19}
+
+
+def _evaluator_opsets(ctx: ImportContext, node: OnnxNode) -> list:
+    """The opset imports the fold's one-node model runs at: the model's own, but for an op in
+    _EVALUATED_FROM the default domain raised to the first version the evaluator has."""
+    opsets = dict(ctx.opsets)
+    since = _EVALUATED_FROM.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+    if since is not None:
+        key = next((d for d in DEFAULT_DOMAINS if d in opsets), "")
+        opsets[key] = max(int(opsets.get(key, since)), since)
+    return [onnx.helper.make_opsetid(d, v) for d, v in opsets.items()]
 
 
 def _failed(e: Exception) -> Unsupported:

@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph
 from .. import REFUSAL_FIX
+from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (registers every op family's rules)
 from .context import ImportContext, Value, stored_array
 from .model_file import Operator, TfliteModel, read_tflite
@@ -87,6 +88,7 @@ def import_model(model: TfliteModel, *,
     if report:
         raise UnsupportedError(report.items(), where=model.where,
                                fix=REFUSAL_FIX)
+    announce_dropped(graph, model.where)
     graph.remove_unused()  # results no output depends on (the model's dead ends)
     return graph.verify()
 
@@ -201,8 +203,7 @@ def _outputs(ctx: ImportContext, report: _Report) -> None:
             report.add_model(f"output '{t.name}' is a sparse constant; only DENSIFY reads one")
             continue
         if value.operand is None and value.known.size == 0:
-            report.add_model(f"output '{t.name}' is empty (shape {list(value.known.shape)}); "
-                             f"WebNN has no empty tensors")
+            drop_empty_output(ctx.graph, t.name, value.known.shape)
             continue
         operand = value.operand
         if operand is None:

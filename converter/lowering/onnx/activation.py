@@ -50,13 +50,25 @@ def relu(ctx: LoweringContext, op: Operation) -> list[str]:
 @lowers("clamp")
 def clamp(ctx: LoweringContext, op: Operation) -> list[str]:
     x = op.inputs[0]
+    dt = x.data_type
     lo, hi = op.attr("minValue"), op.attr("maxValue")
     if lo is None and hi is None:
-        return [ctx.node("Identity", [ctx.name_of(x)], dtype=x.data_type)]
-    # The bounds are cast to the input's type the way the spec casts an MLNumber.
-    lo_v = ctx.scalar(spec_cast(lo, x.data_type), x.data_type) if lo is not None else ""
-    hi_v = ctx.scalar(spec_cast(hi, x.data_type), x.data_type) if hi is not None else ""
-    return [ctx.typed("Clip", [ctx.name_of(x), lo_v, hi_v], x.data_type)]
+        return [ctx.node("Identity", [ctx.name_of(x)], dtype=dt)]
+    if dt not in ("float32", "float16"):
+        # Integers: the bounds cast to the type's range (+-Infinity to its ends, NaN to 0) and
+        # ONNX's empty Clip bound is the type's end, so Clip is the spec's clamp exactly.
+        lo_v = ctx.scalar(spec_cast(lo, dt), dt) if lo is not None else ""
+        hi_v = ctx.scalar(spec_cast(hi, dt), dt) if hi is not None else ""
+        return [ctx.typed("Clip", [ctx.name_of(x), lo_v, hi_v], dt)]
+    # Floats: the spec's min(max(x, minValue), maxValue), bound by bound. ONNX Clip would
+    # differ twice: an empty bound is the largest finite float (an infinite input came out as
+    # +-3.4e38, not unclamped), and ORT's Clip ignores a NaN bound where max and min give NaN.
+    v = ctx.name_of(x)
+    if lo is not None:
+        v = ctx.typed("Max", [v, ctx.scalar(spec_cast(lo, dt), dt)], dt)
+    if hi is not None:
+        v = ctx.typed("Min", [v, ctx.scalar(spec_cast(hi, dt), dt)], dt)
+    return [v]
 
 
 @lowers("elu")

@@ -28,6 +28,32 @@ def test_clamp_uses_the_fused_relus_where_the_bounds_match(bounds, op):
     assert ops_of(graph)[0] == op
 
 
+_SPECIAL_BOUNDS = [{"minValue": -math.inf}, {"maxValue": math.inf},
+                   {"minValue": -math.inf, "maxValue": math.inf}, {"minValue": math.nan},
+                   {"maxValue": math.nan}, {"minValue": 0, "maxValue": math.inf},
+                   {"minValue": -math.inf, "maxValue": 6}]
+
+
+@pytest.mark.parametrize("options", _SPECIAL_BOUNDS, ids=lambda o: ",".join(
+    f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+def test_clamp_with_infinite_and_nan_bounds_matches_the_spec(dt, options):
+    """An infinite bound leaves infinities alone; a NaN bound makes every element NaN (the
+    spec's min(max(x, minValue), maxValue)); LiteRT's MAXIMUM would keep x for a NaN bound.
+    A NaN x is left out: LiteRT's MAXIMUM and MINIMUM do not return it for every bound (a
+    difference of the max and min exports in general, not of these bounds)."""
+    b = GraphBuilder()
+    x = b.input("x", dt, [7])
+    v = np.array([-np.inf, -60000, -1.5, 0, 2.5, 60000, np.inf], dt)
+    got = run_one(b, b.clamp(x, **options), {"x": v}, ulp=0)
+    lo, hi = options.get("minValue"), options.get("maxValue")
+    if any(bound is not None and math.isnan(bound) for bound in (lo, hi)):
+        assert np.isnan(got).all()
+    else:
+        want = np.clip(v, -np.inf if lo is None else lo, np.inf if hi is None else hi)
+        np.testing.assert_array_equal(got, want.astype(dt))
+
+
 @pytest.mark.parametrize("dt", ["int32", "int64", "int8", "uint8", "uint32"])
 def test_integer_clamp_casts_its_bounds_to_the_type(dt):
     b = GraphBuilder()

@@ -1,12 +1,16 @@
 """Zero-sized tensors (issue 17): a SPLIT_V part of size 0, a slice of nothing. WebNN has no
 empty tensors, so they are arrays known at conversion time: dropped when nothing reads them,
-left out of a concatenation, and refused by name only where an op needs one as an operand or
-the model outputs one. Checked against LiteRT, which runs them all."""
+left out of a concatenation and of the model's outputs (named in a warning), and refused by
+name only where an op needs one as an operand. Checked against LiteRT, which runs them all."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from converter.errors import UnsupportedError
+from converter.execute import run
+from converter.importers.dropped_outputs import DroppedOutputWarning, dropped_outputs
+from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import TfliteBuilder
 
@@ -79,14 +83,32 @@ def test_an_empty_part_an_op_needs_is_refused_by_name():
     assert "'part1', which is empty (shape [2, 0]); WebNN has no empty tensors" in message
 
 
-def test_an_empty_graph_output_is_refused_by_name():
+def test_an_empty_graph_output_is_dropped_with_a_warning_and_the_rest_matches_litert():
     b = TfliteBuilder()
     x = b.input("x", [2, 6])
     parts = _split_v(b, x, [2, 0, 4])
     model = b.build(parts)
-    assert run_litert(model, {"x": rand(2, 6)})["part1"].shape == (2, 0)
-    assert "output 'part1' is empty (shape [2, 0]); WebNN has no empty tensors" \
-        in str(refused(model))
+    xv = rand(2, 6)
+    want = run_litert(model, {"x": xv})
+    assert want["part1"].shape == (2, 0)  # LiteRT gives the empty part
+    with pytest.warns(DroppedOutputWarning, match=r"output 'part1' dropped: it is empty "
+                                                  r"\(shape \[2, 0\]\)"):
+        graph = import_tflite(model)
+    assert list(graph.outputs) == ["part0", "part2"]
+    assert dropped_outputs(graph) == [{"name": "part1", "shape": [2, 0]}]
+    got = run(graph, {"x": xv})
+    for name in ("part0", "part2"):
+        np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_a_model_whose_every_output_is_empty_is_refused():
+    b = TfliteBuilder()
+    x = b.input("x", [2, 6])
+    parts = _split_v(b, x, [2, 0, 4])
+    with pytest.raises(UnsupportedError, match=r"graph output 'part1' is empty \('part1' has "
+                                               r"shape \[2, 0\], with a 0 dimension\); WebNN "
+                                               r"has no empty tensors"):
+        import_tflite(b.build([parts[1]]))
 
 
 def _sum_of_an_empty_slice(dtype: str) -> bytes:

@@ -157,11 +157,32 @@ def _bound(ctx: ImportContext, node: OnnxNode, index: int, attr: str):
     return None, ctx.operand(name)
 
 
+def _float_ends(lo, hi, dt: str):
+    """ONNX Clip's known bounds as WebNN's clamp means them, on a float input. An absent bound
+    is numeric_limits::lowest() / max(), the largest finite values, so an infinite input comes
+    out finite; a NaN bound clamps nothing (ONNX Runtime's max(x, NaN) keeps x), where clamp's
+    NaN bound gives NaN. Integer ends are the type's own, so nothing changes there."""
+    if dt not in ("float32", "float16"):
+        return lo, hi
+    big = float(np.finfo(dtypes.numpy_dtype(dt)).max)
+    lo = -big if lo is None else (None if math.isnan(lo) else lo)
+    hi = big if hi is None else (None if math.isnan(hi) else hi)
+    return lo, hi
+
+
 @onnx_op("Clip", webnn=("clamp", "max", "min"))
 def clip(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     lo, lo_operand = _bound(ctx, node, 1, "min")
     hi, hi_operand = _bound(ctx, node, 2, "max")
+    if node.opset < 11 and not (-math.inf if lo is None else lo) <= (
+            math.inf if hi is None else hi):
+        # Clip-6's attributes: ONNX Runtime refuses the model unless min <= max (NaN is not).
+        raise Unsupported(f"Clip min {lo} is not <= max {hi}: ONNX Runtime refuses such a "
+                          f"Clip before opset 11")
+    lo_known, hi_known = _float_ends(lo, hi, x.data_type)
+    lo = lo_known if lo_operand is None else lo
+    hi = hi_known if hi_operand is None else hi
     if lo_operand is None and hi_operand is None and not (
             lo is not None and hi is not None and lo > hi):
         attrs = {}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import ImportContext
+from .... import dtypes
+from ....ir import Operand
+from ..context import Complex, ImportContext
 from ..model_file import TYPES, Operator, Tensor
 from ..registry import Unsupported, tflite_op
 from ._common import emit
@@ -40,23 +42,53 @@ def quantize(ctx: ImportContext, op: Operator):
     return [x]
 
 
-@tflite_op("CAST", webnn=("cast", "notEqual"))
+@tflite_op("CAST", webnn=("cast", "notEqual", "identity", "greaterOrEqual", "lesser",
+                          "logicalOr", "where"))
 def cast(ctx: ImportContext, op: Operator):
-    """A cast to BOOL is `x != 0`; others convert (floats to integers toward zero)."""
+    """A cast to BOOL is `x != 0`; others convert (floats to integers toward zero, saturating
+    at the integer type's ends as LiteRT does).
+
+    A COMPLEX64 input (an RFFT2D's spectrum) casts its real part, as LiteRT's kernel does
+    (std::real, then the cast: the imaginary part is dropped, and BOOL is `real != 0`); to
+    COMPLEX64 it stays as it is."""
     target_tensor = ctx.out_tensor()
+    if ctx.is_complex(0):
+        z = ctx.complex(0)
+        if target_tensor.type_name == "COMPLEX64":
+            return [Complex(emit(ctx, "identity", z.real, suffix="re"),
+                            emit(ctx, "identity", z.imag, suffix="im"))]
     target = target_tensor.info.webnn
     if target is None:
         raise Unsupported(f"its output is {target_tensor.type_name}, which WebNN does not have")
-    known = ctx.known(0)
+    known = ctx.known(0) if not ctx.is_complex(0) else None
     if known is not None and ctx.quant(0) is None and known.dtype.kind in "iu" \
             and target_tensor.info.numpy.kind in "iu" and not target_tensor.is_bool:
         return [known.astype(target_tensor.info.numpy)]
-    x = ctx.operand(0)
+    x = ctx.complex(0).real if ctx.is_complex(0) else ctx.operand(0)
     if target_tensor.is_bool:
         return [emit(ctx, "notEqual", x, ctx.scalar(0, x.data_type))]
     if x.data_type == target:
         return [emit(ctx, "identity", x)]
+    if x.data_type in ("float32", "float16") and target not in ("float32", "float16"):
+        return [_saturating_cast(ctx, x, target)]
     return [emit(ctx, "cast", x, dataType=target)]
+
+
+def _saturating_cast(ctx: ImportContext, x: Operand, target: str) -> Operand:
+    """A float to an integer type as LiteRT's CAST does it: toward zero, saturating at the
+    type's ends (+-Infinity too), NaN giving the largest value. WebNN's cast leaves values out
+    of range to the implementation (ONNX Runtime wraps them: 298.7 came out as uint8 42)."""
+    info = np.iinfo(dtypes.numpy_dtype(target))
+    dt = x.data_type
+    # trunc(x) > max exactly when x >= max + 1 (a power of two, exact in float32; past float16's
+    # range it casts to +Infinity, which only +Infinity reaches), and trunc(x) < min when
+    # x < min (0 or minus a power of two, exact).
+    above = emit(ctx, "logicalOr", emit(ctx, "greaterOrEqual", x, ctx.scalar(
+        float(info.max) + 1.0, dt), suffix="above"), emit(ctx, "notEqual", x, x, suffix="nan"))
+    below = emit(ctx, "lesser", x, ctx.scalar(float(info.min), dt), suffix="below")
+    y = emit(ctx, "cast", x, dataType=target)
+    y = emit(ctx, "where", below, ctx.scalar(int(info.min), target), y, suffix="min")
+    return emit(ctx, "where", above, ctx.scalar(int(info.max), target), y, suffix="max")
 
 
 @tflite_op("DENSIFY")

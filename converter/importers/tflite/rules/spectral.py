@@ -70,7 +70,15 @@ def _dft(inputs: int, outputs: int, length: int) -> tuple[np.ndarray, np.ndarray
     [0, 2 pi) and float64 rounds it no matter how long the transform."""
     nk = np.outer(np.arange(inputs, dtype=np.int64), np.arange(outputs, dtype=np.int64))
     angle = 2 * np.pi * (nk % length) / length
-    return np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+    cos, sin = np.cos(angle), np.sin(angle)
+    # Whole quarter turns exactly: float64 gives cos(pi / 2) as 6e-17, not 0, so a bin whose
+    # real part is 0 in LiteRT's FFT (x = [0, 1, 0, -1]: bin 1 is -2i) came out 1e-16 here,
+    # and a CAST of it to BOOL said True where LiteRT says False.
+    quarter, rest = np.divmod(4 * (nk % length), length)
+    exact = rest == 0
+    cos = np.where(exact, np.array([1.0, 0.0, -1.0, 0.0])[quarter % 4], cos)
+    sin = np.where(exact, np.array([0.0, 1.0, 0.0, -1.0])[quarter % 4], sin)
+    return cos.astype(np.float32), sin.astype(np.float32)
 
 
 @tflite_op("RFFT2D", webnn=("slice", "matmul", "add", "sub"))
