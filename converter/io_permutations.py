@@ -23,10 +23,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .errors import ConverterError
+from .ir.perms import apply, compose, inverse, is_identity
 
 __all__ = ["KEY", "SIDES", "permutations", "record", "source_shape", "to_graph_inputs",
            "to_source_inputs", "to_source_outputs", "check_declared", "described",
-           "check_given", "unrecorded", "present", "permuted_lines", "module_permutations"]
+           "check_given", "unrecorded", "present"]
 
 KEY = "permuted"
 SIDES = ("inputs", "outputs")
@@ -42,8 +43,6 @@ def record(graph, side: str, name: str, perm: Sequence[int]) -> None:
     """Record that `side`'s `name` is now its former value transposed by `perm`; a graph
     permuted before (a graph file converted again) composes the two, and a round trip back to
     the source's layout leaves no record."""
-    from .passes.layout_perms import compose, is_identity
-
     table = graph.metadata.setdefault(KEY, {}).setdefault(side, {})
     total = compose(table[name], perm) if name in table else list(perm)
     if is_identity(total):
@@ -52,19 +51,13 @@ def record(graph, side: str, name: str, perm: Sequence[int]) -> None:
         table[name] = [int(p) for p in total]
 
 
-def _inverse(perm: Sequence[int]) -> list[int]:
-    from .passes.layout_perms import inverse
-
-    return inverse(perm)
-
-
 def source_shape(graph, name: str) -> tuple[int, ...]:
     """The shape the source model gives input `name` (the graph's, transposed back)."""
     shape = graph.inputs[name].shape
     perm = permutations(graph)["inputs"].get(name)
     if perm is None:
         return tuple(shape)
-    return tuple(shape[i] for i in _inverse(perm))
+    return tuple(shape[i] for i in inverse(perm))
 
 
 def to_graph_inputs(graph, feeds: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,14 +70,14 @@ def to_graph_inputs(graph, feeds: Mapping[str, Any]) -> dict[str, Any]:
 def to_source_inputs(graph, feeds: Mapping[str, Any]) -> dict[str, Any]:
     """Feeds in the graph's layout (a state's initial value) as the source takes them."""
     perms = permutations(graph)["inputs"]
-    return {name: (np.ascontiguousarray(np.transpose(value, _inverse(perms[name])))
+    return {name: (np.ascontiguousarray(np.transpose(value, inverse(perms[name])))
                    if name in perms else value) for name, value in feeds.items()}
 
 
 def to_source_outputs(graph, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """The graph's outputs in the source's layout, to compare with the source's."""
     perms = permutations(graph)["outputs"]
-    return {name: (np.ascontiguousarray(np.transpose(value, _inverse(perms[name])))
+    return {name: (np.ascontiguousarray(np.transpose(value, inverse(perms[name])))
                    if name in perms else value) for name, value in outputs.items()}
 
 
@@ -158,8 +151,6 @@ def present(graph, table: Mapping[str, Mapping[str, Sequence[int]]], where: str)
     taken transposed (a transpose back in front of its readers), each listed output given
     transposed. Verifying a module written earlier this way knows its layout; a table that does
     not fit the graph is refused (it comes from a file)."""
-    from .passes.layout_perms import apply, inverse
-
     problems = check_declared(graph, table)
     if problems:
         raise ConverterError(problems[0], where=where, fix="give the module convert wrote")
@@ -180,48 +171,3 @@ def present(graph, table: Mapping[str, Mapping[str, Sequence[int]]], where: str)
         graph.set_output(name, given.output)
         record(graph, "outputs", name, perm)
     graph.verify()
-
-
-# -- in an emitted JavaScript module --------------------------------------------------------------
-_MODULE_LINE = "export const permuted = "
-_MODULE_HEADER_LINES = 64  # the record is in the module's header, before any function
-_MODULE_LINE_CHARS = 1 << 20  # longer than any record of a graph's inputs and outputs
-
-
-def permuted_lines(graph) -> list[str]:
-    """The lines a module declares its boundary permutations with (none without a record):
-    `export const permuted = {"inputs": {...}};` (ASCII JSON, which is a JavaScript literal)."""
-    import json
-
-    table = described(graph)
-    if not table:
-        return []
-    return ["// Inputs and outputs taken/given transposed from the source model's layout "
-            "(--io-layout):",
-            "// value = transpose(source value, perm).",
-            f"{_MODULE_LINE}{json.dumps(table, ensure_ascii=True)};"]
-
-
-def module_permutations(path) -> dict[str, dict[str, list[int]]]:
-    """The record a module written by convert declares in its header ({} when none)."""
-    from .formats._files import parse_json
-
-    where = str(path)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for number in range(1, _MODULE_HEADER_LINES + 1):
-                line = f.readline(_MODULE_LINE_CHARS)  # a hostile file's one huge line: cut
-                if not line or line.startswith("export async function"):
-                    break
-                if line.startswith(_MODULE_LINE):
-                    text = line[len(_MODULE_LINE):].rstrip().removesuffix(";")
-                    value = parse_json(text, f"{where}:{number}", "permuted record")
-                    if not isinstance(value, dict):
-                        raise ConverterError("the permuted record is not an object",
-                                             where=f"{where}:{number}",
-                                             fix="give the module convert wrote")
-                    return value
-    except OSError as e:
-        raise ConverterError(f"cannot read the module: {e.strerror or e}", where=where) \
-            from None
-    return {}

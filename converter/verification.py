@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import io_permutations
+from .emit.permuted_record import module_permutations
 from .errors import ConverterError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
@@ -237,7 +238,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
         if module is not None:  # the module's boundary, as convert --io-layout wrote it
-            io_permutations.present(graph, io_permutations.module_permutations(module),
+            io_permutations.present(graph, module_permutations(module),
                                     str(module))
     limits = src.int_limits(source)
     # Inputs are made and given in the source model's layout; the graph is fed them

@@ -20,7 +20,7 @@ PACKAGE = ROOT / "converter"
 LAYERS: list[set[str]] = [
     {"errors", "dtypes", "schemas", "fetch", "budget", "threads", "file_guard",
      "mapped_files"},                                                        # 0 base
-    {"ir"},                                                                  # 1
+    {"ir", "io_permutations"},                                               # 1
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3
      "builder", "reference", "summary"},
@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
-     "verification_decode", "variants_conversion"},
+     "verification_decode", "variants_conversion", "verification_notes"},
     {"__init__"},                                                            # 7 the API
     {"zoo", "testing"},                                                      # 8
     {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)

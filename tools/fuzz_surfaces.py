@@ -282,11 +282,8 @@ def writes_over_source(kind: str):
                         "convert.json": (["-o", "{case}/g.json"], [])}
         elif kind == "npy-input-is-output":
             entry = _add(folder)
-            np.save(folder / "y.npy", np.ones(16, np.float32))
-            np.save(folder / "x.npy", np.ones(16, np.float32))
-            commands = {"run": (["--input", "x={case}/y.npy", "--output-dir", "{case}"], []),
-                        "run.x": (["--input", "x={case}/x.npy", "--output-dir", "{case}"],
-                                  [])}
+            np.save(folder / "y.npy", np.ones(16, np.float32))  # the input, and output y's name
+            commands = {"run": (["--input", "x={case}/y.npy", "--output-dir", "{case}"], [])}
         else:
             raise ValueError(kind)
         return Made(entry, commands, must_refuse=True)

@@ -34,9 +34,9 @@ from ..errors import ConverterError
 from ..formats._files import AtomicSave
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, write_weights
-from ..io_permutations import permuted_lines
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..emit.escape import js_comment, js_string
+from ..emit.permuted_record import permuted_lines
 from ..emit.html_page import page_html
 from ..emit.javascript import _HELPERS, JsCode, ModuleWriter, _desc, _descs, _shape
 

@@ -32,12 +32,12 @@ from ..errors import ConverterError
 from ..formats._files import AtomicSave
 from ..formats.document import unique_name
 from ..formats.weights import manifest_text, safe_key, write_weights
-from ..io_permutations import permuted_lines
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ops.registry import OpDef, Param
 from .escape import js_comment as _comment
 from .escape import js_string as _string
 from .html_page import page_html
+from .permuted_record import permuted_lines
 
 __all__ = ["write_js", "module_source", "js_op", "JS_EMITTERS", "js_value", "ModuleWriter",
            "JsCode"]

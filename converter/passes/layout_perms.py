@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..ir.perms import apply, compose, inverse, is_identity
+
 __all__ = [
     "identity", "is_identity", "inverse", "compose", "extend", "letters_perm", "apply",
     "keeps_element_order", "is_invariant", "labels_perm", "align",
@@ -16,23 +18,6 @@ __all__ = [
 
 def identity(rank: int) -> list[int]:
     return list(range(rank))
-
-
-def is_identity(perm: Sequence[int]) -> bool:
-    return all(p == i for i, p in enumerate(perm))
-
-
-def inverse(perm: Sequence[int]) -> list[int]:
-    """The permutation that undoes `perm`: transpose(transpose(x, p), inverse(p)) == x."""
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return inv
-
-
-def compose(first: Sequence[int], second: Sequence[int]) -> list[int]:
-    """transpose(transpose(x, first), second) == transpose(x, compose(first, second))."""
-    return [first[s] for s in second]
 
 
 def extend(perm: Sequence[int], rank: int) -> list[int]:
@@ -53,11 +38,6 @@ def letters_perm(source: str, target: str) -> list[int]:
     if sorted(source) != sorted(target):
         raise ValueError(f"layouts {source!r} and {target!r} name different axes")
     return [source.index(letter) for letter in target]
-
-
-def apply(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
-    """The shape of transpose(x, perm) for x of `shape`."""
-    return tuple(shape[p] for p in perm)
 
 
 def keeps_element_order(shape: Sequence[int], perm: Sequence[int]) -> bool:

@@ -85,6 +85,9 @@ def folder(tmp_path_factory) -> Path:
     shutil.copy(root / "domain.onnx", root / f"z{IN_A_FILE_NAME}.onnx")
     (root / "zoo.json").write_text(json.dumps({"models": [
         {"id": "evil", "path": f"z{IN_A_FILE_NAME}.onnx", "expect": "verified"}]}))
+    # A path the manifest's rules let through, to a model whose names are the payload.
+    (root / "zoo-run.json").write_text(json.dumps({"models": [
+        {"id": "evil", "path": "domain.onnx", "expect": "verified"}]}))
     return root
 
 
@@ -102,7 +105,9 @@ CASES = {
     "check-target": (["check", "names.onnx", "--target", "coreml"], 1, PAYLOAD),
     "run": (["run", "names.onnx", "--output-dir", "run_out"], 0, PAYLOAD),
     "ops": (["ops"], 0, None),
-    "zoo": (["zoo", "zoo.json", "--results", "zoo.jsonl"], 1, None),
+    # the manifest names a path with control characters: refused before any job, shown inert
+    "zoo": (["zoo", "zoo.json", "--results", "zoo.jsonl"], 2, None),
+    "zoo-run": (["zoo", "zoo-run.json", "--results", "zoo-run.jsonl"], 1, None),
 }
 
 
