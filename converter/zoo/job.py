@@ -253,11 +253,14 @@ def _limit_memory(megabytes: int) -> None:
     RLIMIT_DATA, not RLIMIT_AS: since Linux 4.7 it counts private writable mappings (numpy's
     and the runtimes' buffers), but not address space reserved and never written, which
     Chromium (for --runtime chromium) reserves by gigabytes and would fail to start under an
-    address-space cap.
+    address-space cap. Under a lower hard limit already set (`ulimit -d`), that one holds.
     """
     import resource
 
     limit = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:  # a cap set above ours (a shell's ulimit) stays in force:
+        limit = min(limit, hard)         # raising it is refused, and would be no cap of ours
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
