@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from fuzz_surfaces import SURFACES, Made
+from fuzz_surfaces import external_tensor as _external
 
 import numpy as np
 import onnx
@@ -82,14 +83,6 @@ def _add_model(initializer: TensorProto, shape, *, name: str = "add", nodes=None
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _external(name: str, dims, location: str, offset=None, length=None) -> TensorProto:
-    t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=list(dims))
-    t.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", location), ("offset", offset), ("length", length)):
-        if value is not None:
-            entry = t.external_data.add()
-            entry.key, entry.value = key, str(value)
-    return t
 
 
 def _external_model(folder: Path) -> list[Path]:

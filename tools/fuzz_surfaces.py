@@ -66,7 +66,9 @@ def _add(folder: Path, name="m.onnx", weight=None, graph_name="g", node_name="ad
                  folder / name)
 
 
-def _external(name: str, dims, location: str, offset=None, length=None) -> TensorProto:
+def external_tensor(name: str, dims, location: str, offset=None, length=None
+                    ) -> TensorProto:
+    """A float tensor whose data lives in `location` (offset, length as given, or left out)."""
     t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=list(dims))
     t.data_location = TensorProto.EXTERNAL
     for key, value in (("location", location), ("offset", offset), ("length", length)):
@@ -240,13 +242,14 @@ def near_the_model(kind: str):
         if kind == "onnx-hidden":
             (folder / ".ssh").mkdir()
             (folder / ".ssh" / "id_rsa").write_bytes(canary)
-            return Made(_add(folder, weight=_external("w", [16], ".ssh/id_rsa", 8, 64)))
+            hidden = external_tensor("w", [16], ".ssh/id_rsa", 8, 64)
+            return Made(_add(folder, weight=hidden))
         if kind == "onnx-hardlink":
             os.link(root / "canary.bin", folder / "w.bin")
-            return Made(_add(folder, weight=_external("w", [16], "w.bin", 8, 64)))
+            return Made(_add(folder, weight=external_tensor("w", [16], "w.bin", 8, 64)))
         if kind == "onnx-overlong":
             (folder / "w.bin").write_bytes(np.ones(16, np.float32).tobytes() + canary)
-            return Made(_add(folder, weight=_external("w", [16], "w.bin", 0,
+            return Made(_add(folder, weight=external_tensor("w", [16], "w.bin", 0,
                                                       64 + len(canary))))
         if kind == "webnn-hardlink":
             graph = ('webnn_graph "g" v1 {\n  inputs { x: u8[64]; }\n  consts { w: u8[64] '
@@ -267,7 +270,7 @@ def writes_over_source(kind: str):
     """A command whose output, or one of its sidecars, is a file the command reads."""
     def make(folder: Path, root: Path) -> Made:
         (folder / "m.weights").write_bytes(np.ones(16, np.float32).tobytes())
-        external = _external("w", [16], "m.weights", 0, 64)
+        external = external_tensor("w", [16], "m.weights", 0, 64)
         if kind == "onnx-external-is-sidecar":
             entry = _add(folder, weight=external)
             commands = {"convert.webnn": (["-o", "{case}/m.webnn"], []),
