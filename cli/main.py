@@ -13,11 +13,11 @@ import warnings
 import click
 
 from converter import __version__
-from converter.errors import ConversionWarning, ConverterError
+from converter.errors import ConverterError
 
 from . import collector
 from .commands import LazyGroup
-from .terminal import echo, echo_traceback, shown
+from .terminal import echo, echo_traceback, show_warning, shown
 
 EXIT_ERROR = 2
 
@@ -93,22 +93,6 @@ def _os_error_line(e: Exception) -> str:
     return str(e) or type(e).__name__
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """The converter's own warnings as one "warning:" line on stderr; others as Python shows
-    them."""
-    if issubclass(category, ConversionWarning):
-        # Its names come from the model file: a line break or escape sequence in one is
-        # written escaped, so the warning stays one line and cannot restyle the terminal.
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                       for c in str(message))
-        click.echo(f"warning: {text}", err=True)
-        return
-    _python_show_warning(message, category, filename, lineno, file, line)
-
-
-_python_show_warning = warnings.showwarning
-
-
 def _report(ctx: click.Context, line: str) -> None:
     if ctx.find_root().params.get("debug"):
         echo_traceback(sys.exc_info()[1])
@@ -126,7 +110,7 @@ def main(debug: bool) -> None:
     NAME.manifest.json and NAME.weights beside them.
     """
     _stop_on_signals()
-    warnings.showwarning = _show_warning
+    warnings.showwarning = show_warning  # the converter's warnings as one line, `shown`
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import click
 
 __all__ = ["shown", "shortened", "echo", "echo_lines", "echo_json", "plain", "console_print",
-           "echo_traceback", "show_library_messages"]
+           "echo_traceback", "show_warning", "show_library_messages"]
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                      "\ud800-\udfff]")
@@ -110,14 +110,23 @@ def echo_traceback(error: BaseException) -> None:
     click.echo("".join(out), err=True, nl=False)
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for the CLI: the converter's own warnings (ConversionWarning: a
+    dropped output, ...) as one `warning:` line, a library's with where it came from; both
+    `shown`, since either may quote a model's names."""
+    from converter.errors import ConversionWarning
+
+    if issubclass(category, ConversionWarning):
+        echo(f"warning: {message}", err=True)
+    else:
+        echo(f"{filename}:{lineno}: {category.__name__}: {message}", err=True)
+
+
 def show_library_messages() -> None:
     """Route Python's warnings, and log records no handler takes (logging's last resort),
     through `shown`: a library's message may quote a model's names too."""
     import logging
     import warnings
-
-    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-        echo(f"{filename}:{lineno}: {category.__name__}: {message}", err=True)
 
     class Shown(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:

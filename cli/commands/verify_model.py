@@ -53,9 +53,9 @@ def print_report(report) -> None:
 
     bounds = "; ".join(f"{o.name} {bounds_in_words(o.bounds)}" for o in report.outputs)
     if report.dropped:
-        console.print("not compared (empty, so not in the graph: WebNN has no empty tensors): "
-                      + ", ".join(f"{d['name']} {d['shape']}" for d in report.dropped),
-                      markup=False)
+        console_print(console, "not compared (empty, so not in the graph: WebNN has no empty "
+                               "tensors): " + ", ".join(f"{d['name']} {d['shape']}"
+                                                       for d in report.dropped))
     made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
                      for name, d in report.inputs.items())
     console_print(console, f"inputs: {made}")
