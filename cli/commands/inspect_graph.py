@@ -7,6 +7,7 @@ import click
 
 import converter
 from converter.dynamic.open_dims import onnx_open_summary
+from converter.dynamic.tflite_dims import BATCH, dynamic_batch_shapes
 from converter.dynamic.variants import Variants, point_text
 from converter.errors import ConverterError, OpenDimsError
 from converter.summary import summarize
@@ -26,7 +27,8 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     model (.onnx, .tflite), shown as the WebNN graph it converts into; a model's dynamic
     dimensions take values from --dim or --input-shape. Without them, an ONNX model's inputs
     and outputs are shown with the dims' names and its ONNX op histogram (the WebNN ops need
-    the values); a file converted at several values of a dim shows each variant.
+    the values), a TFLite model with a dynamic batch at its stored batch, its signature beside;
+    a file converted at several values of a dim shows each variant.
     """
     try:
         loaded = converter.load(file, dims=dims, input_shapes=input_shapes,
@@ -41,6 +43,11 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
         _show_variants(loaded, as_json)
         return
     info = summarize(loaded)
+    if Path(file).suffix.lower() == ".tflite" and BATCH not in dims and not input_shapes:
+        symbolic = dynamic_batch_shapes(file)
+        if symbolic:  # shown at the stored batch; the signature says it is open
+            info["openDims"] = [BATCH]
+            info["symbolicShapes"] = symbolic
     if as_json:
         echo_json(info, indent=2)
         return
@@ -109,10 +116,16 @@ def _show_graph(info: dict) -> None:
          f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
          f"{info['transposes']} transposes")
     permuted = info.get("permuted", {})
+    symbolic = info.get("symbolicShapes", {})
+    if symbolic:
+        echo(f"open dims: {', '.join(info['openDims'])} (shown at the model's stored size; "
+             f"--dim {info['openDims'][0]}=N for another)")
     print_table(("", "name", "data type", "shape"),
                 [(kind[:-1], name, d["dataType"], str(d["shape"]) + (
                     f" (the source's transposed by {permuted[kind][name]})"
-                    if name in permuted.get(kind, {}) else ""))
+                    if name in permuted.get(kind, {}) else "") + (
+                    f" (in the model: {_shape_text(symbolic[kind][name])})"
+                    if name in symbolic.get(kind, {}) else ""))
                  for kind in ("inputs", "outputs") for name, d in info[kind].items()])
     print_table(("op", "count"), [(name, str(count)) for name, count in info["opHistogram"].items()])
 

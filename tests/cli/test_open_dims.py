@@ -114,3 +114,17 @@ def test_validate_checks_each_variant(variants_file):
     assert r.exit_code == 0, r.output
     assert r.output.strip() == (f"{variants_file}: valid (2 variants: batch=1; batch=2; "
                                 f"18 operations in all)")
+
+
+def test_inspect_a_tflite_dynamic_batch_shows_its_signature():
+    model = ROOT / "models" / "dynamic" / "cnn_batch.tflite"
+    info = json.loads(run("inspect", model, "--json").output)
+    assert info["openDims"] == ["batch"]
+    assert info["inputs"]["image"]["shape"] == [1, 8, 8, 3]  # the stored batch, converted
+    assert info["symbolicShapes"] == {"inputs": {"image": ["batch", 8, 8, 3]},
+                                      "outputs": {"probs": ["batch", 5]}}
+    r = run("inspect", model)
+    assert "input   image  float32    [1, 8, 8, 3] (in the model: [batch, 8, 8, 3])" \
+        in r.output.splitlines()
+    info = json.loads(run("inspect", model, "--json", "--dim", "batch=3").output)
+    assert "openDims" not in info and info["inputs"]["image"]["shape"] == [3, 8, 8, 3]
