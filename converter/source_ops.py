@@ -35,12 +35,12 @@ def _becomes(webnn: list[str], rule, shared: int) -> dict[str, Any]:
 
 def _onnx() -> list[dict[str, Any]]:
     from .importers import importer_tables
-    from .importers.onnx.registry import _RULES, known_op_types
+    from .importers.onnx.registry import rule_versions
 
-    known_op_types()  # imports every rule module, filling _RULES and importer_tables
-    shared = Counter(versions[-1][1] for versions in _RULES.values())
+    rules = rule_versions()  # imports every rule module, filling importer_tables too
+    shared = Counter(versions[-1][1] for versions in rules.values())
     rows = []
-    for (domain, op_type), versions in sorted(_RULES.items()):
+    for (domain, op_type), versions in sorted(rules.items()):
         label = op_type if not domain else f"{domain}:{op_type}"
         since = [v for v, _ in versions]
         rows.append({"source": "onnx", "op": label, "domain": domain or "ai.onnx",
@@ -81,7 +81,7 @@ def source_op(source: str, op: str) -> dict[str, Any]:
 
 
 def _onnx_refusal(op: str) -> tuple[str, str]:
-    from .importers.onnx.schema_table import _table
+    from .importers.onnx.schema_table import _table  # the ops ONNX defines, per domain
 
     domain, _, op_type = op.rpartition(":")
     domain = "" if domain in ("", "ai.onnx") else domain
