@@ -13,6 +13,7 @@ __all__ = [
     "GraphInvalidError",
     "WeightsError",
     "UnsupportedError",
+    "OpenDimsError",
     "ConversionWarning",
 ]
 
@@ -101,6 +102,12 @@ class UnsupportedError(ConverterError):
         self.items = list(items)
         what = f"{len(self.items)} unsupported: " + "; ".join(self.items)
         super().__init__(what, where=where, fix=fix)
+
+
+class OpenDimsError(ConverterError):
+    """A model's inputs have dimensions with no value, given or stored: nothing is wrong with
+    the model, but its WebNN graph is made only at values of them (inspect and validate show
+    what can be told without them, converter.dynamic.open_dims)."""
 
 
 class ConversionWarning(UserWarning):

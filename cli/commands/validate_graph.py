@@ -1,11 +1,14 @@
 """`webnn-convert validate FILE`: every problem of a graph file, all at once."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 import converter
-from converter.dynamic.variants import one_graph
-from converter.errors import ConverterError, GraphInvalidError
+from converter.dynamic.open_dims import onnx_open_summary
+from converter.dynamic.variants import Variants, point_text
+from converter.errors import ConverterError, GraphInvalidError, OpenDimsError
 
 from ..options import source_options
 from ..terminal import echo
@@ -18,15 +21,25 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
     """Check a graph file: its schema, its references, and every graph and op invariant.
 
     FILE is a WebNN graph (.webnn or .json) or a model (.onnx, .tflite), checked as the WebNN
-    graph it converts into (a model's dynamic dimensions take --dim or --input-shape). Exits 0
-    when the graph is valid, 1 when it is not, listing every problem found.
+    graph it converts into (a model's dynamic dimensions take --dim or --input-shape). An
+    ONNX model whose dims are left open is checked as far as it can be without their values
+    (the file and ONNX's own rules), and said to be valid with open dims; a file converted at
+    several values of a dim has each variant checked. Exits 0 when the graph is valid, 1 when
+    it is not, listing every problem found.
     """
+    summary, operations = None, 0
     try:
-        graph = one_graph(converter.load(file, dims=dims, input_shapes=input_shapes,
-                                         known_inputs=known_inputs, verify=False), file)
-        problems = graph.problems()
+        loaded = converter.load(file, dims=dims, input_shapes=input_shapes,
+                                known_inputs=known_inputs, verify=False)
+        graphs = loaded.entries if isinstance(loaded, Variants) else [({}, loaded)]
+        problems = [p if not point else f"variant {point_text(point)}: {p}"
+                    for point, graph in graphs for p in graph.problems()]
+        operations = sum(len(graph.operations) for _, graph in graphs)
     except GraphInvalidError as e:  # several problems found while reading the file
         problems = e.problems
+    except OpenDimsError as e:  # a model that is fine, but left open: checked without values
+        summary = _open_model(file, dims, input_shapes)
+        problems = [] if summary is not None else [e.line()]
     except ConverterError as e:  # the file itself cannot be read into a graph
         problems = [e.line()]
     if problems:
@@ -35,4 +48,24 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
         echo(f"{file}: invalid ({len(problems)} problem{'s' * (len(problems) > 1)})",
              err=True)
         raise SystemExit(1)
-    echo(f"{file}: valid ({len(graph.operations)} operations)")
+    if summary is not None:
+        open_dims = ", ".join(summary["openDims"] + [f"unnamed in {name}" for name in
+                                                     summary["inputsWithUnnamedDims"]])
+        echo(f"{file}: valid with open dims ({open_dims}; {summary['nodes']} ONNX nodes); "
+             f"the WebNN graph's checks need their values (--dim NAME=VALUE)")
+    elif isinstance(loaded, Variants):
+        echo(f"{file}: valid ({len(loaded.entries)} variants: {loaded.accepted_text()}; "
+             f"{operations} operations in all)")
+    else:
+        echo(f"{file}: valid ({operations} operations)")
+
+
+def _open_model(file: str, dims, input_shapes) -> dict | None:
+    """The open-dims summary of an ONNX model the import refused for want of dim values; None
+    when that is not why (or the model breaks ONNX's rules: the import's error says which)."""
+    if Path(file).suffix.lower() != ".onnx":
+        return None
+    try:
+        return onnx_open_summary(file, dims, input_shapes)
+    except ConverterError:
+        return None

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 
 from ..errors import ConverterError
 
-__all__ = ["BATCH", "tflite_input_shapes"]
+__all__ = ["BATCH", "tflite_input_shapes", "dynamic_batch_shapes"]
 
 BATCH = "batch"
 
@@ -41,3 +41,22 @@ def tflite_input_shapes(path: str | Path, dims: Mapping[str, int],
         if tensor.name not in shapes:
             shapes[tensor.name] = [int(dims[BATCH]), *tensor.shape[1:]]
     return shapes
+
+
+def dynamic_batch_shapes(path: str | Path) -> dict[str, dict[str, list[int | str]]]:
+    """The shape signatures of the main subgraph's inputs and outputs, "batch" for -1 on axis 0
+    ("?" for -1 elsewhere), when an input has a dynamic batch; {} when none has."""
+    from ..importers.tflite import read_tflite
+
+    main = read_tflite(path).subgraphs[0]
+    if not any(main.tensors[i].signature and main.tensors[i].signature[0] == -1
+               for i in main.inputs):
+        return {}
+
+    def named(signature) -> list[int | str]:
+        return [BATCH if axis == 0 and d == -1 else "?" if d == -1 else int(d)
+                for axis, d in enumerate(signature)]
+
+    return {kind: {main.tensors[i].name: named(main.tensors[i].signature)
+                   for i in indices if main.tensors[i].signature}
+            for kind, indices in (("inputs", main.inputs), ("outputs", main.outputs))}

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from ...budget import MemoryBudget
-from ...errors import ConverterError, FormatError, UnsupportedError
+from ...errors import ConverterError, FormatError, OpenDimsError, UnsupportedError
 from ...ir import Graph, Operand
 from .. import REFUSAL_FIX
 from ..dropped_outputs import announce_dropped, drop_empty_output
@@ -364,7 +364,7 @@ def _input_shapes(model, initializers: set[str], dims: Mapping[str, int],
                 shape.append(-1)
         shapes[vi.name] = shape
     if missing:
-        raise ConverterError("dynamic dimensions need values: " + ", ".join(missing), where=where,
-                             fix="give them with --dim NAME=VALUE or --input-shape "
-                                 "INPUT=d0,d1,... (Python: dims=, input_shapes=)")
+        raise OpenDimsError("dynamic dimensions need values: " + ", ".join(missing), where=where,
+                            fix="give them with --dim NAME=VALUE or --input-shape "
+                                "INPUT=d0,d1,... (Python: dims=, input_shapes=)")
     return shapes

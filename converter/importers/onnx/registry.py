@@ -16,7 +16,8 @@ from typing import Callable, Sequence
 
 from .. import importer_tables
 
-__all__ = ["onnx_op", "rule_for", "Unsupported", "Invalid", "known_op_types", "DEFAULT_DOMAINS"]
+__all__ = ["onnx_op", "rule_for", "Unsupported", "Invalid", "known_op_types", "rule_versions",
+           "DEFAULT_DOMAINS"]
 
 # The default ONNX domain has two spellings.
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -80,3 +81,10 @@ def known_op_types() -> set[tuple[str, str]]:
 
     load_all()
     return set(_RULES)
+
+
+def rule_versions() -> dict[tuple[str, str], list[tuple[int, Callable]]]:
+    """Every rule: (domain, op type) -> [(since, rule)] oldest first (`webnn-convert ops
+    --source onnx`); a copy, every rule module imported."""
+    known_op_types()
+    return {key: list(versions) for key, versions in _RULES.items()}
