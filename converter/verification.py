@@ -70,6 +70,21 @@ class VerifyReport:
         return bool(self.outputs) and all(o.passed for o in self.outputs) and all(
             o.passed for results in self.others.values() for o in results)
 
+    def lines(self) -> list[str]:
+        """The lines `webnn-convert verify` prints (piped): a table per comparison, then the
+        notes and the verdict; str(report) joins them."""
+        from .verification_text import report_lines
+
+        return report_lines(self)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        from .verification_text import summary
+
+        return summary(self)
+
     def to_json(self) -> dict:
         out = {
             "source": self.source, "graph": self.graph, "seed": self.seed,
