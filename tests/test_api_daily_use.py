@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import converter
-from converter.errors import ConverterError, VerificationError
+from converter.errors import ConverterError
 from tests.passes.quantized_models import decoder_block
 
 ROOT = Path(__file__).parents[1]
@@ -69,7 +69,7 @@ def test_convert_verify_returns_the_graph_on_a_pass(tmp_path):
 
 def test_convert_verify_raises_on_a_mismatch_and_writes_nothing(tmp_path):
     # bounds of 0 ULP without the float64 oracle: the graph is 3 ULP from ONNX Runtime
-    with pytest.raises(VerificationError) as caught:
+    with pytest.raises(converter.VerificationError) as caught:
         converter.convert(TINY_CNN, tmp_path / "cnn.webnn", verify=True, atol=0, rtol=0, ulp=0,
                           oracle="never")
     assert list(tmp_path.iterdir()) == []
