@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["COLUMNS", "table_runs", "note_lines", "report_lines", "aligned_lines", "summary"]
+__all__ = ["BISECT_HINT", "COLUMNS", "table_runs", "note_lines", "report_lines",
+           "aligned_lines", "summary"]
+
+BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
+               "its budget (`--dump DIR` writes it as a .webnn with its inputs)")
 
 COLUMNS = ("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at", "result")
 
@@ -28,7 +32,6 @@ def _row(o) -> tuple[str, ...]:
 def note_lines(report) -> list[str]:
     """The lines under the tables: oracle figures, inputs, layouts, seed and bounds, warnings
     (each starting "warning: "), the verdict ("pass" or "mismatch") and, on a mismatch, a hint."""
-    from .verification import BISECT_HINT
     from .verification_notes import bounds_in_words
 
     lines = []
