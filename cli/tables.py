@@ -73,9 +73,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: st
 
 
 def _plain(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None) -> None:
-    if title:
-        echo(title)
-    widths = [max([len(name), *(len(row[i]) for row in rows)]) for i, name in enumerate(columns)]
-    for row in [list(columns), *rows]:
-        cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths)] + [row[-1]]
-        echo("  ".join(cells).rstrip())
+    from converter.verification_text import aligned_lines  # what str(VerifyReport) prints too
+
+    for line in aligned_lines(columns, rows, title):
+        echo(line)

@@ -3,18 +3,25 @@
 The Python API:
     graph = converter.load("model.onnx", dims={"batch": 1})   # or a .webnn / .json graph
     graph = converter.convert("model.onnx", "out.webnn", target="coreml")  # load, rewrite, save
+    graph = converter.convert("model.onnx", "out.webnn", verify=True)  # raises on a mismatch
     converter.save(graph, "out.webnn")                         # or .json, .onnx, .tflite, .js
     violations = converter.check(graph, "chromium-litert")     # what will not run there
     outputs = converter.run(graph, {"x": array})               # on ONNX Runtime
     session = converter.Session(graph); session.step(feeds)    # state carried between steps
     report = converter.verify("model.onnx", seed=0)            # source runtime vs WebNN graph
+    report = converter.verify("model.onnx", "out.webnn")       # a graph converted earlier
+    print(report)                                              # the table `verify` prints
     report = converter.verify("model.onnx", target="coreml", inputs={"x": array})
     report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     graph = converter.load_decoder("model.onnx", capacity=64)  # a KV cache as state
     result = converter.generate(graph, prompt_ids, max_new_tokens=32)   # greedy tokens
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
     variants = converter.convert("bert.onnx", "bert.webnn", dims={"sequence": [8, 16, 32]})
-    outputs = converter.run(converter.load("bert.webnn"), feeds, dims={"sequence": 16})
+    outputs = converter.run("bert.webnn", feeds, dims={"sequence": 16})
+
+Every function taking a graph takes a Graph (or Variants) or the path of a file `load` reads.
+A missing file raises MissingFileError, a FileNotFoundError; every error on bad input is a
+ConverterError whose str() is one line (what, where, what to do).
 """
 from __future__ import annotations
 
@@ -23,8 +30,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .errors import (ConverterError, FormatError, GraphInvalidError, OpValidationError,
-                     ParseError, UnsupportedError, WeightsError)
+from .errors import (ConverterError, FormatError, GraphInvalidError, MissingFileError,
+                     OpValidationError, ParseError, UnsupportedError, VerificationError,
+                     WeightsError)
 
 __version__ = "0.1.0"
 
@@ -44,6 +52,7 @@ if TYPE_CHECKING:
     from .session import Session
     import numpy as np
 
+    from .dynamic.variants import Variants
     from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
     from .targets import Target
     from .targets.check import Violation
@@ -69,20 +78,26 @@ def __getattr__(name: str):
         return value
     raise AttributeError(f"module 'converter' has no attribute '{name}'")
 
+
+def __dir__() -> list[str]:
+    """The lazy names too, so that dir() and help(converter) list GraphBuilder, Session..."""
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
     "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
     "generate", "load_decoder",
     "Graph", "Operand", "Operation", "Variants",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
-    "OpValidationError", "ParseError", "UnsupportedError", "WeightsError",
+    "MissingFileError", "OpValidationError", "ParseError", "UnsupportedError",
+    "VerificationError", "WeightsError",
 ]
 
 
-def load(path: str | Path, dims: Mapping[str, int] | None = None,
+def load(path: str | os.PathLike, dims: Mapping[str, int] | None = None,
          input_shapes: Mapping[str, Sequence[int]] | None = None, *,
          known_inputs: Mapping | None = None, verify: bool = True,
          max_tensor_bytes: int | str | None = None,
-         max_total_bytes: int | str | None = None) -> Graph:
+         max_total_bytes: int | str | None = None) -> Graph | Variants:
     """A WebNN graph from an `.onnx` model (imported; `dims` sets symbolic dimensions,
     `input_shapes` whole input shapes, `known_inputs` fixes inputs' values) or a
     `.webnn`/`.json` graph file with its weights: for a file holding the model at several dims,
@@ -100,11 +115,12 @@ def load(path: str | Path, dims: Mapping[str, int] | None = None,
                         verify=verify, variants=True)
 
 
-def convert(source: str | Path, output: str | Path | None = None, *,
+def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, *,
             target: str | Path | Target | None = None, io_layout: str | None = None,
-            dims: Mapping[str, int] | None = None,
+            dims: Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None,
-            known_inputs: Mapping[str, Any] | None = None) -> Graph:
+            known_inputs: Mapping[str, Any] | None = None, dequantize: bool = False,
+            verify: bool = False, **tolerances: Any) -> Graph | Variants:
     """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
     `target` when given (a built-in target's name, a target file or a Target; `io_layout`
     "nchw"/"nhwc" sets the layout of its 4-D inputs and outputs), and write `output` when
@@ -112,6 +128,12 @@ def convert(source: str | Path, output: str | Path | None = None, *,
 
     A dim given several values (a list, or a `(lo, hi)` range) converts once per value and
     returns a `converter.dynamic.Variants` (written as one .webnn/.json/.js with shared weights).
+
+    `dequantize` (with `target`) stores quantized weights as float, as the CLI's --dequantize.
+    `verify=True` checks the result against `source` on its own runtime before anything is
+    written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
+    ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
+    prints the figures, and writes nothing; on a pass it returns the graph as without it.
 
     Raises UnsupportedError listing what still breaks the target after its passes, and
     ConverterError when `output` (or its manifest, weights or page) is a file the conversion
@@ -122,11 +144,21 @@ def convert(source: str | Path, output: str | Path | None = None, *,
 
     if io_layout is not None and target is None:
         raise ConverterError("io_layout applies with a target", fix="give target= too")
+    if dequantize and target is None:
+        raise ConverterError("dequantize applies with a target", fix="give target= too")
+    if tolerances and not verify:
+        raise ConverterError(f"{', '.join(tolerances)} applies with verify=True",
+                             fix="give verify=True too")
+    if set(tolerances) - {"seed", "atol", "rtol", "ulp", "oracle"}:
+        raise TypeError(f"convert() got unexpected keyword arguments "
+                        f"{sorted(set(tolerances) - {'seed', 'atol', 'rtol', 'ulp', 'oracle'})}")
     with tracking():  # the files read (external data too) are never the ones written
-        return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs)
+        return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs,
+                        dequantize, tolerances if verify else None)
 
 
-def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs):
+def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
+             tolerances):
     from .by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
@@ -134,22 +166,30 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
     if dims and any(not isinstance(v, int) for v in dims.values()):
         from .variants_conversion import convert_variants
 
-        variants = convert_variants(source, dims, target=target, io_layout=io_layout,
-                                    input_shapes=input_shapes, known_inputs=known_inputs)
-        if output is not None:
-            write_any(variants, output)
-        return variants
-    graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
-    if target is not None:
-        from .targets.pipeline import convert_for_target
+        result = convert_variants(source, dims, target=target, io_layout=io_layout,
+                                  input_shapes=input_shapes, known_inputs=known_inputs,
+                                  dequantize=dequantize)
+        checks = [(graph, {**result.fixed, **point}) for point, graph in result.entries]
+    else:
+        result = load_any(source, dims=dims, input_shapes=input_shapes,
+                          known_inputs=known_inputs)
+        if target is not None:
+            from .targets.pipeline import convert_for_target
 
-        convert_for_target(graph, target, io_layout=io_layout)
+            convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize)
+        checks = [(result, dims)]
+    if tolerances is not None:  # before writing: a graph that does not match is not published
+        for graph, at in checks:
+            report = verify(source, graph, dims=at, input_shapes=input_shapes,
+                            known_inputs=known_inputs, **tolerances)
+            if not report.passed:
+                raise VerificationError(report, where=str(source))
     if output is not None:
-        write_any(graph, output)
-    return graph
+        write_any(result, output)
+    return result
 
 
-def check(graph: Graph | str | Path, target: str | Path | Target) -> list[Violation]:
+def check(graph: Graph | str | os.PathLike, target: str | Path | Target) -> list[Violation]:
     """Every way `graph` (a Graph, or a file `load` reads) breaks `target` (a built-in name, a
     target file or a Target): an empty list when it fits."""
     from .targets.check import check as _check
@@ -159,7 +199,7 @@ def check(graph: Graph | str | Path, target: str | Path | Target) -> list[Violat
     return _check(graph, target)
 
 
-def save(graph: Graph, path: str | Path) -> list[Path]:
+def save(graph: Graph | Variants, path: str | os.PathLike) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
     `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
     """
@@ -168,10 +208,11 @@ def save(graph: Graph, path: str | Path) -> list[Path]:
     return write_any(graph, path)
 
 
-def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
-        dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
-    """Execute a graph on `feeds` (input name -> ndarray); outputs by graph output name.
-    For Variants (a model at several dims), `dims` picks the one to run.
+def run(graph: Graph | Variants | str | os.PathLike, feeds: Mapping[str, np.ndarray],
+        runtime: str = "ort", *, dims: Mapping[str, int] | None = None
+        ) -> dict[str, np.ndarray]:
+    """Execute a graph (or a file `load` reads) on `feeds` (input name -> ndarray); outputs by
+    graph output name. For Variants (a model at several dims), `dims` picks the one to run.
 
     A bool feed is accepted for a uint8 input: WebNN has no bool, so an input that was bool in
     the source is uint8 (0 or 1) in the graph.
@@ -179,6 +220,8 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
     from .execute import run as _run
     from .verification import as_graph_feeds
 
+    if isinstance(graph, (str, os.PathLike)):
+        graph = load(graph)
     graph = _at_dims(graph, dims)
     return _run(graph, as_graph_feeds(graph, feeds), runtime=runtime)
 
@@ -193,7 +236,8 @@ def _at_dims(graph, dims):
     return graph
 
 
-def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
+def verify(source: str | os.PathLike, graph: Graph | Variants | str | os.PathLike | None = None,
+           *,
            target: str | Path | Target | None = None, io_layout: str | None = None,
            inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
            **options: Any) -> VerifyReport:
@@ -206,10 +250,16 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
     gives transposed (converted with io_layout, now or earlier: the graph file records it)
     are fed and compared in the source's layout: `inputs` are in the source model's layout.
     Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
-    `graph` may be an emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or
-    Variants (a model at several dims): the one at `dims` is verified.
+    `graph` may be the path of a `.webnn`/`.json` graph (loaded as `load` does) or of an
+    emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or Variants (a model
+    at several dims): the one at `dims` is verified. `print(report)` shows what
+    `webnn-convert verify` prints; `report.passed` is the verdict.
     """
     from .verification import verify as _verify
+
+    if isinstance(graph, (str, os.PathLike)) and Path(graph).suffix.lower() != ".js":
+        options.setdefault("graph_path", os.fspath(graph))
+        graph = load(graph)
 
     if graph is not None and hasattr(graph, "entries"):
         graph = graph.at(options.get("dims"))
@@ -228,7 +278,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *,
     return _verify(source, graph, seed=seed, **options)
 
 
-def verify_steps(source: str | Path, graph: Graph | None = None, steps: int = 20, seed: int = 0,
+def verify_steps(source: str | os.PathLike, graph: Graph | None = None, steps: int = 20, seed: int = 0,
                  **options: Any) -> StepsReport:
     """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
     from .verification_steps import verify_steps as _verify_steps

@@ -8,12 +8,14 @@ from __future__ import annotations
 __all__ = [
     "ConverterError",
     "FormatError",
+    "MissingFileError",
     "ParseError",
     "OpValidationError",
     "GraphInvalidError",
     "WeightsError",
     "UnsupportedError",
     "OpenDimsError",
+    "VerificationError",
     "ConversionWarning",
 ]
 
@@ -57,6 +59,27 @@ def _shortened(text: str) -> str:
 
 class FormatError(ConverterError):
     """A file does not follow its format (wrong magic, schema violation, bad reference)."""
+
+
+class MissingFileError(FormatError, FileNotFoundError):
+    """A file the user named does not exist: a FormatError (the CLI's one line) that Python code
+    can also catch as the FileNotFoundError it is."""
+
+
+class VerificationError(ConverterError):
+    """A converted graph does not compute what its source does (`convert(..., verify=True)`);
+    `report` is the VerifyReport, which prints as `webnn-convert verify` does."""
+
+    def __init__(self, report, *, where: str | None = None):
+        self.report = report
+        failed = [o.name for o in report.outputs if not o.passed]
+        super().__init__(f"the graph does not match its source ({len(failed)} output"
+                         f"{'s' * (len(failed) != 1)} outside the bounds: "
+                         f"{', '.join(failed) or 'none compared'})", where=where,
+                         fix="print(e.report) for the figures; " + _BISECT)
+
+
+_BISECT = "`webnn-convert verify --bisect` finds the first operation that leaves its budget"
 
 
 class ParseError(FormatError):

@@ -30,6 +30,7 @@ from .errors import ConverterError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
 from .verification_notes import degenerate, overruled
+from .verification_text import BISECT_HINT, report_lines, summary
 from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
                           source_alternates)
 
@@ -37,8 +38,6 @@ __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HI
            "source_int_limits"]
 
 
-BISECT_HINT = ("run `webnn-convert verify --bisect` to find the first operation that leaves "
-               "its budget (`--dump DIR` writes it as a .webnn with its inputs)")
 
 
 @dataclass
@@ -69,6 +68,17 @@ class VerifyReport:
     def passed(self) -> bool:
         return bool(self.outputs) and all(o.passed for o in self.outputs) and all(
             o.passed for results in self.others.values() for o in results)
+
+    def lines(self) -> list[str]:
+        """The lines `webnn-convert verify` prints (piped): a table per comparison, then the
+        notes and the verdict; str(report) joins them."""
+        return report_lines(self)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        return summary(self)
 
     def to_json(self) -> dict:
         out = {

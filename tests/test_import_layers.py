@@ -28,7 +28,8 @@ LAYERS: list[set[str]] = [
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
-     "verification_decode", "variants_conversion", "verification_notes"},
+     "verification_decode", "variants_conversion", "verification_notes",
+     "verification_text"},
     {"__init__"},                                                            # 7 the API
     {"zoo", "testing"},                                                      # 8
     {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)

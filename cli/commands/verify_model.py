@@ -6,7 +6,6 @@ import click
 import converter
 from converter.by_suffix import load_any
 from converter.errors import ConverterError
-from converter.verification import BISECT_HINT
 
 from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
@@ -17,64 +16,20 @@ from ..options import decoder_options, given_inputs, source_options, target_opti
 
 
 def print_report(report) -> None:
+    """The report's tables and lines (converter.verification_text, which str(report) prints
+    too), escaped for the terminal, warnings and the verdict in colour."""
+    from converter.verification_text import COLUMNS, note_lines, table_runs
+
     from ..tables import console as make_console, print_table
     from ..terminal import console_print
 
     console = make_console()
-    runs = [(f"{report.graph_runtime} vs {report.source_runtime}", report.outputs)]
-    runs += [(f"{label} vs {report.source_runtime}", results)
-             for label, results in report.others.items()]
-    for title, results in runs:
-        print_table(("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst at",
-                     "result"),
-                    [(o.name, str(o.shape), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
-                      "-" if o.max_ulp is None else str(o.max_ulp),
-                      "-" if o.cosine is None else f"{o.cosine:.6f}",
-                      "-" if o.worst_index is None else str(o.worst_index),
-                      "pass" if o.passed else f"FAIL: {o.reason}") for o in results],
-                    title=title)
-    for o in report.outputs:  # the verdict against the float64 oracle, when it was computed
-        figures = []
-        if "sourceVsF64" in o.extra:
-            figures.append(f"source vs f64 {o.extra['sourceVsF64']:.3g}, webnn vs f64 "
-                           f"{o.extra['webnnVsF64']:.3g}")
-        if "sourceNoise" in o.extra:
-            figures.append(f"source's own spread {o.extra['sourceNoise']:.3g} "
-                           f"({o.extra['sourceNoiseFrom']})")
-        if "sourceF64VsF64" in o.extra:
-            figures.append(f"source in float64 vs f64 {o.extra['sourceF64VsF64']:.3g}")
-        if figures or o.rule.endswith("normwise"):
-            rule = (f"normwise {o.norm_error:.3g} <= {o.norm_bound:.3g} replaces cosine; "
-                    if o.rule.endswith("normwise") else "")
-            console_print(console, f"{o.name}: {rule}{'; '.join(figures)}")
-        if "decidedBy" in o.extra:
-            console_print(console, f"  decided by: {o.extra['decidedBy']}")
-    from converter.verification_notes import bounds_in_words
-
-    bounds = "; ".join(f"{o.name} {bounds_in_words(o.bounds)}" for o in report.outputs)
-    if report.dropped:
-        console_print(console, "not compared (empty, so not in the graph: WebNN has no empty "
-                               "tensors): " + ", ".join(f"{d['name']} {d['shape']}"
-                                                       for d in report.dropped))
-    made = "; ".join(f"{name} {d.get('made', d.get('range'))}"
-                     for name, d in report.inputs.items())
-    console_print(console, f"inputs: {made}")
-    for side, table in getattr(report, "permuted", {}).items():
-        for name, perm in table.items():
-            console_print(console, f"layout: the graph's {side[:-1]} '{name}' is the source's "
-                                   f"transposed by {perm}; " + (
-                                       "made in the source's layout, transposed for the graph"
-                                       if side == "inputs" else
-                                       "transposed back before comparison"))
-    console_print(console, f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
-    if report.oracle:
-        console_print(console, f"float64 oracle: {report.oracle}; source in float64: "
-                               f"{report.source_f64}")
-    for warning in getattr(report, "warnings", []):
-        console_print(console, f"warning: {warning}", "yellow")
-    console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))
-    if not report.passed:
-        console_print(console, f"hint: {BISECT_HINT}")
+    for title, rows in table_runs(report):
+        print_table(COLUMNS, rows, title=title)
+    for line in note_lines(report):
+        style = ("yellow" if line.startswith("warning: ") else "bold" if line == "pass" else
+                 "bold red" if line == "mismatch" else "")
+        console_print(console, line, style)
 
 
 def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:

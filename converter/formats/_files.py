@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import ConverterError, FormatError, ParseError
+from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
 
 __all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
@@ -53,7 +53,9 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     try:
         fd = os.open(real, flags)
     except FileNotFoundError:
-        raise error(f"the {what} does not exist", where=where, fix=fix) from None
+        # The user's own file (not a weights file the graph names): FileNotFoundError too.
+        missing = MissingFileError if error is FormatError else error
+        raise missing(f"the {what} does not exist", where=where, fix=fix) from None
     except PermissionError:
         raise error(f"the {what} cannot be read (permission denied)", where=where) from None
     except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket

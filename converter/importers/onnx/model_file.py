@@ -14,7 +14,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from ...budget import MemoryBudget
-from ...errors import FormatError
+from ...errors import FormatError, MissingFileError
 from .tensor_data import ONNX_TO_WEBNN, onnx_dtype_name, resolve_tensors, tensor_array
 
 __all__ = ["read_model", "tensor_array", "ONNX_TO_WEBNN", "onnx_dtype_name"]
@@ -33,7 +33,7 @@ def read_model(path: str | Path, *, max_tensor_bytes: int | str | None = None,
 
     path = Path(path)
     if not path.exists():
-        raise FormatError("no such file", where=str(path))
+        raise MissingFileError("no such file", where=str(path))
     if not path.is_file():
         raise FormatError("not a regular file", where=str(path),
                           fix="give the path of an .onnx file")
