@@ -114,10 +114,10 @@ def _table(source, operations, targets, reports) -> None:
         if len(found) > _REASONS_IN_TABLE:
             reasons += f"; ... {len(found) - _REASONS_IN_TABLE} more"
         rows.append((target.name, target.preferred_layout, _count(found) if found else "fits",
-                     str(len(report.fixed)), reasons))
+                     reasons))
     # Every column stays: the reasons wrap between words within the terminal (`--target T`
-    # lists every violation of one target, `--json` all of them).
-    print_table(("target", "layout", "result", "fixed", "first reasons"), rows)
+    # lists every violation of one target and what the passes fix, `--json` all of them).
+    print_table(("target", "layout", "result", "first reasons"), rows)
     failing = [name for name, report in reports.items() if report.violations]
     summary = f"does not fit {', '.join(failing)}" if failing else "fits every target"
     echo(f"{source}: {operations} operations; {summary} after conversion")
