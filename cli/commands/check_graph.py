@@ -1,4 +1,5 @@
-"""`webnn-convert check GRAPH_OR_MODEL --target T`: what will not run on a backend, all at once."""
+"""`webnn-convert check GRAPH_OR_MODEL --target T`: will `convert --target T` succeed? What remains
+after the target's passes, all at once, and what the passes fix, apart."""
 from __future__ import annotations
 
 import click
@@ -68,7 +69,8 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
             "source": source, "operations": operations, "passed": not failing,
             "targets": {name: {"passed": report.passed,
                   "violations": [v.to_json() for v in report.violations],
-                  "fixed": [{**v.to_json(), "fixedBy": by} for by, v in report.fixed],
+                  # what the passes fix: information; "" counts those no advice pins to a pass
+                  "fixed": report.to_json()["fixed"],
                   "fixedByPass": {by or "": n for by, n in report.fixed_counts().items()},
                   "quantizedWeights": [d.to_json() for d in weights[name]],
                   "int8InFloat": [{"op": op.name, "opType": op.op_type}

@@ -7,6 +7,10 @@ The passes are `passes.pipeline_for(target)`, each verified by `run_passes`; the
 the result. A graph that still breaks the target raises UnsupportedError listing every
 remaining violation (its `violations` and `report` attributes carry them as data), so a
 conversion either fits the target or says everything that does not.
+
+`check_after_passes(graph, target)` runs the same pipeline without raising: what `check
+--target` reports, so its verdict is whether `convert --target` succeeds, with the violations
+the passes fixed listed apart (`report.fixed`).
 """
 from __future__ import annotations
 
