@@ -70,3 +70,33 @@ def test_check_says_fits_exactly_when_convert_succeeds(fixture, target, tmp_path
     assert (check.exit_code == 0) == (convert.exit_code == 0), (check.output, convert.output)
     last = check.output.splitlines()[-1]
     assert (f"fits {target} after conversion" in last) == (check.exit_code == 0), last
+
+
+def _big_constant_graph(path, over: int):
+    """matmul by a constant of 128 MiB + `over` bytes (filled lazily: no memory taken)."""
+    import converter
+    from converter.ir import ConstantData
+
+    b = converter.GraphBuilder("big")
+    x = b.input("x", "float32", [1, 1024])
+    columns = (128 * 2**20 + over) // 4 // 1024
+    w = b.graph.add_constant("w", ConstantData("float32", (1024, columns), fill=1.0))
+    converter.save(b.build({"y": b.matmul(x, w)}), path)
+    return path
+
+
+def test_chromium_litert_refuses_a_constant_over_128_mib(tmp_path):
+    """Chromium's LiteRT build() refuses it (tests/browser/test_chromium_runtime.py), though
+    its maxTensorByteLength is 2 GiB - 1: check says so, and convert --target fails alike."""
+    big = _big_constant_graph(tmp_path / "big.webnn", 4096)
+    r = run("check", big, "--target", "chromium-litert")
+    assert r.exit_code == 1, r.output
+    assert r.output.splitlines()[0] == (
+        f"chromium-litert: graph constant 'w': {128 * 2**20 + 4096} bytes; chromium-litert "
+        f"takes at most {128 * 2**20} bytes a constant; fix: no pass splits a tensor: give "
+        f"smaller dimensions (--dim, --input-shape) or split the model")
+    convert = run("convert", big, "--target", "chromium-litert", "-o", tmp_path / "out.webnn")
+    assert convert.exit_code == 1, convert.output
+    assert run("check", big, "--target", "spec").exit_code == 0  # the limit is LiteRT's
+    at_limit = _big_constant_graph(tmp_path / "at.webnn", 0)
+    assert run("check", at_limit, "--target", "chromium-litert").exit_code == 0
