@@ -399,8 +399,11 @@ LITERT_EXT = {
               "int8 concat is listed, but build() fails ('Failed to allocate tensors') when an "
               "input is an int8 graph input or state, which carries no quantization parameters "
               "(the wake-word models): the int8_in_float pass concatenates int8 values in "
-              "float32 between exact casts."],
+              "float32 between exact casts.",
+              "build() refuses a constant of more than 128 MiB ('Buffer size is over inline "
+              "limit'; tests/browser/test_chromium_runtime.py), below maxTensorByteLength."],
     "int8InFloat": ["concat"],
+    "maxConstantByteLength": 128 * 2**20,
 }
 COREML_EXT = {
     "name": "coreml",

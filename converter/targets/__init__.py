@@ -8,6 +8,8 @@ rank range), optionally with a member `"webnn-converter"` for what opSupportLimi
       "name": "coreml", "description": "...",
       "constantOperands": {"batchNormalization": ["mean", "variance", "scale", "bias"]},
       "emulated": {"gemm": "as matmul, mul and add"},
+      "maxConstantByteLength": 134217728,   (where build() refuses smaller constants than
+                                             maxTensorByteLength says: chromium-litert)
       "sources": ["where the facts come from"], "notes": ["..."]
     }
 
@@ -44,6 +46,9 @@ class Target:
     notes: list[str] = field(default_factory=list)
     # ops whose int8 form the backend lists but refuses to build (passes/int8_in_float.py)
     int8_in_float: list[str] = field(default_factory=list)
+    # the most bytes one constant may hold, where the backend's build() allows less than
+    # maxTensorByteLength (None: that limit alone)
+    max_constant_bytes: int | None = None
     source: str = ""
     sources: list[str] = field(default_factory=list)  # where the file's facts come from
 
@@ -110,6 +115,7 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
                   constant_operands=ext.get("constantOperands", {}),
                   emulated=ext.get("emulated", {}), notes=ext.get("notes", []),
                   int8_in_float=ext.get("int8InFloat", []),
+                  max_constant_bytes=ext.get("maxConstantByteLength"),
                   source=str(path), sources=ext.get("sources", []))
 
 

@@ -10,7 +10,9 @@ The rules, in the order they are reported:
   2. per operation, in graph order: the op exists on the target; each operand's and result's
      data type and rank within the op's limits; the operands the target needs constant are
      graph constants;
-  3. every tensor's byte length within `maxTensorByteLength`.
+  3. every tensor's byte length within `maxTensorByteLength`, and every graph constant's within
+     the target's `maxConstantByteLength` where it has one (Chromium's LiteRT backend refuses a
+     constant over 128 MiB).
 
 Each violation's `fix` comes from the advice table (advice.py): it names the pass that fixes
 it only where that pass does, else it begins "no pass"; `advice` is the entry's key.
@@ -98,6 +100,17 @@ def check(graph: Graph, target: Target | str) -> list[Violation]:
                     target.name, "tensor-size", f"{size} bytes",
                     f"{target.name} takes at most {target.max_tensor_bytes} bytes a tensor",
                     fix, advice=entry.key)))
+    limit = target.max_constant_bytes
+    if limit is not None:
+        for operand in graph.constants.values():
+            size = dtypes.byte_length(operand.data_type, operand.shape)
+            if size > limit and (target.max_tensor_bytes is None
+                                 or size <= target.max_tensor_bytes):  # else said above
+                entry, fix = advise(Situation(target, "tensor-size", operand=operand))
+                found.append(_at(operand, Violation(
+                    target.name, "tensor-size", f"{size} bytes",
+                    f"{target.name} takes at most {limit} bytes a constant", fix,
+                    advice=entry.key)))
     return found
 
 

@@ -7,6 +7,10 @@ The passes are `passes.pipeline_for(target)`, each verified by `run_passes`; the
 the result. A graph that still breaks the target raises UnsupportedError listing every
 remaining violation (its `violations` and `report` attributes carry them as data), so a
 conversion either fits the target or says everything that does not.
+
+`check_after_passes(graph, target)` runs the same pipeline without raising: what `check
+--target` reports, so its verdict is whether `convert --target` succeeds, with the violations
+the passes fixed listed apart (`report.fixed`).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from ..passes import PassContext, PassResult, pipeline_for, run_passes
 from . import Target, load_target
 from .check import Violation, check
 
-__all__ = ["TargetReport", "convert_for_target", "IO_LAYOUTS"]
+__all__ = ["TargetReport", "convert_for_target", "check_after_passes", "IO_LAYOUTS"]
 
 IO_LAYOUTS = ("nchw", "nhwc")
 
@@ -37,6 +41,9 @@ class TargetReport:
     io_layout: str | None = None
     emulated: dict[str, str] = field(default_factory=dict)  # ops left that the target emulates
     violations: list[Violation] = field(default_factory=list)
+    # what the source broke that the passes fixed, as (the pass that fixed it, or None when
+    # no advice names one, violation): filled by check_after_passes
+    fixed: list[tuple[str | None, Violation]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -65,7 +72,16 @@ class TargetReport:
                 "operations": {"before": self.operations_before,
                                "after": self.operations_after},
                 "emulated": dict(self.emulated),
-                "violations": [v.to_json() for v in self.violations]}
+                "violations": [v.to_json() for v in self.violations],
+                "fixed": [{**v.to_json(), "fixedBy": by} for by, v in self.fixed]}
+
+    def fixed_counts(self) -> dict[str | None, int]:
+        """How many of the source's violations each pass fixed (None: a pass no advice names),
+        in the order first met."""
+        counts: dict[str | None, int] = {}
+        for by, _ in self.fixed:
+            counts[by] = counts.get(by, 0) + 1
+        return counts
 
 
 def convert_for_target(graph: Graph, target: Target | str | Path, *,
@@ -109,6 +125,42 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
         error.report = report
         raise error
     return report
+
+
+def check_after_passes(graph: Graph, target: Target | str | Path, *,
+                       io_layout: str | None = None, dequantize: bool = False) -> TargetReport:
+    """Will `convert --target` succeed? Run its pipeline on `graph` (edited in place) and report,
+    without raising for violations: `violations` are what remains after the passes (the
+    verdict), `fixed` what the source broke that the passes fixed, each with the pass that
+    fixed it. Errors other than remaining violations raise as they do in convert_for_target.
+    """
+    target = load_target(target)
+    before = check(graph, target)
+    try:
+        report = convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize)
+    except UnsupportedError as e:
+        if getattr(e, "report", None) is None:
+            raise
+        report = e.report
+    remaining = {_place(v) for v in report.violations}
+    changed = [name for name, result in report.passes if result.changed]
+    report.fixed = [(_fixer(v, changed), v) for v in before if _place(v) not in remaining]
+    return report
+
+
+def _place(v: Violation) -> tuple:
+    """What makes a violation the same one before and after the passes."""
+    return (v.kind, v.op, v.node, v.operand, v.tensor, v.found)
+
+
+def _fixer(v: Violation, changed: list[str]) -> str | None:
+    """The pass the advice names for `v` (the first of them that changed the graph); None for
+    a violation no advice pins to a pass (it went with the passes' other edits: folding...)."""
+    from .advice import ADVICE
+
+    named = next((a.fixed_by for a in ADVICE if a.key == v.advice), ())
+    ran = [name for name in named if name in changed]
+    return (ran or list(named) or [None])[0]
 
 
 def _transposes(graph: Graph) -> int:

@@ -17,6 +17,7 @@ from converter.ir import ConstantData
 from converter.parity import compare
 from converter.runtimes.browser_install import ENV_VAR, find_chromium
 from converter.runtimes.chromium import run_chromium, run_chromium_many
+from converter.targets.check import check
 from converter.testing.light_models import light_model
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "models")
@@ -166,8 +167,19 @@ def test_a_constant_over_128_mib_is_refused_by_chromium(browser_limits):
     columns = (128 * 2**20 + 4096) // 4 // 1024  # one 4 KiB row-block over the limit
     w = b.graph.add_constant("w", ConstantData("float32", (1024, columns), fill=1.0))
     graph = b.build({"y": b.matmul(x, w)})
+    # the chromium-litert target knows it: check names the constant, as build() refuses it
+    assert [(v.kind, v.tensor) for v in check(graph, "chromium-litert")] == [("tensor-size", "w")]
     with pytest.raises(ConverterError, match="Buffer size is over inline limit"):
         run_chromium(graph, {"x": np.ones((1, 1024), np.float32)})
+    # exactly 128 MiB builds and computes: the target's limit is that, not less
+    b = GraphBuilder("at_limit")
+    x = b.input("x", "float32", [1, 1024])
+    w = b.graph.add_constant("w", ConstantData("float32", (1024, 128 * 2**20 // 4 // 1024),
+                                               fill=1.0))
+    graph = b.build({"y": b.matmul(x, w)})
+    assert check(graph, "chromium-litert") == []
+    y = run_chromium(graph, {"x": np.ones((1, 1024), np.float32)})["y"]
+    assert y.shape == (1, 32768) and np.all(y == 1024)
 
 
 def test_a_missing_browser_says_how_to_install_it(tmp_path, monkeypatch):

@@ -29,10 +29,14 @@ def _model(tmp_path):
 def test_check_names_the_pass_and_says_what_it_does_per_weight(tmp_path):
     src = _model(tmp_path)
     r = run("check", src, "--target", "chromium-litert")
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 0, r.output  # the pass re-bases the uint4: it fits after conversion
     assert "no pass converts uint4" not in r.output
-    assert "fix: the 'quantized_weights' pass re-bases the weights to int4 (zero point -8; " \
-        "exact)" in r.output
+    assert "chromium-litert: fixed by pass quantized_weights: 8 violations" in r.output.splitlines()
+    fixed = json.loads(run("check", src, "--target", "chromium-litert", "--json").output)[
+        "targets"]["chromium-litert"]["fixed"]
+    assert len(fixed) == 8 and {v["fixedBy"] for v in fixed} == {"quantized_weights"}
+    assert "the 'quantized_weights' pass re-bases the weights to int4 (zero point -8; exact)" \
+        in fixed[0]["fix"]
     lines = [line for line in r.output.splitlines() if " weights '" in line]
     assert lines == [
         "chromium-litert: dequantizeLinear 'up/dequantizeLinear' weights 'up_const' (uint4): "

@@ -1,0 +1,102 @@
+"""`check --target T` answers "will `convert --target T` succeed?": its verdict is taken after
+the target's passes, and what the passes fix is listed apart, as information (issue 27 point 4).
+"""
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from cli.commands import check_graph, convert_model
+
+ROOT = Path(__file__).resolve().parents[2]
+DYNAMIC = ROOT / "models" / "dynamic"
+BERT = [DYNAMIC / "bert_legacy.onnx", "--dim", "batch=1", "--dim", "sequence=8"]
+FIXTURES = {
+    "tiny_cnn": [ROOT / "models" / "tiny_cnn.onnx"],
+    "bert_legacy": BERT,
+    "gpt2_dynamo": [DYNAMIC / "gpt2_dynamo.onnx", "--dim", "batch=1", "--dim", "sequence=8"],
+    "llama_legacy": [DYNAMIC / "llama_legacy.onnx", "--dim", "batch=1", "--dim", "sequence=8"],
+    "vit_legacy": [DYNAMIC / "vit_legacy.onnx", "--dim", "batch=1"],
+    "cnn_batch": [DYNAMIC / "cnn_batch.tflite", "--dim", "batch=1"],
+}
+TARGETS = ["chromium-litert", "coreml", "directml", "onnxruntime", "spec"]
+GROUP = click.Group(commands=[check_graph.command, convert_model.command])
+
+
+def run(*args):
+    return CliRunner().invoke(GROUP, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("target", ["spec", "coreml"])
+def test_bert_fits_spec_and_coreml_after_the_passes_that_fix_its_int64(target, tmp_path):
+    r = run("check", *BERT, "--target", target)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[-1] == f"{BERT[0]}: fits {target} after conversion (44 operations)"
+    # the 12 violations of the source are information, each with the pass that fixes it
+    assert f"{target}: fixed by pass data_types: 8 violations" in lines
+    assert f"{target}: fixed by its other passes: 4 violations" in lines
+    data = json.loads(run("check", *BERT, "--target", target, "--json").output)
+    result = data["targets"][target]
+    assert data["passed"] is True and result["passed"] is True and result["violations"] == []
+    assert len(result["fixed"]) == 12
+    assert result["fixedByPass"] == {"data_types": 8, "": 4}
+    assert {v["found"] for v in result["fixed"] if v["fixedBy"] == "data_types"} == {
+        "data type int64"}
+    convert = run("convert", *BERT, "--target", target, "-o", tmp_path / "bert.webnn")
+    assert convert.exit_code == 0, convert.output
+
+
+def test_check_all_gives_each_target_its_verdict_after_the_passes():
+    r = run("check", *BERT, "--target", "all")
+    assert r.exit_code == 1, r.output  # directml: int32 notEqual remains
+    rows = {line.split()[0]: line.split() for line in r.output.splitlines()[1:6]}
+    assert rows["spec"][2:] == ["fits"] and rows["coreml"][2:] == ["fits"]
+    assert rows["directml"][2:4] == ["2", "violations"]
+    assert r.output.splitlines()[-1] == (f"{BERT[0]}: 47 operations; does not fit directml "
+                                         f"after conversion")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fixture", sorted(FIXTURES))
+def test_check_says_fits_exactly_when_convert_succeeds(fixture, target, tmp_path):
+    args = FIXTURES[fixture]
+    check = run("check", *args, "--target", target)
+    convert = run("convert", *args, "--target", target, "-o", tmp_path / "out.webnn")
+    assert check.exit_code in (0, 1), check.output
+    assert convert.exit_code in (0, 1), convert.output
+    assert (check.exit_code == 0) == (convert.exit_code == 0), (check.output, convert.output)
+    last = check.output.splitlines()[-1]
+    assert (f"fits {target} after conversion" in last) == (check.exit_code == 0), last
+
+
+def _big_constant_graph(path, over: int):
+    """matmul by a constant of 128 MiB + `over` bytes (filled lazily: no memory taken)."""
+    import converter
+    from converter.ir import ConstantData
+
+    b = converter.GraphBuilder("big")
+    x = b.input("x", "float32", [1, 1024])
+    columns = (128 * 2**20 + over) // 4 // 1024
+    w = b.graph.add_constant("w", ConstantData("float32", (1024, columns), fill=1.0))
+    converter.save(b.build({"y": b.matmul(x, w)}), path)
+    return path
+
+
+def test_chromium_litert_refuses_a_constant_over_128_mib(tmp_path):
+    """Chromium's LiteRT build() refuses it (tests/browser/test_chromium_runtime.py), though
+    its maxTensorByteLength is 2 GiB - 1: check says so, and convert --target fails alike."""
+    big = _big_constant_graph(tmp_path / "big.webnn", 4096)
+    r = run("check", big, "--target", "chromium-litert")
+    assert r.exit_code == 1, r.output
+    assert r.output.splitlines()[0] == (
+        f"chromium-litert: graph constant 'w': {128 * 2**20 + 4096} bytes; chromium-litert "
+        f"takes at most {128 * 2**20} bytes a constant; fix: no pass splits a tensor: give "
+        f"smaller dimensions (--dim, --input-shape) or split the model")
+    convert = run("convert", big, "--target", "chromium-litert", "-o", tmp_path / "out.webnn")
+    assert convert.exit_code == 1, convert.output
+    assert run("check", big, "--target", "spec").exit_code == 0  # the limit is LiteRT's
+    at_limit = _big_constant_graph(tmp_path / "at.webnn", 0)
+    assert run("check", at_limit, "--target", "chromium-litert").exit_code == 0
