@@ -6,10 +6,10 @@ from pathlib import Path
 import click
 
 import converter
-from converter.dynamic.open_dims import onnx_open_summary
+from converter.dynamic.open_dims import open_summary_if_onnx
 from converter.dynamic.tflite_dims import BATCH, dynamic_batch_shapes
 from converter.dynamic.variants import Variants, point_text
-from converter.errors import ConverterError, OpenDimsError
+from converter.errors import OpenDimsError
 from converter.summary import summarize
 
 from ..options import source_options
@@ -34,7 +34,7 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
         loaded = converter.load(file, dims=dims, input_shapes=input_shapes,
                                 known_inputs=known_inputs)
     except OpenDimsError as e:
-        open_info = _open_model(file, dims, input_shapes)
+        open_info = open_summary_if_onnx(file, dims, input_shapes)
         if open_info is None:
             raise e from None
         _show_open(open_info, as_json)
@@ -52,17 +52,6 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
         echo_json(info, indent=2)
         return
     _show_graph(info)
-
-
-def _open_model(file: str, dims, input_shapes) -> dict | None:
-    """The open-dims summary of an ONNX model the import refused for want of dim values; None
-    when it cannot be made (the import's error is then the one to report)."""
-    if Path(file).suffix.lower() != ".onnx":
-        return None
-    try:
-        return onnx_open_summary(file, dims, input_shapes)
-    except ConverterError:
-        return None
 
 
 def _shape_text(shape) -> str:

@@ -1,12 +1,10 @@
 """`webnn-convert validate FILE`: every problem of a graph file, all at once."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 import converter
-from converter.dynamic.open_dims import onnx_open_summary
+from converter.dynamic.open_dims import open_summary_if_onnx
 from converter.dynamic.variants import Variants, point_text
 from converter.errors import ConverterError, GraphInvalidError, OpenDimsError
 
@@ -38,7 +36,7 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
     except GraphInvalidError as e:  # several problems found while reading the file
         problems = e.problems
     except OpenDimsError as e:  # a model that is fine, but left open: checked without values
-        summary = _open_model(file, dims, input_shapes)
+        summary = open_summary_if_onnx(file, dims, input_shapes)
         problems = [] if summary is not None else [e.line()]
     except ConverterError as e:  # the file itself cannot be read into a graph
         problems = [e.line()]
@@ -58,14 +56,3 @@ def command(file: str, dims, input_shapes, known_inputs) -> None:
              f"{operations} operations in all)")
     else:
         echo(f"{file}: valid ({operations} operations)")
-
-
-def _open_model(file: str, dims, input_shapes) -> dict | None:
-    """The open-dims summary of an ONNX model the import refused for want of dim values; None
-    when that is not why (or the model breaks ONNX's rules: the import's error says which)."""
-    if Path(file).suffix.lower() != ".onnx":
-        return None
-    try:
-        return onnx_open_summary(file, dims, input_shapes)
-    except ConverterError:
-        return None

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["onnx_open_summary"]
+__all__ = ["onnx_open_summary", "open_summary_if_onnx"]
 
 UNNAMED = "?"  # an axis with neither a size nor a name: only --input-shape can set it
 
@@ -70,3 +70,19 @@ def _desc(vi, dims: Mapping[str, int], input_shapes: Mapping[str, Sequence[int]]
         else:
             shape.append(UNNAMED)
     return {"dataType": data_type, "shape": shape}
+
+
+def open_summary_if_onnx(path: str | Path, dims: Mapping[str, int] | None = None,
+                         input_shapes: Mapping[str, Sequence[int]] | None = None
+                         ) -> dict[str, Any] | None:
+    """`onnx_open_summary` of an ONNX model the import refused for want of dim values; None for
+    another kind of file, or when the summary cannot be made (the model breaks ONNX's rules:
+    the import's own error, which the caller reports, says which)."""
+    from ..errors import ConverterError
+
+    if Path(path).suffix.lower() != ".onnx":
+        return None
+    try:
+        return onnx_open_summary(path, dims, input_shapes)
+    except ConverterError:
+        return None
