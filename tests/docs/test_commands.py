@@ -18,8 +18,18 @@ NOT_RUN = {
 }
 
 _FILES = [p for p in documented_files() if p.exists()]
+
+
+def _runnable(path) -> list:
+    """The blocks of `path` to run; a malformed page is kept, so that its test fails saying why."""
+    try:
+        return [b for b in blocks_of(path) if not b.not_run]
+    except BlockError:
+        return [None]
+
+
 # The pages with a block to run (a page of prose or only not-run blocks has nothing to test).
-_RUN = [p for p in _FILES if any(not b.not_run for b in blocks_of(p))]
+_RUN = [p for p in _FILES if _runnable(p)]
 
 
 def _rel(path) -> str:
@@ -45,13 +55,16 @@ def _browser_or_skip() -> None:
 
 def _params():
     for path in _RUN:
-        needs = _needs_browser([b for b in blocks_of(path) if not b.not_run])
+        needs = _needs_browser([b for b in _runnable(path) if b is not None])
         yield pytest.param(path, id=_rel(path), marks=[pytest.mark.browser] if needs else [])
 
 
 @pytest.mark.parametrize("path", list(_params()))
 def test_documented_commands_print_what_the_page_shows(path, tmp_path):
-    blocks = [b for b in blocks_of(path) if not b.not_run]
+    try:
+        blocks = [b for b in blocks_of(path) if not b.not_run]
+    except BlockError as e:
+        pytest.fail(str(e), pytrace=False)
     if _needs_browser(blocks):
         _browser_or_skip()
     folder = tmp_path / "checkout"
