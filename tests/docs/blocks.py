@@ -1,6 +1,6 @@
 """The command blocks of README.md and docs/, found and run as a reader would run them.
 
-A command block is a fenced block whose language is `console` or `sh`:
+A command block is a fenced block whose language is `console`, `sh` or `python`:
 
 - `console`: lines starting with `$ ` are commands (a line ending in `\\` continues on the
   next); the lines after a command, up to the next one, are the output it must print
@@ -10,6 +10,8 @@ A command block is a fenced block whose language is `console` or `sh`:
   command with `; echo "exit $?"` and shows the status.
 - `sh`: every line is a command (continuations as above, `#` comments skipped); only the exit
   status is checked.
+- `python`: the block is one script (the Python API's examples), run with this interpreter; it
+  must exit 0, so a block checks what it shows with `assert`.
 
 A block preceded by `<!-- not-run: REASON -->` (on the line before its fence) is not run; the
 tests count such blocks per file, so they cannot grow silently. Other shell languages
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND_LANGUAGES = ("console", "sh")
+COMMAND_LANGUAGES = ("console", "sh", "python")
 REFUSED_LANGUAGES = ("bash", "shell", "zsh", "shell-session", "shellsession", "terminal")
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,})(?P<lang>[^`\s]*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
@@ -51,7 +53,8 @@ class BlockError(Exception):
 class Command:
     line: int               # 1-based line of the `$` in its file
     text: str               # the command, continuations joined
-    expected: list[str] | None   # None: output not checked (`sh` blocks)
+    expected: list[str] | None   # None: output not checked (`sh` and `python` blocks)
+    python: bool = False    # a Python script, not a shell command
 
 
 @dataclass
@@ -108,6 +111,10 @@ def blocks_of(path: Path, text: str | None = None) -> list[Block]:
 
 
 def _commands(block: Block) -> list[Command]:
+    if block.language == "python":
+        if not any(s.strip() for s in block.body):
+            raise BlockError(f"{block.where}: an empty python block")
+        return [Command(block.line + 1, "\n".join(block.body), None, python=True)]
     commands: list[Command] = []
     body = block.body
     j = 0
@@ -189,12 +196,14 @@ def run_command(command: Command, where: str, folder: Path, env: dict[str, str],
                 timeout: float = 600) -> None:
     """Run one documented command in `folder`; raise BlockError on a non-zero exit or on
     output other than the one shown."""
-    text = _INSTALL_PREFIX.sub("", command.text)
-    proc = subprocess.run(["bash", "-c", text], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+    argv = ([sys.executable, "-c", command.text] if command.python
+            else ["bash", "-c", _INSTALL_PREFIX.sub("", command.text)])
+    proc = subprocess.run(argv, cwd=folder, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)
     if proc.returncode != 0:
-        raise BlockError(f"{where}: `{command.text}` exited {proc.returncode}:\n{proc.stdout}")
+        shown = "the python block" if command.python else f"`{command.text}`"
+        raise BlockError(f"{where}: {shown} exited {proc.returncode}:\n{proc.stdout}")
     if command.expected is not None and not output_matches(command.expected, proc.stdout):
         diff = "\n".join(difflib.unified_diff(_trimmed(command.expected),
                                               _trimmed(proc.stdout.splitlines()),

@@ -89,3 +89,15 @@ def test_commands_run_this_checkout_on_a_copy_of_models(tmp_path):
     (block,) = _blocks("```console\n$ python -c 'import converter; print(converter.__file__)'\n"
                        f"{Path(__file__).resolve().parents[2]}/converter/__init__.py\n```\n")
     run_command(block.commands[0], "page.md:2", folder, env)
+
+
+def test_a_python_block_runs_as_one_script_and_fails_on_a_false_claim(tmp_path):
+    folder = tmp_path / "checkout"
+    env = workspace(folder)
+    (block,) = _blocks("```python\nimport converter\n\ngraph = converter.load('models/tiny_cnn.onnx')\n"
+                       "assert len(graph.operations) == 10\n```\n")
+    run_command(block.commands[0], "page.md:2", folder, env)
+    (block,) = _blocks("```python\nimport converter\n\ngraph = converter.load('models/tiny_cnn.onnx')\n"
+                       "assert len(graph.operations) == 11\n```\n")
+    with pytest.raises(BlockError, match="the python block exited 1"):
+        run_command(block.commands[0], "page.md:2", folder, env)
