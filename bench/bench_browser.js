@@ -32,7 +32,7 @@ async function timed(iterate, warmup, runs) {
   return median(times);
 }
 
-// Ours: the module `webnn-convert convert -o model.js` emits, used as its README says.
+// Ours: the module `webnn-convert convert -o model.js` emits, used as docs/guide/ship-image-model.md says.
 window.benchOurs = async (spec) => {
   const t0 = performance.now();
   const m = await import(spec.module);

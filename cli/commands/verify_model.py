@@ -124,8 +124,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
     same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
     ULP, cosine and the worst element. An output outside the budget is judged against the
-    graph evaluated in float64 and the source runtime's own noise (see the README's verdict
-    rules). A graph converted with --io-layout takes some inputs (gives some outputs)
+    graph evaluated in float64 and the source runtime's own noise (see the verdict rules
+    in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some outputs)
     transposed: inputs are made, and --input files given, in SOURCE's layout and transposed
     for the graph; its outputs are transposed back before comparison. Exit 0 pass, 1
     mismatch, 2 error.
