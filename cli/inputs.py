@@ -15,7 +15,7 @@ from typing import Mapping
 
 from converter.errors import ConverterError
 
-__all__ = ["read_inputs", "load_npy"]
+__all__ = ["read_inputs", "load_npy", "model_path"]
 
 _FIX = "write it with numpy.save (no pickled objects)"
 
@@ -107,3 +107,12 @@ def _check_size(shape, dtype, data_bytes: int, what: str, where: str) -> None:
             fix="the file is truncated or damaged; write it again with numpy.save")
     # Reading allocates what the header says (the file's size bounds it): one tensor's limit.
     MemoryBudget().claim(nbytes, f"{what} ({described}, {format_size(nbytes)})", where=where)
+
+
+def model_path(path: str | None, follow_symlinks: bool) -> str | None:
+    """The path a command reads a model named on its command line from: as given, or with
+    --follow-symlinks, where its symbolic links lead, so that the file is read as if named
+    there (the folder rules of converter/formats/_files.py then apply to that folder)."""
+    if path is None or not follow_symlinks:
+        return path
+    return os.path.realpath(path)

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
 
-__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
+__all__ = ["open_model_file", "hub_cache_blob", "check_sidecar", "read_text", "parse_json", "check_nesting",
            "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
@@ -34,7 +34,8 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
 
     A model file is untrusted, and so is whatever sits next to it, so the file must be a
     regular file inside `folder` (default: its own folder) once every symlink is resolved: a
-    link out of the folder, a FIFO or device (which would block or never end) and a folder are
+    link out of the folder (but for one into the Hugging Face cache the folder is a snapshot
+    of, `hub_cache_blob`), a FIFO or device (which would block or never end) and a folder are
     refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
     A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
@@ -45,9 +46,12 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     where = str(path)
     home = os.path.realpath(folder if folder is not None else path.parent)
     real = os.path.realpath(path)
-    if os.path.commonpath([home, real]) != home:
+    if os.path.commonpath([home, real]) != home and not hub_cache_blob(home, real):
+        named = folder is None and not sidecar  # the file the user named, not one it names
         raise error(f"the {what} is a link to {real}, outside the model's folder {home}",
-                    where=where, fix="copy the file into the model's folder instead of linking")
+                    where=where, fix="copy the file into the model's folder instead of linking"
+                    + (", or name the file it links to (webnn-convert: --follow-symlinks)"
+                       if named else ""))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
         | getattr(os, "O_BINARY", 0)
     try:
@@ -78,6 +82,28 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     except BaseException:
         os.close(fd)
         raise
+
+
+# A Hugging Face cache keeps each file once, as blobs/NAME (NAME: the git blob's sha1 or the
+# LFS object's sha256), and every revision as snapshots/REV/PATH, symbolic links to
+# ../../blobs/NAME (one more ../ per folder of PATH).
+_HUB_BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def hub_cache_blob(folder: str, real: str) -> bool:
+    """Whether `real` (a resolved path) is a blob of the Hugging Face cache that `folder` (a
+    resolved folder) is a snapshot in: folder is ROOT/snapshots/REV or a folder inside it,
+    real is ROOT/blobs/NAME with NAME a hash, and ROOT/blobs a folder, not a link. A link
+    there leads to a file the same download wrote, never out of the cache: those links are
+    followed, as the hub's own readers do; every other link out of a model's folder is not."""
+    parts = Path(folder).parts
+    for k in range(len(parts) - 2, 0, -1):
+        if parts[k] == "snapshots":
+            root = os.path.join(*parts[:k])
+            blobs = os.path.join(root, "blobs")
+            return (os.path.dirname(real) == blobs and os.path.realpath(blobs) == blobs
+                    and _HUB_BLOB_NAME.fullmatch(os.path.basename(real)) is not None)
+    return False
 
 
 def check_sidecar(st: os.stat_result, where: str, what: str,
