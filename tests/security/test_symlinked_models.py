@@ -166,7 +166,7 @@ def test_a_blobs_folder_that_is_a_link_is_not_the_cache(tmp_path):
     root = model.parents[2]
     os.replace(root / "blobs", tmp_path / "elsewhere")  # blobs/ now links out of the cache
     (root / "blobs").symlink_to(tmp_path / "elsewhere")
-    _refused(run("inspect", model), "leaves the model's folder")
+    _refused(run("inspect", model), "leaves the model's folder", "Hugging Face cache")
 
 
 def test_a_blob_link_to_a_file_not_named_by_a_hash_is_refused(tmp_path):
@@ -174,14 +174,14 @@ def test_a_blob_link_to_a_file_not_named_by_a_hash_is_refused(tmp_path):
     blobs = model.parents[2] / "blobs"
     os.replace(blobs / HASH_B, blobs / "weights")
     _relink(model.parent / "model.onnx_data", Path("../../blobs/weights"))
-    _refused(run("inspect", model), "leaves the model's folder")
+    _refused(run("inspect", model), "leaves the model's folder", "Hugging Face cache")
 
 
 def test_a_link_into_another_caches_blobs_is_refused(tmp_path):
     model = _hub_cache(tmp_path / "models--org--name")
     other = _hub_cache(tmp_path / "models--other--name")
     _relink(model.parent / "model.onnx_data", other.parents[2] / "blobs" / HASH_B)
-    _refused(run("inspect", model), "leaves the model's folder")
+    _refused(run("inspect", model), "leaves the model's folder", "Hugging Face cache")
 
 
 def test_a_link_to_blobs_from_outside_a_snapshot_is_refused(tmp_path):
@@ -189,4 +189,5 @@ def test_a_link_to_blobs_from_outside_a_snapshot_is_refused(tmp_path):
     moved = model.parents[2] / "not-snapshots" / "rev1"
     moved.parent.mkdir()
     os.replace(model.parent, moved)
-    _refused(run("inspect", moved / "model.onnx"), "leaves the model's folder")
+    _refused(run("inspect", moved / "model.onnx"), "leaves the model's folder",
+             "Hugging Face cache")
