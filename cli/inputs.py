@@ -1,5 +1,6 @@
 """Input values the user gives (`--input NAME=FILE.npy`, `--inputs DIR`, `--const NAME=FILE.npy`),
-read as arrays.
+read as arrays; and the path a model named on the command line is read from (`model_path`,
+`--follow-symlinks`).
 
 A .npy file's header says its shape and dtype; numpy allocates what they ask for before it finds
 the file too short (a 128-byte file claiming 10**12 elements was 4 TB asked of the allocator).

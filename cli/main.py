@@ -113,7 +113,9 @@ def main(debug: bool) -> None:
     """Convert models between ONNX, TFLite and W3C WebNN graphs, and verify them.
 
     Graph files are the WebNN graph format: NAME.webnn (text) or NAME.json, with
-    NAME.manifest.json and NAME.weights beside them.
+    NAME.manifest.json and NAME.weights beside them. An option means the same in every
+    command that takes it. Exit status: 0 success, 1 a problem found (a mismatch, an invalid
+    graph), 2 an error, 130 stopped by Ctrl-C (128 + N for signal N), nothing left behind.
     """
     _stop_on_signals()
     warnings.showwarning = show_warning  # the converter's warnings as one line, `shown`

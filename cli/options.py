@@ -239,14 +239,20 @@ def commands_using() -> dict[str, list[str]]:
 
 
 def options_table_markdown() -> str:
-    """The vocabulary as a Markdown table: option | meaning | commands."""
+    """The vocabulary as a Markdown table: option | meaning | commands. An option convert
+    takes for its --verify is listed as `convert --verify`."""
     used = commands_using()
     rows = ["| option | meaning | commands |", "| --- | --- | --- |"]
     for key, entry in VOCABULARY.items():
         flags = ", ".join(f"`{f}`" for f in sorted(entry.flags, key=len))
-        metavar = entry.settings.get("metavar")
-        if metavar:
-            flags += f" `{metavar}`"
+        kind = entry.settings.get("type")
+        value = entry.settings.get("metavar") or (
+            "|".join(kind.choices) if isinstance(kind, click.Choice) else None)
+        if value:
+            flags += f" `{value}`"
         meaning = entry.help.replace("|", "\\|")
-        rows.append(f"| {flags} | {meaning} | {', '.join(used[key]) or '-'} |")
+        commands = [f"{name} --verify" if name == "convert" and key in VERIFYING else name
+                    for name in used[key]]
+        rows.append(f"| {flags.replace('|', chr(92) + '|')} | {meaning} | "
+                    f"{', '.join(commands) or '-'} |")
     return "\n".join(rows) + "\n"
