@@ -136,9 +136,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
 
         graph = ConcatLoop(source, patterns=parse_state_patterns(state_patterns) or None,
                            dims=dims)
-    finish(*compare(source, graph if graph is not None else module, checks, graph_path=graph_path, dims=dims,
-                    input_shapes=input_shapes, known_inputs=known_inputs,
-                    state_patterns=state_patterns), as_json)
+    finish(*compare(source, graph if graph is not None else module, checks,
+                    graph_path=graph_path, dims=dims, input_shapes=input_shapes,
+                    known_inputs=known_inputs, state_patterns=state_patterns), as_json)
 
 
 def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, input_shapes=None,

@@ -15,7 +15,8 @@ from typing import Any, BinaryIO
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
 
-__all__ = ["open_model_file", "hub_cache_blob", "check_sidecar", "read_text", "parse_json", "check_nesting",
+__all__ = ["open_model_file", "hub_cache_blob", "check_sidecar", "read_text", "parse_json",
+           "check_nesting",
            "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few

@@ -53,7 +53,7 @@ def _report(output: str) -> dict:
     return report
 
 
-# -- convert --verify takes verify's options ------------------------------------------------------
+# -- convert --verify takes verify's options -----------------------------------------------------
 def test_convert_verify_gives_verifys_report_with_its_options(tmp_path):
     model = _add_model(tmp_path / "m.onnx")
     np.save(tmp_path / "x.npy", np.full((2, 3), 0.5, np.float32))
@@ -131,7 +131,7 @@ def test_convert_json_without_verify_names_the_files_written(tmp_path):
     assert doc["operations"] == len(converter.load(TINY_CNN).operations)
 
 
-# -- run: --inputs, --json, and the inputs it makes up ---------------------------------------------
+# -- run: --inputs, --json, and the inputs it makes up -------------------------------------------
 def test_run_takes_an_inputs_folder(tmp_path):
     model = _add_model(tmp_path / "m.onnx")
     folder = tmp_path / "inputs"
@@ -192,7 +192,7 @@ def test_run_refuses_an_inputs_file_the_graph_does_not_take(tmp_path):
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
-# -- validate --json, inspect --target, zoo -t -----------------------------------------------------
+# -- validate --json, inspect --target, zoo -t ---------------------------------------------------
 def test_validate_json_of_a_valid_and_an_invalid_graph(tmp_path):
     r = run("validate", TINY_CNN, "--json")
     assert r.exit_code == 0, r.output
@@ -230,7 +230,7 @@ def test_zoo_takes_t_for_target(tmp_path):
     assert doc["summary"]["byTarget"]["spec"]["verified"] == 1
 
 
-# -- Ctrl-C -----------------------------------------------------------------------------------------
+# -- Ctrl-C ---------------------------------------------------------------------------------------
 def _interrupt(*_, **__):
     raise KeyboardInterrupt
 
