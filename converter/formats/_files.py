@@ -16,8 +16,8 @@ from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
 
 __all__ = ["open_model_file", "hub_cache_blob", "check_sidecar", "read_text", "parse_json",
-           "check_nesting",
-           "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
+           "check_nesting", "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING",
+           "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
 # levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
