@@ -55,7 +55,7 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
                 oracle=checks.oracle)))
     passed = all(r.passed for _, r in reports)
     if passed or keep_on_mismatch:
-        _write(variants, output, as_json)
+        _write(variants, output, as_json, report_follows=bool(reports))
     if not reports:
         return
     if as_json:
@@ -97,7 +97,9 @@ def _check_output(output: str) -> None:
                                f"{', '.join(_FORMS)} file; {output} holds one graph")
 
 
-def _write(variants, output: str, as_json: bool) -> None:
+def _write(variants, output: str, as_json: bool, report_follows: bool = False) -> None:
+    """Write the variants; say so in a line, or with `as_json` in one JSON document unless a
+    verification report (which is then the document) follows."""
     note = None
     if output.lower().endswith(".js"):
         from converter.dynamic.module_js import write_variants_js
@@ -105,8 +107,12 @@ def _write(variants, output: str, as_json: bool) -> None:
         written, note = write_variants_js(variants, output, convert=variants.convert)
     else:
         written = converter.save(variants, output)
-    if not as_json:
-        echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
-             f"variants: {variants.accepted_text()})")
-        if note:
-            echo(note)
+    if as_json:
+        if not report_follows:
+            echo_json({"written": [str(p) for p in written],
+                       "variants": [dict(point) for point, _ in variants.entries]}, indent=2)
+        return
+    echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
+         f"variants: {variants.accepted_text()})")
+    if note:
+        echo(note)

@@ -131,6 +131,42 @@ def test_convert_json_without_verify_names_the_files_written(tmp_path):
     assert doc["operations"] == len(converter.load(TINY_CNN).operations)
 
 
+def _batched_relu(path: Path) -> Path:
+    """y = relu(x), x float32[batch, 3]."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             ["batch", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                             ["batch", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_convert_json_of_several_dims_names_the_files_and_variants(tmp_path):
+    model = _batched_relu(tmp_path / "m.onnx")
+    r = run("convert", model, "-o", tmp_path / "v.webnn", "--dim", "batch=1,4", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc == {"written": [str(tmp_path / "v.webnn")], "variants": [{"batch": 1},
+                                                                         {"batch": 4}]}
+
+
+def test_convert_verify_of_several_dims_takes_the_runtime_and_seed(tmp_path):
+    model = _batched_relu(tmp_path / "m.onnx")
+    r = run("convert", model, "-o", tmp_path / "v.webnn", "--dim", "batch=1,4", "--verify",
+            "--seed", 9, "--runtime", "ort", "--json")
+    assert r.exit_code == 0, r.output
+    reports = [v["report"] for v in json.loads(r.stdout)["variants"]]
+    assert [rep["seed"] for rep in reports] == [9, 9]
+    np.save(tmp_path / "x.npy", np.ones((1, 3), np.float32))
+    r = run("convert", model, "-o", tmp_path / "w.webnn", "--dim", "batch=1,4", "--verify",
+            "--input", f"x={tmp_path / 'x.npy'}")
+    assert r.exit_code == 2 and "take one shape" in r.output
+    assert not (tmp_path / "w.webnn").exists()
+
+
 # -- run: --inputs, --json, and the inputs it makes up -------------------------------------------
 def test_run_takes_an_inputs_folder(tmp_path):
     model = _add_model(tmp_path / "m.onnx")
