@@ -14,10 +14,10 @@ from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..file_guard import check_shared_sidecars, check_writes, note_read
+from .hub_cache import hub_cache_blob
 
-__all__ = ["open_model_file", "hub_cache_blob", "check_sidecar", "read_text", "parse_json",
-           "check_nesting", "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING",
-           "LONE_SURROGATE"]
+__all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
+           "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
 
 # Deepest nesting of arrays and objects a JSON or .webnn file may have. Real files need a few
 # levels (an option holding a list of pairs); the limit keeps every recursive walk over a parsed
@@ -83,28 +83,6 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     except BaseException:
         os.close(fd)
         raise
-
-
-# A Hugging Face cache keeps each file once, as blobs/NAME (NAME: the git blob's sha1 or the
-# LFS object's sha256), and every revision as snapshots/REV/PATH, symbolic links to
-# ../../blobs/NAME (one more ../ per folder of PATH).
-_HUB_BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-
-
-def hub_cache_blob(folder: str, real: str) -> bool:
-    """Whether `real` (a resolved path) is a blob of the Hugging Face cache that `folder` (a
-    resolved folder) is a snapshot in: folder is ROOT/snapshots/REV or a folder inside it,
-    real is ROOT/blobs/NAME with NAME a hash, and ROOT/blobs a folder, not a link. A link
-    there leads to a file the same download wrote, never out of the cache: those links are
-    followed, as the hub's own readers do; every other link out of a model's folder is not."""
-    parts = Path(folder).parts
-    for k in range(len(parts) - 2, 0, -1):
-        if parts[k] == "snapshots":
-            root = os.path.join(*parts[:k])
-            blobs = os.path.join(root, "blobs")
-            return (os.path.dirname(real) == blobs and os.path.realpath(blobs) == blobs
-                    and _HUB_BLOB_NAME.fullmatch(os.path.basename(real)) is not None)
-    return False
 
 
 def check_sidecar(st: os.stat_result, where: str, what: str,

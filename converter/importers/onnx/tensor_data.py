@@ -9,7 +9,7 @@ file is untrusted, so all of them go through this module:
     relative to the model's own folder (never the working directory); it may not be absolute,
     contain `..` or a hidden component (`.ssh/id_rsa`), or resolve (through symlinks) outside
     the folder or to a hidden file, but for a link from a Hugging Face cache's snapshot into
-    that cache's blobs/ (formats._files.hub_cache_blob: the layout `huggingface_hub` writes);
+    that cache's blobs/ (formats/hub_cache.py: the layout `huggingface_hub` writes);
     the file must be a regular file with one link (a hard link
     passes every folder test), opened non-blocking (a FIFO or a device can neither block nor
     be read); `offset` and `length` must be decimal integers. A tensor reads exactly the bytes
@@ -41,7 +41,7 @@ from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...file_guard import note_read
-from ...formats._files import hub_cache_blob
+from ...formats.hub_cache import hub_cache_blob
 from ...mapped_files import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
