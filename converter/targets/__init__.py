@@ -10,6 +10,8 @@ rank range), optionally with a member `"webnn-converter"` for what opSupportLimi
       "emulated": {"gemm": "as matmul, mul and add"},
       "maxConstantByteLength": 134217728,   (where build() refuses smaller constants than
                                              maxTensorByteLength says: chromium-litert)
+      "refusedOptions": {"pad": {"mode": ["edge"]}},   (option values build() refuses:
+                                             opSupportLimits() lists types and ranks only)
       "sources": ["where the facts come from"], "notes": ["..."]
     }
 
@@ -49,6 +51,8 @@ class Target:
     # the most bytes one constant may hold, where the backend's build() allows less than
     # maxTensorByteLength (None: that limit alone)
     max_constant_bytes: int | None = None
+    # option values the backend's build() refuses, by op and option: {"pad": {"mode": ["edge"]}}
+    refused_options: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     source: str = ""
     sources: list[str] = field(default_factory=list)  # where the file's facts come from
 
@@ -76,6 +80,10 @@ class Target:
 
     def must_be_constant(self, op: str) -> list[str]:
         return list(self.constant_operands.get(op, []))
+
+    def refuses(self, op: str, option: str, value: Any) -> bool:
+        """Whether build() refuses `op` with `option` set to `value` (refusedOptions)."""
+        return value in self.refused_options.get(op, {}).get(option, ())
 
     def emulates(self, op: str) -> str | None:
         """How the backend composes `op` from other ops, or None when it runs it natively."""
@@ -107,6 +115,7 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
     validate(data, "target", str(path))
     ext = data.get(EXTENSION, {})
     _check_constant_operands(ext.get("constantOperands", {}), str(path))
+    _check_refused_options(ext.get("refusedOptions", {}), str(path))
     limits = {k: v for k, v in data.items() if k != EXTENSION}
     # A browser dump is often saved as NAME.opSupportLimits.json: its name is NAME.
     default_name = path.name.removesuffix(".json").removesuffix(".opSupportLimits")
@@ -116,6 +125,7 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
                   emulated=ext.get("emulated", {}), notes=ext.get("notes", []),
                   int8_in_float=ext.get("int8InFloat", []),
                   max_constant_bytes=ext.get("maxConstantByteLength"),
+                  refused_options=ext.get("refusedOptions", {}),
                   source=str(path), sources=ext.get("sources", []))
 
 
@@ -135,3 +145,29 @@ def _check_constant_operands(table: dict[str, list[str]], where: str) -> None:
             raise FormatError(f"constantOperands: {op_name} has no operand "
                               f"{', '.join(map(repr, unknown))}", where=where,
                               fix=f"{op_name}'s operands are {', '.join(ops[op_name].slots)}")
+
+
+def _check_refused_options(table: dict[str, dict[str, list[str]]], where: str) -> None:
+    """Every op, option and value named in refusedOptions exists (enum options only: a typo
+    would silently refuse nothing)."""
+    from ..errors import FormatError
+    from ..ops.registry import all_ops
+
+    ops = all_ops()
+    for op_name, options in table.items():
+        if op_name not in ops:
+            raise FormatError(f"refusedOptions names an unknown op '{op_name}'", where=where,
+                              fix="use MLGraphBuilder method names")
+        params = ops[op_name].params()
+        for option, values in options.items():
+            param = params.get(option)
+            if param is None or param.kind != "enum":
+                enums = [p.name for p in params.values() if p.kind == "enum"]
+                raise FormatError(f"refusedOptions: {op_name} has no enum option '{option}'",
+                                  where=where,
+                                  fix=f"{op_name}'s enum options are {', '.join(enums) or 'none'}")
+            unknown = [v for v in values if v not in param.choices]
+            if unknown:
+                raise FormatError(f"refusedOptions: {op_name} {option} has no value "
+                                  f"{', '.join(map(repr, unknown))}", where=where,
+                                  fix=f"its values are {', '.join(param.choices)}")

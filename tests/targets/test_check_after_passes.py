@@ -85,18 +85,33 @@ def _big_constant_graph(path, over: int):
     return path
 
 
-def test_chromium_litert_refuses_a_constant_over_128_mib(tmp_path):
-    """Chromium's LiteRT build() refuses it (tests/browser/test_chromium_runtime.py), though
-    its maxTensorByteLength is 2 GiB - 1: check says so, and convert --target fails alike."""
+def test_a_constant_over_128_mib_fits_chromium_litert_once_split(tmp_path):
+    """Chromium's LiteRT build() refuses a constant over 128 MiB (tests/browser/
+    test_chromium_runtime.py), though its maxTensorByteLength is 2 GiB - 1: check names it in
+    the source and the split_constants pass as its fix, and says the model fits after
+    conversion, as convert --target succeeds, every constant written at most 128 MiB."""
+    import converter
+
     big = _big_constant_graph(tmp_path / "big.webnn", 4096)
     r = run("check", big, "--target", "chromium-litert")
-    assert r.exit_code == 1, r.output
-    assert r.output.splitlines()[0] == (
-        f"chromium-litert: graph constant 'w': {128 * 2**20 + 4096} bytes; chromium-litert "
-        f"takes at most {128 * 2**20} bytes a constant; fix: no pass splits a tensor: give "
-        f"smaller dimensions (--dim, --input-shape) or split the model")
-    convert = run("convert", big, "--target", "chromium-litert", "-o", tmp_path / "out.webnn")
-    assert convert.exit_code == 1, convert.output
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [
+        "chromium-litert: fixed by pass split_constants: 1 violation",
+        f"{big}: fits chromium-litert after conversion (2 operations)"]
+    data = json.loads(run("check", big, "--target", "chromium-litert", "--json").output)
+    [fixed] = data["targets"]["chromium-litert"]["fixed"]
+    assert (fixed["tensor"], fixed["fixedBy"], fixed["advice"]) == ("w", "split_constants",
+                                                                     "split-constant")
+    assert fixed["rule"] == f"chromium-litert takes at most {128 * 2**20} bytes a constant"
+    out = tmp_path / "out.webnn"
+    convert = run("convert", big, "--target", "chromium-litert", "-o", out)
+    assert convert.exit_code == 0, convert.output
+    graph = converter.load(out)
+    # w is 1024 rows of 32769 float32 (131076 bytes): 1023 rows fit under 128 MiB, then 1
+    pieces = sorted((c.shape, c.constant.nbytes) for c in graph.constants.values())
+    assert pieces == [((1, 32769), 131076), ((1023, 32769), 134090748)]
+    assert [op.op_type for op in graph.operations] == ["concat", "matmul"]
     assert run("check", big, "--target", "spec").exit_code == 0  # the limit is LiteRT's
     at_limit = _big_constant_graph(tmp_path / "at.webnn", 0)
-    assert run("check", at_limit, "--target", "chromium-litert").exit_code == 0
+    r = run("check", at_limit, "--target", "chromium-litert")
+    assert r.exit_code == 0 and "fixed by" not in r.output, r.output

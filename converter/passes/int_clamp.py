@@ -1,0 +1,81 @@
+"""The int_clamp pass: an integer clamp the target refuses becomes max and min with constants.
+
+Chromium 153's LiteRT backend lists clamp for float32 and float16 only, and build() refuses it
+on int8, uint8, int32 and int64 ("Unsupported data type int32 for argument input"), while its
+max and min take all four (measured in tests/browser/test_rewrites_in_chromium.py). A model
+that clips integer indices or counts (ONNX Clip on int32/int64) needs the rewrite
+
+    clamp(x, minValue, maxValue) = min(max(x, minValue), maxValue)
+
+which is clamp's definition in the spec, with each bound a rank-0 constant of x's type, cast
+from the MLNumber as the spec casts it (decompositions_activation.clamp). It is exact on
+integers. Float clamps are left alone (how max and min treat NaN is the backend's).
+
+The replacement is kept only when max, min and their constants fit the target (Expander,
+decompose.py); otherwise the clamp stays and a note says why.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import dtypes
+from ..ir import Graph, Operation
+from . import PassContext, PassResult, graph_pass
+from .decompose import CannotExpand, Expander
+from .decompositions import get_decomposition
+
+if TYPE_CHECKING:
+    from ..targets import Target
+
+__all__ = ["refused_int_clamp", "rewrite_problem"]
+
+
+def refused_int_clamp(op: Operation, target: "Target | None") -> bool:
+    """Whether `op` is a clamp on integers whose input or output type `target` does not list
+    for clamp."""
+    if target is None or op.op_type != "clamp" or not target.supports("clamp"):
+        return False
+    x = op.input("input")
+    if dtypes.info(x.data_type).is_float:
+        return False
+    for name, operand in (("input", x), ("output", op.output)):
+        listed = (target.operand_limits("clamp", name) or {}).get("dataTypes")
+        if listed is not None and operand.data_type not in listed:
+            return True
+    return False
+
+
+def _acceptable(target: "Target"):
+    from ..targets.check import operation_violations
+
+    return lambda o: not operation_violations(o, target)
+
+
+def rewrite_problem(op: Operation, target: "Target") -> str | None:
+    """Why the pass cannot rewrite this clamp on `target` (None: it can). Tried on a copy."""
+    from ..targets.advice import trial_expand
+
+    return trial_expand(op, rule=get_decomposition("clamp"), acceptable=_acceptable(target),
+                        available=target.supports)
+
+
+@graph_pass("int_clamp")
+def run(graph: Graph, ctx: PassContext) -> PassResult:
+    target = ctx.target
+    if target is None:
+        return PassResult(False)
+    expander = Expander(graph, acceptable=_acceptable(target), available=target.supports)
+    counts: dict[str, int] = {}
+    notes = []
+    for op in list(graph.operations):
+        if not refused_int_clamp(op, target):
+            continue
+        dt = op.input("input").data_type
+        try:
+            expander.expand(op, get_decomposition("clamp"))
+        except CannotExpand as why:
+            notes.append(f"clamp '{op.name}' stays in {dt}, which {target.name}'s clamp "
+                         f"refuses: {why}")
+            continue
+        counts[f"{dt} clamps as max/min"] = counts.get(f"{dt} clamps as max/min", 0) + 1
+    return PassResult(bool(counts), counts, notes)
