@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import dtypes
+from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand, Operation
+from ..ir.semantics import infer
 from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 
@@ -55,6 +57,10 @@ def split_problem(operand: Operand, target: "Target") -> str | None:
         return f"its {size} bytes are over {target.name}'s limit on any tensor"
     if not target.supports("concat"):
         return f"{target.name} has no concat to join the pieces"
+    try:  # the spec's own concat (WebNN has no int4 or uint4 concat, whatever a target lists)
+        infer("concat", [operand.desc, operand.desc], {"axis": 0})
+    except ConverterError:
+        return f"WebNN's concat takes no {operand.data_type} at rank {operand.rank}"
     for name in ("inputs", "output"):
         limits = target.operand_limits("concat", name) or {}
         types, ranks = limits.get("dataTypes"), limits.get("rankRange")
@@ -62,7 +68,7 @@ def split_problem(operand: Operand, target: "Target") -> str | None:
             return f"{target.name}'s concat takes no {operand.data_type}"
         if ranks is not None and not ranks["min"] <= operand.rank <= ranks["max"]:
             return f"{target.name}'s concat takes no rank {operand.rank}"
-    if plan_pieces(operand.data_type, operand.shape, target.max_constant_bytes) is None:
+    if plan_pieces(operand.data_type, operand.shape, target.max_constant_bytes) == "impossible":
         return f"one element is over {target.max_constant_bytes} bytes"
     return None
 
