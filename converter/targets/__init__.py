@@ -12,6 +12,9 @@ rank range), optionally with a member `"webnn-converter"` for what opSupportLimi
                                              maxTensorByteLength says: chromium-litert)
       "refusedOptions": {"pad": {"mode": ["edge"]}},   (option values build() refuses:
                                              opSupportLimits() lists types and ranks only)
+      "refusedDataTypes": {"concat": {"inputs": ["int4"]}},   (types opSupportLimits() lists
+                                             for an operand but build() refuses: taken out of
+                                             the limits when the file is loaded)
       "sources": ["where the facts come from"], "notes": ["..."]
     }
 
@@ -117,6 +120,7 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
     _check_constant_operands(ext.get("constantOperands", {}), str(path))
     _check_refused_options(ext.get("refusedOptions", {}), str(path))
     limits = {k: v for k, v in data.items() if k != EXTENSION}
+    limits = _without_refused_types(limits, ext.get("refusedDataTypes", {}), str(path))
     # A browser dump is often saved as NAME.opSupportLimits.json: its name is NAME.
     default_name = path.name.removesuffix(".json").removesuffix(".opSupportLimits")
     return Target(name=ext.get("name", default_name), limits=limits,
@@ -171,3 +175,37 @@ def _check_refused_options(table: dict[str, dict[str, list[str]]], where: str) -
                 raise FormatError(f"refusedOptions: {op_name} {option} has no value "
                                   f"{', '.join(map(repr, unknown))}", where=where,
                                   fix=f"its values are {', '.join(param.choices)}")
+
+
+def _without_refused_types(limits: dict, table: dict[str, dict[str, list[str]]],
+                           where: str) -> dict:
+    """`limits` with the data types refusedDataTypes names taken out of their operands' lists,
+    so check, its advice and the passes all see what build() takes. Each op and operand named
+    must be listed with those types: a typo would silently refuse nothing."""
+    from ..errors import FormatError
+
+    if not table:
+        return limits
+    limits = dict(limits)
+    for op_name, operands in table.items():
+        listed = limits.get(op_name)
+        if not isinstance(listed, dict) or op_name in _GLOBAL_KEYS:
+            raise FormatError(f"refusedDataTypes names '{op_name}', which the file does not "
+                              f"list as an op", where=where,
+                              fix="name ops the file lists (MLGraphBuilder method names)")
+        listed = dict(listed)
+        for operand, types in operands.items():
+            entry = listed.get(operand)
+            if not isinstance(entry, dict) or "dataTypes" not in entry:
+                raise FormatError(f"refusedDataTypes: {op_name} lists no data types for "
+                                  f"'{operand}'", where=where,
+                                  fix=f"{op_name}'s operands here are {', '.join(listed)}")
+            unlisted = [t for t in types if t not in entry["dataTypes"]]
+            if unlisted:
+                raise FormatError(f"refusedDataTypes: {op_name} {operand} does not list "
+                                  f"{', '.join(unlisted)}", where=where,
+                                  fix="name only types the file lists there")
+            listed[operand] = {**entry, "dataTypes": [t for t in entry["dataTypes"]
+                                                      if t not in types]}
+        limits[op_name] = listed
+    return limits
