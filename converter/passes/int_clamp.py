@@ -23,11 +23,12 @@ from ..ir import Graph, Operation
 from . import PassContext, PassResult, graph_pass
 from .decompose import CannotExpand, Expander
 from .decompositions import get_decomposition
+from .target_fit import misfit
 
 if TYPE_CHECKING:
     from ..targets import Target
 
-__all__ = ["refused_int_clamp", "rewrite_problem"]
+__all__ = ["refused_int_clamp", "fits"]
 
 
 def refused_int_clamp(op: Operation, target: "Target | None") -> bool:
@@ -45,18 +46,9 @@ def refused_int_clamp(op: Operation, target: "Target | None") -> bool:
     return False
 
 
-def _acceptable(target: "Target"):
-    from ..targets.check import operation_violations
-
-    return lambda o: not operation_violations(o, target)
-
-
-def rewrite_problem(op: Operation, target: "Target") -> str | None:
-    """Why the pass cannot rewrite this clamp on `target` (None: it can). Tried on a copy."""
-    from ..targets.advice import trial_expand
-
-    return trial_expand(op, rule=get_decomposition("clamp"), acceptable=_acceptable(target),
-                        available=target.supports)
+def fits(target: "Target"):
+    """The Expander's test for the ops the rule builds: the target takes them as they are."""
+    return lambda o: misfit(o, target) is None
 
 
 @graph_pass("int_clamp")
@@ -64,7 +56,7 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     target = ctx.target
     if target is None:
         return PassResult(False)
-    expander = Expander(graph, acceptable=_acceptable(target), available=target.supports)
+    expander = Expander(graph, acceptable=fits(target), available=target.supports)
     counts: dict[str, int] = {}
     notes = []
     for op in list(graph.operations):

@@ -25,11 +25,12 @@ from ..ir import Graph, Operand, Operation
 from . import PassContext, PassResult, graph_pass
 from .decompose import CannotExpand, Expander
 from .decompositions import Emitter
+from .target_fit import misfit
 
 if TYPE_CHECKING:
     from ..targets import Target
 
-__all__ = ["REWRITTEN_MODES", "pad_indices", "pad_rule", "refused_pad", "rewrite_problem"]
+__all__ = ["REWRITTEN_MODES", "pad_indices", "pad_rule", "refused_pad", "fits"]
 
 # The modes a gather reproduces; "constant" needs values that are not in the input.
 REWRITTEN_MODES = ("edge", "reflection")
@@ -87,21 +88,9 @@ def refused_pad(op: Operation, target: "Target | None") -> bool:
         and target.refuses("pad", "mode", op.attr("mode"))
 
 
-def _expander(graph: Graph, target: "Target") -> Expander:
-    from ..targets.check import operation_violations
-
-    return Expander(graph, acceptable=lambda o: not operation_violations(o, target),
-                    available=target.supports)
-
-
-def rewrite_problem(op: Operation, target: "Target") -> str | None:
-    """Why the pass cannot rewrite this pad on `target` (None: it can). Tried on a copy."""
-    from ..targets.advice import trial_expand
-    from ..targets.check import operation_violations
-
-    return trial_expand(op, rule=pad_rule(target),
-                        acceptable=lambda o: not operation_violations(o, target),
-                        available=target.supports)
+def fits(target: "Target"):
+    """The Expander's test for the ops the rule builds: the target takes them as they are."""
+    return lambda o: misfit(o, target) is None
 
 
 @graph_pass("pad_modes")
@@ -109,7 +98,7 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
     target = ctx.target
     if target is None or "pad" not in target.refused_options:
         return PassResult(False)
-    expander = _expander(graph, target)
+    expander = Expander(graph, acceptable=fits(target), available=target.supports)
     rewritten: dict[str, int] = {}
     notes = []
     for op in list(graph.operations):

@@ -36,6 +36,7 @@ from ..ir import ConstantData, Graph, Operand, Operation
 from ..ir.semantics import infer
 from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
+from .target_fit import misfit
 
 if TYPE_CHECKING:
     from ..targets import Target
@@ -153,8 +154,6 @@ def split_constant(graph: Graph, constant: Operand, limit: int) -> list[Operatio
 
 @graph_pass("split_constants")
 def run(graph: Graph, ctx: PassContext) -> PassResult:
-    from ..targets.check import operation_violations
-
     target = ctx.target
     if target is None or target.max_constant_bytes is None:
         return PassResult(False)
@@ -169,10 +168,10 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
                          f"bytes: {why}")
             continue
         made = split_constant(graph, constant, target.max_constant_bytes)
-        refused = [v for op in made for v in operation_violations(op, target)]
+        refused = [why for op in made if (why := misfit(op, target)) is not None]
         if refused:  # split_problem checked concat's limits; anything else is a bug here
             raise AssertionError(f"split_constants built a concat {target.name} refuses: "
-                                 f"{refused[0].line()}")
+                                 f"{refused[0]}")
         counts["constants split"] += 1
         counts["pieces"] += sum(len(op.inputs) for op in made) - (len(made) - 1)
     return PassResult(counts["constants split"] > 0, counts, notes)

@@ -222,13 +222,22 @@ def _int8_in_float(s: Situation) -> str | None:
         when="an integer clamp the target refuses, whose max and min with constant bounds fit "
              "the target")
 def _int_clamp(s: Situation) -> str | None:
-    from ..passes.int_clamp import refused_int_clamp, rewrite_problem
+    from ..passes.int_clamp import refused_int_clamp
 
     if s.op is None or not refused_int_clamp(s.op, s.target) \
-            or rewrite_problem(s.op, s.target) is not None:
+            or _int_clamp_problem(s) is not None:
         return None
     return (f"the 'int_clamp' pass clamps {s.data_type} with max and min by constant bounds "
             f"(exact)")
+
+
+def _int_clamp_problem(s: Situation) -> str | None:
+    """Why the int_clamp pass cannot rewrite the clamp (None: it can), tried on a copy."""
+    from ..passes.decompositions import get_decomposition
+    from ..passes.int_clamp import fits
+
+    return trial_expand(s.op, rule=get_decomposition("clamp"), acceptable=fits(s.target),
+                        available=s.target.supports)
 
 
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
@@ -393,15 +402,23 @@ def _stays_computed(s: Situation) -> str:
 
 
 # -- option values -----------------------------------------------------------------------------
+def _pad_problem(s: Situation) -> str | None:
+    """Why the pad_modes pass cannot rewrite the pad (None: it can), tried on a copy."""
+    from ..passes.pad_modes import fits, pad_rule
+
+    return trial_expand(s.op, rule=pad_rule(s.target), acceptable=fits(s.target),
+                        available=s.target.supports)
+
+
 @advice("option", "pad-as-gathers", fixed_by=("pad_modes",),
         when="a pad in a mode the target refuses (edge, reflection) whose gathers with constant "
              "indices fit the target")
 def _pad_as_gathers(s: Situation) -> str | None:
-    from ..passes.pad_modes import REWRITTEN_MODES, refused_pad, rewrite_problem
+    from ..passes.pad_modes import REWRITTEN_MODES, refused_pad
 
     op = s.op
     if not refused_pad(op, s.target) or op.attr("mode") not in REWRITTEN_MODES \
-            or rewrite_problem(op, s.target) is not None:
+            or _pad_problem(s) is not None:
         return None
     return (f"the 'pad_modes' pass copies the {op.attr('mode')} rows with gathers by constant "
             f"indices (exact)")
@@ -410,11 +427,7 @@ def _pad_as_gathers(s: Situation) -> str | None:
 @advice("option", "option-stays", fixed_by=(), when="otherwise")
 def _option_stays(s: Situation) -> str:
     op = s.op
-    why = ""
-    if op.op_type == "pad":
-        from ..passes.pad_modes import rewrite_problem
-
-        why = f" ({rewrite_problem(op, s.target)})"
+    why = f" ({_pad_problem(s)})" if op.op_type == "pad" else ""
     return (f"no pass rewrites this {op.op_type}{why}: the source model must use an option "
             f"value {s.target.name} takes")
 
