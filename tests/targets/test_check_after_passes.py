@@ -115,3 +115,52 @@ def test_a_constant_over_128_mib_fits_chromium_litert_once_split(tmp_path):
     at_limit = _big_constant_graph(tmp_path / "at.webnn", 0)
     r = run("check", at_limit, "--target", "chromium-litert")
     assert r.exit_code == 0 and "fixed by" not in r.output, r.output
+
+
+def _edge_pad_int_clip_model(path):
+    """An ONNX model with what Chromium's LiteRT build() refuses as it is: Pad(mode=edge) and
+    an int32 Clip (tests/browser/test_rewrites_in_chromium.py)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge"),
+             helper.make_node("Clip", ["i", "lo", "hi"], ["z"])]
+    inits = [numpy_helper.from_array(np.array([0, 2, 1, 3], np.int64), "pads"),
+             numpy_helper.from_array(np.array(0, np.int32), "lo"),
+             numpy_helper.from_array(np.array(9, np.int32), "hi")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+                     helper.make_tensor_value_info("i", TensorProto.INT32, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("z", TensorProto.INT32, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    return path
+
+
+def test_an_edge_pad_and_an_int32_clip_fit_chromium_litert_through_its_passes(tmp_path):
+    """The source breaks chromium-litert (its build() refuses both: check used to say it fit,
+    for the pad); check names the passes that fix them and says it fits after conversion, as
+    convert --target succeeds."""
+    model = _edge_pad_int_clip_model(tmp_path / "m.onnx")
+    r = run("check", model, "--target", "chromium-litert")
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [
+        "chromium-litert: fixed by pass pad_modes: 1 violation",
+        "chromium-litert: fixed by pass int_clamp: 2 violations",
+        f"{model}: fits chromium-litert after conversion (4 operations)"]
+    data = json.loads(run("check", model, "--target", "chromium-litert", "--json").output)
+    fixed = data["targets"]["chromium-litert"]["fixed"]
+    assert [(v["kind"], v["op"], v["found"], v["fixedBy"]) for v in fixed] == [
+        ("option", "pad", "mode 'edge'", "pad_modes"),
+        ("data-type", "clamp", "data type int32", "int_clamp"),
+        ("data-type", "clamp", "data type int32", "int_clamp")]
+    out = tmp_path / "m.webnn"
+    convert = run("convert", model, "--target", "chromium-litert", "-o", out)
+    assert convert.exit_code == 0, convert.output
+    import converter
+    ops = sorted(op.op_type for op in converter.load(out).operations)
+    assert ops == ["gather", "gather", "max", "min"]
+    # on a target that takes both as they are, nothing is fixed
+    r = run("check", model, "--target", "onnxruntime")
+    assert r.exit_code == 0 and "fixed by" not in r.output, r.output
