@@ -34,7 +34,6 @@ from .. import dtypes
 from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand, Operation
 from ..ir.semantics import infer
-from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 from .target_fit import misfit
 
@@ -58,6 +57,11 @@ def split_problem(operand: Operand, target: "Target") -> str | None:
         return f"its {size} bytes are over {target.name}'s limit on any tensor"
     if not target.supports("concat"):
         return f"{target.name} has no concat to join the pieces"
+    for use in operand.uses():  # a concat's result is computed, not a constant
+        slot = use.op.opdef.slots[use.index] if not use.op.opdef.variadic else None
+        if slot in target.must_be_constant(use.op.op_type):
+            return (f"{target.name} needs {use.op.op_type} '{use.op.name}' {slot} to be a "
+                    f"constant")
     try:  # the spec's own concat (WebNN has no int4 or uint4 concat, whatever a target lists)
         infer("concat", [operand.desc, operand.desc], {"axis": 0})
     except ConverterError:
@@ -86,13 +90,8 @@ def plan_pieces(data_type: str, shape: tuple[int, ...], limit: int):
     row = list(shape)
     row[axis] = 1
     row_bytes = dtypes.byte_length(data_type, row)
-    if row_bytes <= limit:
-        # as many rows as fit; a 4-bit type's bytes round up, so count from an even number of
-        # elements per block
-        step = max(1, limit // row_bytes)
-        while step > 1 and dtypes.byte_length(data_type, [*shape[:axis], step,
-                                                          *shape[axis + 1:]]) > limit:
-            step -= 1
+    if row_bytes <= limit:  # as many rows as fit (whole-byte types: split_problem says so)
+        step = limit // row_bytes
         blocks = [(s, min(step, shape[axis] - s), None) for s in range(0, shape[axis], step)]
         return axis, blocks
     sub = plan_pieces(data_type, tuple(row), limit)
@@ -102,13 +101,12 @@ def plan_pieces(data_type: str, shape: tuple[int, ...], limit: int):
 
 
 def _piece_data(data: ConstantData, value: np.ndarray | None, index: tuple) -> ConstantData:
-    """The ConstantData of one piece: a fill stays a fill; 4-bit values are packed again."""
+    """The ConstantData of one piece: a fill stays a fill; an array piece is a view where the
+    cut is along the first axis (a copy of its own bytes otherwise)."""
     if data.fill is not None:
         shape = tuple(len(range(*s.indices(n))) for s, n in zip(index, data.shape))
         return ConstantData(data.data_type, shape, fill=data.fill)
     part = value[index]
-    if dtypes.info(data.data_type).bits < 8:
-        return ConstantData(data.data_type, part.shape, array=pack4(part))
     return ConstantData(data.data_type, part.shape, array=np.ascontiguousarray(part))
 
 

@@ -148,3 +148,20 @@ def test_the_pipeline_splits_last_so_folding_does_not_join_the_pieces_again():
                                   2 * np.arange(64, dtype=np.float32).reshape(8, 8))
     again = _add_graph(np.ones((8, 8), np.float32))
     assert convert_for_target(again, target).passed
+
+
+def test_a_constant_the_reader_needs_constant_stays_whole():
+    """chromium-litert's gatherElements takes constant indices only: a concat of pieces is
+    computed, so indices over the limit stay, and check says why."""
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [4, 8])
+    indices = b.constant(np.zeros((4, 8), np.int32), name="idx")
+    graph = b.build({"y": b.gatherElements(x, indices, axis=0, name="ge")})
+    target = Target("small", LITERT.limits, max_constant_bytes=64,
+                    constant_operands={"gatherElements": ["indices"]})
+    [(_, result)] = run_passes(graph, ["split_constants"], PassContext(target=target))
+    assert not result.changed
+    assert result.notes == ["constant 'idx' stays over 64 bytes: small needs gatherElements "
+                            "'ge' indices to be a constant"]
+    [v] = [v for v in check(graph, target) if v.kind == "tensor-size"]
+    assert v.advice == "too-big"
