@@ -12,7 +12,7 @@ rank range), optionally with a member `"webnn-converter"` for what opSupportLimi
                                              maxTensorByteLength says: chromium-litert)
       "refusedOptions": {"pad": {"mode": ["edge"]}},   (option values build() refuses:
                                              opSupportLimits() lists types and ranks only)
-      "refusedDataTypes": {"concat": {"inputs": ["int4"]}},   (types opSupportLimits() lists
+      "refusedDataTypes": {"clamp": {"input": ["int32"]}},   (types opSupportLimits() lists
                                              for an operand but build() refuses: taken out of
                                              the limits when the file is loaded)
       "sources": ["where the facts come from"], "notes": ["..."]
@@ -168,8 +168,8 @@ def _check_refused_options(table: dict[str, dict[str, list[str]]], where: str) -
             if param is None or param.kind != "enum":
                 enums = [p.name for p in params.values() if p.kind == "enum"]
                 raise FormatError(f"refusedOptions: {op_name} has no enum option '{option}'",
-                                  where=where,
-                                  fix=f"{op_name}'s enum options are {', '.join(enums) or 'none'}")
+                                  where=where, fix=f"{op_name}'s enum options are "
+                                                   f"{', '.join(enums) or 'none'}")
             unknown = [v for v in values if v not in param.choices]
             if unknown:
                 raise FormatError(f"refusedOptions: {op_name} {option} has no value "

@@ -12,9 +12,9 @@ advice asks the rank pass's own planner (`passes.rank.plan_rank`); the decompose
 constant_operands advice expands a copy of the op the way those passes would (`trial_expand`);
 the int64 advice checks that constants fit int32; the quantized weights advice asks that pass's
 own `decide`; the pad_modes and int_clamp advice build the rewrite on a copy (`trial_expand`),
-and the split_constants advice asks that pass's `split_problem`. tests/targets/test_advice.py builds a graph
-for every entry and runs the target pipeline to prove the named pass fixes it (and that what
-no pass fixes stays).
+and the split_constants advice asks that pass's `split_problem`. tests/targets/test_advice.py
+builds a graph for every entry and runs the target pipeline to prove the named pass fixes it
+(and that what no pass fixes stays).
 """
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ class Violation:
 
     kind: one of KINDS. op/node: the operation (None for graph inputs, constants, outputs).
     operand: the op's operand name in the spec (`input`, `filter`, `output`...), or `input`,
-    `constant`, `output` for the graph's own. tensor: the graph operand's name. found: what
+    `constant`, `output` for the graph's own (None for an `option` violation, whose `found`
+    names the option and its value: "mode 'edge'"). tensor: the graph operand's name. found: what
     the graph has. rule: what the target allows. fix: the pass or option that would fix it.
     advice: the key of the advice table's entry `fix` comes from.
     """
@@ -144,8 +145,9 @@ def _result_name(op: Operation, index: int) -> str:
 
 
 def operation_violations(op: Operation, target: Target) -> list[Violation]:
-    """Every way one operation breaks `target`'s per-op rules (rule 2 above): what a pass
-    checks the ops it builds against."""
+    """Every way one operation breaks `target`'s per-op rules (rule 2 above). The rewrite
+    passes test the ops they build with passes/target_fit.misfit, held to the same verdicts
+    by tests/passes/test_target_fit.py."""
     return _operation(target, op)
 
 
