@@ -156,26 +156,39 @@ def test_all_zero_padding_becomes_an_identity():
     np.testing.assert_array_equal(run_on_ort(graph, {"x": x})["y"], x)
 
 
-def test_convert_for_chromium_litert_rewrites_an_imported_onnx_edge_pad():
-    """The whole pipeline on an ONNX Pad(mode=edge): it fits chromium-litert afterwards and
-    computes what ONNX Runtime computes on the source model."""
-    import onnx
-    from onnx import TensorProto, helper
+def conv_edge_pad_model():
+    """An ONNX conv -> Pad(mode=edge) -> relu -> conv (a replication-padded CNN block), and a
+    feed for it."""
+    from onnx import TensorProto, helper, numpy_helper
 
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]),
+             helper.make_node("Pad", ["a", "pads"], ["b"], mode="edge"),
+             helper.make_node("Relu", ["b"], ["c"]),
+             helper.make_node("Conv", ["c", "w2"], ["y"])]
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal((2, 4, 3, 3)).astype(np.float32), "w2"),
+             numpy_helper.from_array(np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64), "pads")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return model, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+
+
+def test_convert_for_chromium_litert_rewrites_an_imported_onnx_edge_pad():
+    """The whole pipeline on an ONNX Pad(mode=edge) between convs: it fits chromium-litert
+    afterwards (the layout pass moves the gathers' axes to channels-last with the convs) and
+    computes what ONNX Runtime computes on the source model."""
     from converter.targets.pipeline import convert_for_target
     from tests.importers.onnx.helpers import imported, ort_outputs
 
-    pads = np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64)
-    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")
-    model = helper.make_model(helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [onnx.numpy_helper.from_array(pads, "pads")]), opset_imports=[helper.make_opsetid("", 18)])
-    feeds = {"x": _feed([1, 3, 4, 4], "float32")}
+    model, feeds = conv_edge_pad_model()
     graph, _ = imported(model, feeds)
     assert [v.kind for v in check(graph, LITERT)] == ["option"]
     report = convert_for_target(graph, LITERT)
     assert report.passed and dict(report.passes)["pad_modes"].changed
+    assert [(op.op_type, op.attrs.get("axis")) for op in graph.operations
+            if op.op_type == "gather"] == [("gather", 1), ("gather", 2)]  # NHWC's H and W
     [want] = ort_outputs(model, feeds)
-    np.testing.assert_array_equal(run_on_ort(graph, feeds)["y"], want)
-
+    np.testing.assert_allclose(run_on_ort(graph, feeds)["y"], want, rtol=1e-5, atol=1e-4)
