@@ -114,3 +114,33 @@ def test_what_chromium_refuses_builds_and_computes_once_converted(browser_limits
             np.testing.assert_allclose(got["y"], expected, rtol=1e-5, atol=1e-4)
             continue
         np.testing.assert_array_equal(got["y"], expected, err_msg=graph.name)
+
+
+def test_alexnet_over_128_mib_runs_in_chromium_once_converted(browser_limits, tmp_path):
+    """A real public model (the onnx package's light bvlc_alexnet, seeded weights): its fc6
+    weight is 151 MB, so Chromium's build() refuses it as it is (test_chromium_runtime.py);
+    converted for chromium-litert the weight is two constants joined by concat, and the model
+    computes what ONNX Runtime computes on the source."""
+    import onnxruntime as ort
+
+    import converter
+    from converter.parity import compare
+    from converter.testing.light_models import light_model
+
+    source = light_model("bvlc_alexnet", tmp_path, seed=0)
+    graph = converter.load(source)
+    assert [(v.kind, v.tensor, v.advice) for v in check(graph, TARGET)] == [
+        ("tensor-size", "fc6_w_0", "split-constant")]
+    report = convert_for_target(graph, TARGET)
+    assert report.passed and dict(report.passes)["split_constants"].counts == {
+        "constants split": 1, "pieces": 2}
+    assert max(c.constant.nbytes for c in graph.constants.values()) <= 128 * 2**20
+    (name,) = graph.inputs
+    feeds = {name: np.random.default_rng(1).random(graph.inputs[name].shape, dtype=np.float32)}
+    [got] = run_chromium_many([(graph, feeds)])
+    assert not isinstance(got, ConverterError), got.line()
+    session = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    for out in graph.outputs:
+        parity = compare(out, got[out], want[out])
+        assert parity.passed, parity.to_json()
