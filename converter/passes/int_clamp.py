@@ -12,7 +12,10 @@ from the MLNumber as the spec casts it (decompositions_activation.clamp). It is 
 integers. Float clamps are left alone (how max and min treat NaN is the backend's).
 
 The replacement is kept only when max, min and their constants fit the target (Expander,
-decompose.py); otherwise the clamp stays and a note says why.
+decompose.py); otherwise the clamp stays and a note says why. The pipeline runs the pass
+before the data types pass (an int64 clamp stays exact where max and min take int64) and again
+after it (where they take only int32, that pass narrows the clamp first); an int64 clamp left
+for the narrowing gets no note: the second run rewrites it, or check says what remains.
 """
 from __future__ import annotations
 
@@ -51,6 +54,14 @@ def fits(target: "Target"):
     return lambda o: misfit(o, target) is None
 
 
+def _takes_int32(target: "Target") -> bool:
+    """Whether the target's max and min take int32 (where the data types pass may narrow an
+    int64 clamp for the pass's second run)."""
+    return all("int32" in ((target.operand_limits(op, name) or {}).get("dataTypes")
+                           or ("int32",))
+               for op in ("max", "min") for name in ("a", "b", "output"))
+
+
 @graph_pass("int_clamp")
 def run(graph: Graph, ctx: PassContext) -> PassResult:
     target = ctx.target
@@ -66,6 +77,8 @@ def run(graph: Graph, ctx: PassContext) -> PassResult:
         try:
             expander.expand(op, get_decomposition("clamp"))
         except CannotExpand as why:
+            if dt == "int64" and _takes_int32(target):
+                continue  # the data types pass narrows it; the pass runs again after that
             notes.append(f"clamp '{op.name}' stays in {dt}, which {target.name}'s clamp "
                          f"refuses: {why}")
             continue

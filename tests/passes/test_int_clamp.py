@@ -108,6 +108,7 @@ def test_sweep_max_min_compute_numpy_clip(data_type, bounds):
     report = check_after_passes(graph, LITERT)
 
     assert report.passed and {by for by, _ in report.fixed} == {"int_clamp"}
+    assert graph.inputs["x"].data_type == data_type  # int64 stays exact: no narrowing
     assert "clamp" not in {op.op_type for op in graph.operations}
     got = run_on_ort(graph, {"x": x})["y"]
     assert got.dtype == want.dtype
@@ -120,3 +121,21 @@ def test_the_clamp_decomposition_casts_bounds_as_the_spec_does():
     graph = _clamp_graph("int32", minValue=1.5, maxValue=math.inf)
     run_passes(graph, ["int_clamp"], PassContext(target=LITERT))
     assert [op.inputs[1].constant.fill for op in graph.operations] == [2, 2**31 - 1]
+
+
+@pytest.mark.parametrize("target", ["coreml", "spec"])
+def test_an_int64_clamp_narrowed_to_int32_is_rewritten_after_the_narrowing(target):
+    """coreml's and spec's clamp and max take no int64: data_types narrows the clamp to int32,
+    then int_clamp (after it in the pipeline) makes it max and min in int32."""
+    graph = _clamp_graph("int64", minValue=-2, maxValue=1000)
+    x = np.array([[-2**31, -3, -2, 0], [5, 999, 1000, 2**31 - 1], [7, 8, 9, -1]], np.int32)
+
+    report = check_after_passes(graph, target)
+
+    assert report.passed, [v.line() for v in report.violations]
+    first, second = [r for name, r in report.passes if name == "int_clamp"]
+    assert not first.changed and not first.notes  # left for data_types to narrow, unsaid
+    assert second.counts == {"int32 clamps as max/min": 1}
+    assert graph.inputs["x"].data_type == "int32"  # the interface narrowed by data_types
+    got = run_on_ort(graph, {"x": x})["y"]
+    np.testing.assert_array_equal(got, np.clip(x, -2, 1000))
