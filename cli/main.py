@@ -52,8 +52,8 @@ class _Group(LazyGroup):
         return found
 
     def invoke(self, ctx: click.Context):
-        from converter.file_guard import tracking
-        from converter.mapped_files import FileChanging, guarding
+        from converter.files.guard import tracking
+        from converter.files.mapped import FileChanging, guarding
 
         try:
             # tracking: every file the command reads, so that no output replaces one;

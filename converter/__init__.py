@@ -140,7 +140,7 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     reads (the source, its graph files, its external data), or would replace the weights of
     another graph file named alike: nothing is written then.
     """
-    from .file_guard import tracking
+    from .files.guard import tracking
 
     if io_layout is not None and target is None:
         raise ConverterError("io_layout applies with a target", fix="give target= too")

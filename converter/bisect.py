@@ -411,7 +411,7 @@ def _finding(stage, op: Operation, sources, before, after, budget, detail, outpu
 
 def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
     from .by_suffix import write_any as save
-    from .file_guard import check_writes
+    from .files.guard import check_writes
 
     try:
         folder.mkdir(parents=True, exist_ok=True)

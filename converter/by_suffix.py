@@ -69,8 +69,8 @@ def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Pa
     the caller has just verified (an import's result, untouched since).
 
     Nothing is written when any of the files it would write (the output, its manifest,
-    weights and page) is a file this command reads (converter.file_guard)."""
-    from .file_guard import check_writes
+    weights and page) is a file this command reads (converter.files.guard)."""
+    from .files.guard import check_writes
 
     path = Path(path)
     suffix = path.suffix.lower()
@@ -121,9 +121,9 @@ def _with_siblings(path: Path) -> list[Path]:
 def refuse_overwriting(inputs: Iterable[str | Path], output: str | Path) -> None:
     """Raise when writing `output` (with its manifest, weights, page) would replace one of the
     `inputs` (a source model, its graph files, a .npy value): they are recorded as read and
-    the outputs checked against them (converter.file_guard), before anything is read. Files
+    the outputs checked against them (converter.files.guard), before anything is read. Files
     found while reading (external data) are checked when the outputs are saved."""
-    from .file_guard import check_writes, note_read, tracking
+    from .files.guard import check_writes, note_read, tracking
 
     with tracking():
         for source in inputs:

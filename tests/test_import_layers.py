@@ -18,8 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "converter"
 
 LAYERS: list[set[str]] = [
-    {"errors", "dtypes", "schemas", "fetch", "budget", "threads", "file_guard",
-     "mapped_files"},                                                        # 0 base
+    {"errors", "dtypes", "schemas", "budget", "threads", "files"},           # 0 base
     {"ir", "io_permutations"},                                               # 1
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3

@@ -95,7 +95,7 @@ def _write(outputs, output_dir) -> None:
     """Save each output as its own .npy file (output_files names them) and say which holds
     which. The files appear together or not at all, and none may replace a file the command
     reads (an --input file in the same folder)."""
-    from converter.file_guard import check_writes
+    from converter.files.guard import check_writes
     from converter.formats._files import AtomicSave
 
     folder = Path(output_dir)

@@ -106,7 +106,7 @@ def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
     The manifest and weights are named after the graph file (NAME.manifest.json and
     NAME.weights, where every `.webnn` reader looks for them). When another graph file of the
     same NAME (NAME.webnn, NAME.json, NAME.js) already uses them and they would change, nothing
-    is written (file_guard.refuse_shared_sidecars); writing the same path again is fine."""
+    is written (files.guard.refuse_shared_sidecars); writing the same path again is fine."""
     manifest_path, weights_path = sibling_paths(path)
     with AtomicSave() as files:
         if tensors:

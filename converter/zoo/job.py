@@ -100,7 +100,7 @@ def _locate(spec: dict, result: dict) -> Path:
     import hashlib
 
     from ..errors import ConverterError
-    from ..fetch import fetch_model
+    from .fetch import fetch_model
     from .files import open_local_model
 
     t = time.perf_counter()

@@ -152,7 +152,7 @@ def longest_first(entries: list[ZooEntry]) -> list[ZooEntry]:
     (a file's size stands for its cost; a file not yet fetched counts as small). A big model
     started last keeps one worker busy while the others idle; started first, the small ones
     fill in around it (the longest-processing-time rule). Ties keep the manifest's order."""
-    from ..fetch import cached_model_path
+    from .fetch import cached_model_path
 
     def size(entry: ZooEntry) -> int:
         path = cached_model_path(entry.source) if entry.source is not None else entry.path

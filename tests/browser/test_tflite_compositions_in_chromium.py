@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
 from converter.parity import compare
 from converter.runtimes.chromium import run_chromium, run_chromium_many

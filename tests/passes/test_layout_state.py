@@ -18,7 +18,7 @@ import pytest
 
 import converter
 from converter.builder import GraphBuilder
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.ir.state import initial_value
 from converter.passes.layout import count_transposes, source_layouts
 from converter.targets.pipeline import convert_for_target

@@ -20,7 +20,7 @@ import pytest
 
 import converter
 from converter.exporters.tflite import export_problems, to_tflite
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.parity import compare
 from converter.testing.light_models import LIGHT_MODELS, light_model
 from converter.verification import make_inputs

@@ -17,7 +17,7 @@ from ai_edge_litert import schema_py_generated as schema
 from flatbuffers import flexbuffers
 
 from converter.execute import run
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
 from converter.parity import compare
 from converter.runtimes.litert import run_litert

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from converter.execute import run
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
 from converter.parity import compare
 from converter.runtimes.litert import run_litert

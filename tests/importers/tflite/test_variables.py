@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from converter.errors import ConverterError
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.formats import load_graph, save_graph
 from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import LiteRTSession
