@@ -48,7 +48,7 @@ if "onnxruntime" in sys.modules and hasattr(sys.modules["onnxruntime"],
     sys.modules["onnxruntime"].disable_telemetry_events()
 
 if TYPE_CHECKING:
-    from .builder import GraphBuilder
+    from .ops.builder import GraphBuilder
     from .session import Session
     import numpy as np
 
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
-_LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
+_LAZY = {"GraphBuilder": ".ops.builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
          "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
          "generate": ".generation", "load_decoder": ".generation",
          "Variants": ".dynamic.variants"}

@@ -37,7 +37,7 @@ from . import ops as _ops  # noqa: F401  (the op catalogue the IR adds operation
 from .ir import Graph, Operation
 from .op_budgets import op_ulp_budget, within_ulp
 from .parity import NOISE_FACTOR
-from .io_permutations import check_given, permutations, to_graph_inputs
+from .ir.io_permutations import check_given, permutations, to_graph_inputs
 from .verification import as_graph_feeds, make_inputs, source_int_limits
 
 __all__ = ["Finding", "bisect", "isolate", "source_node_of"]

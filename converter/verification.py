@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import io_permutations
+from .ir import io_permutations
 from .emit.permuted_record import module_permutations
 from .errors import ConverterError
 from .ir import Graph
@@ -54,7 +54,7 @@ class VerifyReport:
     oracle: str | None = None  # how the float64 values were computed, or why they were not
     source_f64: str | None = None  # whether the source ran in float64, and how
     noise_runs: list[str] = field(default_factory=list)  # the source's other runs
-    # Inputs/outputs the graph takes/gives transposed (io_permutations.py): fed and compared
+    # Inputs/outputs the graph takes/gives transposed (ir/io_permutations.py): fed and compared
     # in the source's layout.
     permuted: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     # What makes a pass prove little, or a pass against the user's explicit bounds
@@ -106,7 +106,7 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
     """Seeded inputs for every graph input, and a description of how each was made.
 
     With `in_source_layout`, an input the conversion transposed (`--io-layout`,
-    io_permutations.py) is made in the source model's shape: the same values whichever
+    ir/io_permutations.py) is made in the source model's shape: the same values whichever
     layout the graph presents; `io_permutations.to_graph_inputs` transposes them for the graph.
 
     Every input is drawn in order from one generator (floats in [0, 1); integers below
@@ -119,7 +119,7 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
     """
     from . import dtypes
 
-    from .io_permutations import source_shape
+    from .ir.io_permutations import source_shape
 
     rng = np.random.default_rng(seed)
     feeds, described = {}, {}
@@ -174,7 +174,7 @@ def _sequence_length(graph: Graph, in_source_layout: bool) -> tuple[int, str] | 
     """The length a length input counts up to: the last axis of a mask input, else of the
     first integer input of rank >= 2 (token ids), with the input it came from."""
     from . import dtypes
-    from .io_permutations import source_shape
+    from .ir.io_permutations import source_shape
 
     def shape(name):
         return source_shape(graph, name) if in_source_layout else graph.inputs[name].shape

@@ -128,7 +128,7 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
 
 def _compare_steps(session, source_step, report: StepsReport, steps: int, feeds, atol, rtol,
                    ulp) -> StepsReport:
-    from .io_permutations import check_given, to_graph_inputs, to_source_outputs
+    from .ir.io_permutations import check_given, to_graph_inputs, to_source_outputs
     from .verification import make_inputs
 
     graph, seed, source = session.graph, report.seed, report.source
@@ -186,7 +186,7 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
     if suffix == ".onnx":
         from .source_runs import run_onnx  # the executor's optimisation level, as verify runs it
 
-        from .io_permutations import to_source_inputs
+        from .ir.io_permutations import to_source_inputs
 
         state = to_source_inputs(graph, {var.input: initial_value(graph, var)
                                          for var in graph.state})

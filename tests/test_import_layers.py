@@ -19,10 +19,10 @@ PACKAGE = ROOT / "converter"
 
 LAYERS: list[set[str]] = [
     {"errors", "dtypes", "schemas", "budget", "threads", "files"},           # 0 base
-    {"ir", "io_permutations"},                                               # 1
+    {"ir"},                                                                  # 1
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3
-     "builder", "reference", "summary"},
+     "reference"},
     {"catalogue", "by_suffix", "dynamic", "source_ops"},                     # 4
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6

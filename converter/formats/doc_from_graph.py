@@ -22,7 +22,7 @@ from ..ir import ConstantData, Graph, Operation
 from ..ir.operand import TensorDesc
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, non_finite_name,
                        unique_name)
-from ..io_permutations import described
+from ..ir.io_permutations import described
 from .state_doc import doc_state
 from .weights import safe_key
 

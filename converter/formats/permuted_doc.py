@@ -1,4 +1,4 @@
-"""The boundary permutations a conversion made (`--io-layout`, converter/io_permutations.py) in
+"""The boundary permutations a conversion made (`--io-layout`, converter/ir/io_permutations.py) in
 graph files, where readers without the feature skip them and still see a valid graph.
 
 Text form: one `#@permuted` comment an input or output, right after the header:
@@ -71,7 +71,7 @@ def to_json(table: dict[str, dict[str, list[int]]]) -> dict[str, Any]:
 def add_permuted(reader, table: dict[str, dict[str, list[int]]], where: str) -> None:
     """Record the doc's permutations on the graph being read (after its inputs and outputs);
     a record that does not fit the graph goes to the reader's problems."""
-    from ..io_permutations import KEY, check_declared
+    from ..ir.io_permutations import KEY, check_declared
     from .graph_from_doc import _file_error
 
     if not table:

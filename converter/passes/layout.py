@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand
-from ..io_permutations import record
+from ..ir.io_permutations import record
 from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 from .layout_chains import collapse_chains

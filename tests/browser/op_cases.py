@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir import Graph
 from converter.parity import Bounds
 

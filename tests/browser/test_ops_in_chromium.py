@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, OpValidationError
 from converter.ops.registry import all_ops
 from converter.parity import compare

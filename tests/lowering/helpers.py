@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.execute import run
 
 

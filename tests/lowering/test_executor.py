@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.execute import run
 from converter.ir import ConstantData

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, UnsupportedError
 from converter.execute import run
 from converter.lowering.onnx import to_onnx

@@ -244,7 +244,7 @@ def test_tflite_per_channel_int8_weights_match_litert(target, action, stored):
 
 def _runtime_scale_graph():
     """dequantizeLinear(uint4 constant weights, a scale given at run time, uint4 zero point)."""
-    from converter.builder import GraphBuilder
+    from converter.ops.builder import GraphBuilder
     from converter.ir.operand import pack4
 
     b = GraphBuilder("runtime_scale")
