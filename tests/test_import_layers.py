@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3
      "reference"},
-    {"catalogue", "by_suffix", "dynamic", "source_ops"},                     # 4
+    {"catalogue", "by_suffix", "dynamic"},                                   # 4
     {"targets"},                                                             # 5
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
