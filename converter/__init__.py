@@ -49,7 +49,7 @@ if "onnxruntime" in sys.modules and hasattr(sys.modules["onnxruntime"],
 
 if TYPE_CHECKING:
     from .ops.builder import GraphBuilder
-    from .session import Session
+    from .runtimes.session import Session
     import numpy as np
 
     from .dynamic.variants import Variants
@@ -62,8 +62,8 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
 _LAZY = {"GraphBuilder": ".ops.builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
-         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
-         "generate": ".generation", "load_decoder": ".generation",
+         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".runtimes.session",
+         "generate": ".state.generation", "load_decoder": ".state.generation",
          "Variants": ".dynamic.variants"}
 
 
@@ -108,7 +108,7 @@ def load(path: str | os.PathLike, dims: Mapping[str, int] | None = None,
     model's weights, at least 256 MiB); see converter.budget.
     """
     from .budget import limits
-    from .by_suffix import load_any
+    from .conversion.by_suffix import load_any
 
     with limits(max_tensor_bytes, max_total_bytes):
         return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
@@ -159,12 +159,12 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
              tolerances):
-    from .by_suffix import load_any, refuse_overwriting, write_any
+    from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
         refuse_overwriting([source], output)
     if dims and any(not isinstance(v, int) for v in dims.values()):
-        from .variants_conversion import convert_variants
+        from .conversion.variants import convert_variants
 
         result = convert_variants(source, dims, target=target, io_layout=io_layout,
                                   input_shapes=input_shapes, known_inputs=known_inputs,
@@ -203,7 +203,7 @@ def save(graph: Graph | Variants, path: str | os.PathLike) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
     `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
     """
-    from .by_suffix import write_any
+    from .conversion.by_suffix import write_any
 
     return write_any(graph, path)
 
@@ -217,7 +217,7 @@ def run(graph: Graph | Variants | str | os.PathLike, feeds: Mapping[str, np.ndar
     A bool feed is accepted for a uint8 input: WebNN has no bool, so an input that was bool in
     the source is uint8 (0 or 1) in the graph.
     """
-    from .execute import run as _run
+    from .runtimes.execute import run as _run
     from .verification import as_graph_feeds
 
     if isinstance(graph, (str, os.PathLike)):

@@ -194,7 +194,7 @@ def _source_trace(source: Path, feeds, float_inputs: set[str]) -> _Trace:
                        run_litert(source, moved, tensors=kept)])
     import onnx
 
-    from .source_runs import run_onnx
+    from .runtimes.source_runs import run_onnx
 
     model = onnx.load(str(source))
     nodes = []
@@ -308,7 +308,7 @@ def _error(got, want) -> _Off:
 
 # -- the executor stage ------------------------------------------------------------------------
 def _executor_stage(graph: Graph, oracle, trace: _Trace) -> Finding | None:
-    from .execute import run
+    from .runtimes.execute import run
     from .reference import evaluate
 
     ops = [op for op in graph.operations
@@ -410,7 +410,7 @@ def _finding(stage, op: Operation, sources, before, after, budget, detail, outpu
 
 
 def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
-    from .by_suffix import write_any as save
+    from .conversion.by_suffix import write_any as save
     from .files.guard import check_writes
 
     try:

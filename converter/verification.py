@@ -31,7 +31,7 @@ from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
 from .verification_notes import degenerate, overruled
 from .verification_text import BISECT_HINT, report_lines, summary
-from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
+from .runtimes.source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
                           source_alternates)
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
@@ -226,7 +226,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     them, and judged against the source at the same dims (the float64 oracle is then the
     source converted now at those dims).
     """
-    from .execute import run
+    from .runtimes.execute import run
 
     module = None
     if isinstance(graph, (str, Path)):
@@ -244,7 +244,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     source = Path(source)
     src = _source_kind(source)
     if graph is None:
-        from .by_suffix import load_any
+        from .conversion.by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
         if module is not None:  # the module's boundary, as convert --io-layout wrote it

@@ -98,11 +98,11 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
     a graph output of that name; a next-state output's operand is the value the model assigns
     its variable, so naming it compares the state LiteRT keeps, step by step.
     """
-    from .session import Session
+    from .runtimes.session import Session
 
     source = Path(source)
     if graph is None:
-        from .by_suffix import load_any
+        from .conversion.by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes)
     if feeds is not None:
@@ -184,7 +184,7 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
         raise ConverterError("intermediate tensors are compared for TFLite sources only",
                              where=str(source))
     if suffix == ".onnx":
-        from .source_runs import run_onnx  # the executor's optimisation level, as verify runs it
+        from .runtimes.source_runs import run_onnx  # the executor's optimisation level, as verify runs it
 
         from .ir.io_permutations import to_source_inputs
 

@@ -23,15 +23,15 @@ LAYERS: list[set[str]] = [
     {"ops"},                                                                 # 2
     {"formats", "importers", "passes", "lowering", "exporters", "emit",      # 3
      "reference"},
-    {"catalogue", "by_suffix", "dynamic"},                                   # 4
+    {"catalogue", "dynamic"},                                                # 4
     {"targets"},                                                             # 5
-    {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
-     "verification", "verification_steps", "bisect", "session", "state", "generation",
-     "verification_decode", "variants_conversion", "verification_notes",
-     "verification_text"},
-    {"__init__"},                                                            # 7 the API
-    {"zoo", "testing"},                                                      # 8
-    {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)
+    {"conversion", "runtimes"},                                              # 6
+    {"state"},                                                               # 7
+    {"parity", "op_budgets", "verification", "verification_steps", "bisect",  # 8
+     "verification_decode", "verification_notes", "verification_text"},
+    {"__init__"},                                                            # 9 the API
+    {"zoo", "testing"},                                                      # 10
+    {"cli", "__main__"},              # 11: the command line (`python -m converter` runs it)
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -24,7 +24,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     # tests/test_parity.py executed few of them, and tests/targets cost ~16 min of baseline);
     # without test_bisect.py and test_mutations.py, whose resnet50 runs (~230 s of its 255 s)
     # test the bisection and the pipeline and kill nothing the unit tests here do not.
-    "verification": (["verification.py", "source_runs.py"],
+    "verification": (["verification.py", "runtimes/source_runs.py"],
                      ["tests/verification/test_inputs.py",
                       "tests/verification/test_lean_sessions.py",
                       "tests/verification/test_situations.py",

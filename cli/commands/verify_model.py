@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 import converter
-from converter.by_suffix import load_any
+from converter.conversion.by_suffix import load_any
 from converter.errors import ConverterError
 
 from ..inputs import read_inputs

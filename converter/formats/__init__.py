@@ -52,7 +52,7 @@ def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
 
     A file that also records the model at other values of its dims (converter/dynamic/
     variants_file.py) is read here as the plain graph it is: its own graph, the first variant.
-    `converter.load` (converter/by_suffix.py) reads the variants too.
+    `converter.load` (converter/conversion/by_suffix.py) reads the variants too.
 
     Args:
         path: a `.webnn` or `.json` file.

@@ -131,7 +131,7 @@ def _locate(spec: dict, result: dict) -> Path:
 
 
 def _load(spec: dict, source: Path):
-    from ..by_suffix import load_any
+    from ..conversion.by_suffix import load_any
 
     if source.suffix.lower() != f".{spec['format']}":  # the readers pick by suffix
         from ..errors import ConverterError

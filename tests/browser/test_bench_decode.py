@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
 from converter.testing import decoding
 

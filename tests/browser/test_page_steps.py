@@ -11,7 +11,7 @@ import pytest
 
 from converter.ops.builder import GraphBuilder
 from converter.emit.javascript import write_js
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target

@@ -59,7 +59,7 @@ def test_convert_with_verify_still_loads_and_runs_verification(tmp_path):
 
 _PRELOAD_THEN_LOAD = """
 import json, sys
-from converter.by_suffix import import_reader, load_any
+from converter.conversion.by_suffix import import_reader, load_any
 import_reader(sys.argv[1])
 before = set(sys.modules)
 load_any(sys.argv[1])
@@ -73,7 +73,7 @@ def test_the_preloaded_reader_is_the_one_each_suffix_is_read_with(tmp_path):
     # `convert` imports the source's reader before it resumes the collector
     # (by_suffix.import_reader, from a table of its own); a table that drifted from load_any's
     # dispatch would leave the reader to be imported after, unseen but slower.
-    from converter.by_suffix import _READERS, load_any, write_any
+    from converter.conversion.by_suffix import _READERS, load_any, write_any
 
     graph = load_any(TINY_CNN)
     sources = [TINY_CNN]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ops.builder import GraphBuilder
-from converter.execute import run
+from converter.runtimes.execute import run
 
 
 def execute(b: GraphBuilder, outputs: dict, feeds: dict | None = None) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ import pytest
 
 from converter import dtypes
 from converter.ops.builder import GraphBuilder
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.ir import ConstantData
 from converter.ops.registry import all_ops
 from converter.parity import compare

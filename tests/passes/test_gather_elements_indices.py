@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from converter import dtypes
 from converter.ops.builder import GraphBuilder
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.ops.registry import all_ops
 from converter.passes import PassContext, run_passes
 from converter.targets import Target, load_target

@@ -15,7 +15,7 @@ from onnx import numpy_helper
 
 from converter import budget
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 from converter.ir import ConstantData
 from converter.passes import PassContext, run_passes

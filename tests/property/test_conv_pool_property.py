@@ -16,7 +16,7 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 from converter.importers.tflite import import_tflite
 from converter.parity import Bounds, compare

@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from converter import execute, source_runs
+from converter.runtimes import execute, source_runs
 from converter.lowering.onnx import executor
 from converter.ops.builder import GraphBuilder
 

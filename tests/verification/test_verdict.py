@@ -8,7 +8,7 @@ from onnx import helper as H
 from onnx import numpy_helper as nh
 
 from converter.parity import NOISE_FACTOR, Bounds, judge
-from converter.source_runs import double_copy, run_onnx, run_source_f64, source_alternates
+from converter.runtimes.source_runs import double_copy, run_onnx, run_source_f64, source_alternates
 
 TRUTH = np.array([1.0, 2.0, 4.0], np.float64)
 

@@ -183,7 +183,7 @@ def test_a_further_opinion_without_an_output_of_the_source_is_refused(tmp_path):
 
 
 def test_a_big_weight_read_from_the_file_beside_small_ones_kept_in_typed_fields(tmp_path):
-    from converter.source_runs import run_onnx
+    from converter.runtimes.source_runs import run_onnx
 
     # 1 MiB of weights (read by ORT from the file) and a shape kept in int64_data, not
     # raw_data: the reader has no raw bytes for it, and it stays in the model as it is

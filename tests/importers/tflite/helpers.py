@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.ir import Graph
 from converter.parity import Bounds, compare

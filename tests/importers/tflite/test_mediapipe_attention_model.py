@@ -16,7 +16,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from flatbuffers import flexbuffers
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
 from converter.parity import compare

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
 from converter.parity import compare
