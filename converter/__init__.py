@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
     from .targets import Target
     from .targets.check import Violation
-    from .verification import VerifyReport
-    from .verification_steps import StepsReport
+    from .verification.core import VerifyReport
+    from .verification.steps import StepsReport
 
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
@@ -218,7 +218,7 @@ def run(graph: Graph | Variants | str | os.PathLike, feeds: Mapping[str, np.ndar
     the source is uint8 (0 or 1) in the graph.
     """
     from .runtimes.execute import run as _run
-    from .verification import as_graph_feeds
+    from .verification.core import as_graph_feeds
 
     if isinstance(graph, (str, os.PathLike)):
         graph = load(graph)
@@ -249,13 +249,13 @@ def verify(source: str | os.PathLike, graph: Graph | Variants | str | os.PathLik
     bool source input), the others are seeded (`seed`). Inputs and outputs the graph takes or
     gives transposed (converted with io_layout, now or earlier: the graph file records it)
     are fed and compared in the source's layout: `inputs` are in the source model's layout.
-    Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
+    Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.core.verify.
     `graph` may be the path of a `.webnn`/`.json` graph (loaded as `load` does) or of an
     emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or Variants (a model
     at several dims): the one at `dims` is verified. `print(report)` shows what
     `webnn-convert verify` prints; `report.passed` is the verdict.
     """
-    from .verification import verify as _verify
+    from .verification.core import verify as _verify
 
     if isinstance(graph, (str, os.PathLike)) and Path(graph).suffix.lower() != ".js":
         options.setdefault("graph_path", os.fspath(graph))
@@ -280,7 +280,7 @@ def verify(source: str | os.PathLike, graph: Graph | Variants | str | os.PathLik
 
 def verify_steps(source: str | os.PathLike, graph: Graph | None = None, steps: int = 20, seed: int = 0,
                  **options: Any) -> StepsReport:
-    """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
-    from .verification_steps import verify_steps as _verify_steps
+    """Step-wise parity of a stateful model and its graph; see converter.verification.steps."""
+    from .verification.steps import verify_steps as _verify_steps
 
     return _verify_steps(source, graph, steps=steps, seed=seed, **options)

@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 
 import converter
-from converter.conversion.by_suffix import OUTPUT_SUFFIXES, import_reader, load_any, refuse_overwriting, \
-    write_any
+from converter.conversion.by_suffix import (OUTPUT_SUFFIXES, import_reader, load_any,
+                                            refuse_overwriting, write_any)
 from converter.formats._files import StagedSave
 
 from .. import collector

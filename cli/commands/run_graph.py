@@ -48,7 +48,7 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
             target_name, inputs, output_dir, seed, runtime, steps):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
     ONNX Runtime or in Chromium."""
-    from converter.verification import make_inputs
+    from converter.verification.core import make_inputs
 
     quiet_runtimes(debugging())
     if prompt is not None and cache_capacity is None and graph_file.lower().endswith(".onnx"):

@@ -24,7 +24,7 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
 
 
 def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
-    from converter.verification import make_inputs
+    from converter.verification.core import make_inputs
 
     count = steps or 1
     for name in given:

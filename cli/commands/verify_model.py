@@ -16,9 +16,9 @@ from ..options import decoder_options, given_inputs, source_options, target_opti
 
 
 def print_report(report) -> None:
-    """The report's tables and lines (converter.verification_text, which str(report) prints
+    """The report's tables and lines (converter.verification.text, which str(report) prints
     too), escaped for the terminal, warnings and the verdict in colour."""
-    from converter.verification_text import COLUMNS, note_lines, table_runs
+    from converter.verification.text import COLUMNS, note_lines, table_runs
 
     from ..tables import console as make_console, print_table
     from ..terminal import console_print
@@ -178,7 +178,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
             raise ConverterError("a decoder starts from a prompt",
                                  fix="give --prompt IDS, e.g. --prompt 1,5,9")
         from converter.state.kv_cache import parse_state_patterns
-        from converter.verification_decode import verify_decoding
+        from converter.verification.decode import verify_decoding
 
         report = verify_decoding(source, graph, prompt=prompt, steps=steps or 1,
                                  patterns=parse_state_patterns(state_patterns) or None,
@@ -195,7 +195,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
         if known_inputs or do_bisect:
             raise ConverterError("step-wise verification runs without --const or --bisect",
                                  fix="drop --const and --bisect for --steps")
-        from converter.verification_steps import verify_steps
+        from converter.verification.steps import verify_steps
 
         report = verify_steps(source, graph, steps=steps or 1, seed=seed, dims=dims,
                               input_shapes=input_shapes, atol=atol, rtol=rtol, ulp=ulp,
@@ -207,7 +207,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                               graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None
     if do_bisect and not report.passed:
-        from converter.bisect import bisect
+        from converter.verification.bisect import bisect
 
         finding = bisect(source, graph, seed=seed, feeds=feeds, known_inputs=known_inputs,
                          dump=dump_dir)

@@ -13,7 +13,7 @@ Two comment forms carry what the syntax cannot, and other readers skip them as c
     #@state "input" "output" INIT   a state pair (state_doc.py); anywhere in the file.
     #@permuted input|output "name" [PERM]
                                     that input/output is the source model's value transposed
-                                    by PERM (io_permutations.py); anywhere in the file.
+                                    by PERM (ir/io_permutations.py); anywhere in the file.
 
 The file is hostile, so what one token, and the whole text, can make the lexer hold is bounded
 before it is matched: a name, string, @word or directive of more than MAX_TOKEN_CHARS, a number

@@ -186,7 +186,7 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
         t = time.perf_counter()
         try:
             if graph.state:  # stateful: every step compared, each side keeping its state
-                from ..verification_steps import verify_steps
+                from ..verification.steps import verify_steps
 
                 report = verify_steps(source, graph, steps=STATE_STEPS,
                                       seed=spec.get("seed", 0), runtime=runtime,

@@ -18,7 +18,7 @@ import numpy as np
 
 from converter.ops.builder import GraphBuilder
 from converter.ir import Graph
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 
 FLOATS = ("float32", "float16")
 

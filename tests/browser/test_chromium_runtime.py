@@ -14,7 +14,7 @@ import converter
 from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.ir import ConstantData
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.browser_install import ENV_VAR, find_chromium
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 from converter.targets.check import check

@@ -11,7 +11,7 @@ import converter
 from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, OpValidationError
 from converter.ops.registry import all_ops
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 
 from .known_differences import BEYOND_THE_SPEC, DIFFERENCES

@@ -18,7 +18,7 @@ TINY_CNN = ROOT / "models" / "tiny_cnn.onnx"
 # helpers (`secrets` brings hmac, hashlib, base64), the graph-file reader, weight hashing
 # (variants only). (tempfile and shutil, which only staged
 # saves use, are not listed: the onnx package's own start-up imports them.)
-NOT_FOR_A_PLAIN_CONVERSION = ("converter.verification", "converter.parity",
+NOT_FOR_A_PLAIN_CONVERSION = ("converter.verification.core", "converter.verification.parity",
                               "cli.commands.verify_model", "onnxruntime", "secrets",
                               "jsonschema", "hashlib", "converter.formats.graph_from_doc")
 
@@ -53,7 +53,7 @@ def test_convert_with_verify_still_loads_and_runs_verification(tmp_path):
     out = tmp_path / "tiny.webnn"
     loaded = _modules_after("convert", str(TINY_CNN), "-o", str(out), "--verify")
     assert out.is_file()
-    assert {"converter.verification", "cli.commands.verify_model"} <= loaded
+    assert {"converter.verification.core", "cli.commands.verify_model"} <= loaded
     assert not list(tmp_path.glob(".webnn-convert.*"))  # the staging folder is gone
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
-from converter.reference import KERNELS, evaluate
+from converter.verification.reference import KERNELS, evaluate
 
 
 def _graph():

@@ -12,7 +12,7 @@ import pytest
 
 import converter.runtimes.execute
 from converter import dtypes
-from converter.reference import evaluate
+from converter.verification.reference import evaluate
 from tests.onnx_backend.cases import all_cases, claimed, run_case
 
 _LISTED = json.loads(

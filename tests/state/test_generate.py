@@ -1,5 +1,5 @@
-"""Greedy decoding through our graph on ONNX Runtime (state/generation.py) against the source decoder
-on ONNX Runtime in its own concat form: the tiny genai-builder Llama, fp32 and int4 (uint4
+"""Greedy decoding through our graph on ONNX Runtime (state/generation.py) against the source
+decoder on ONNX Runtime in its own concat form: the tiny genai-builder Llama, fp32 and int4 (uint4
 MatMulNBits), 32 new tokens identical and every position's logits within the whole-model
 float32 bounds (atol 1e-4, rtol 1e-3, cosine >= 0.9999)."""
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_verification_catches_a_miswired_cache():
     """Keys carried into the value buffers and back: the first step (empty cache) agrees,
     the later ones do not, and the report says where."""
     from converter.ir.state import StateVar
-    from converter.verification_decode import verify_decoding
+    from converter.verification.decode import verify_decoding
 
     path = FIXTURES / "fp32" / "model.onnx"
     graph = converter.load_decoder(path, capacity=16)

@@ -19,7 +19,7 @@ from flatbuffers import flexbuffers
 from converter.runtimes.execute import run
 from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.litert import run_litert
 
 from . import mediapipe_reference as ref

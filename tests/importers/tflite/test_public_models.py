@@ -22,7 +22,7 @@ import pytest
 from converter.runtimes.execute import run
 from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.litert import run_litert
 
 ZOO = json.loads((Path(__file__).resolve().parents[3] / "models" / "zoo.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 from converter.testing.tflite_fixtures import Const, Input, Output, TfliteBuilder, one_op
 
 from .helpers import check, ops_of, rand, refused

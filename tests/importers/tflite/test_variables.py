@@ -16,7 +16,7 @@ from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import LiteRTSession
 from converter.runtimes.session import Session
 from converter.testing.tflite_fixtures import TfliteBuilder
-from converter.verification_steps import verify_steps
+from converter.verification.steps import verify_steps
 
 from .helpers import rand, refused
 
