@@ -25,12 +25,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ParseError
 from ._files import LONE_SURROGATE
 
-__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote",
+if TYPE_CHECKING:
+    from .document import ConstDecl
+
+__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote", "number_text",
+           "init_text",
            "STRING", "MAX_TOKEN_CHARS", "MAX_NUMBER_CHARS", "MAX_TOKENS", "MAX_TEXT_CHARS"]
 
 # A name, string, @word or directive line: real ones are far shorter (ONNX names run to a few
@@ -89,6 +93,24 @@ class Token:
         if self.kind == "eof":
             return "the end of the file"
         return f"'{self.text}'" if len(self.text) <= 40 else f"'{self.text[:37]}...'"
+
+
+def number_text(v: int | float) -> str:
+    """A number as the text form writes it: ints as they are, floats by repr."""
+    if isinstance(v, bool):
+        raise TypeError("a boolean is not a number")
+    if isinstance(v, int):
+        return str(v)
+    return repr(float(v))
+
+
+def init_text(c: ConstDecl) -> str:
+    """A constant's init as the text form writes it (@weights, @scalar, @bytes)."""
+    if c.kind == "weights":
+        return f"@weights({quote(c.key)})"
+    if c.kind == "scalar":
+        return f"@scalar({number_text(c.value)})"
+    return f"@bytes([{', '.join(str(b) for b in c.data)}])"
 
 
 def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:

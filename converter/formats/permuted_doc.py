@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from ..errors import ParseError
+from .document import file_error
 
 __all__ = ["parse_directive", "render_directives", "add_permuted", "from_json", "to_json"]
 
@@ -72,13 +73,12 @@ def add_permuted(reader, table: dict[str, dict[str, list[int]]], where: str) -> 
     """Record the doc's permutations on the graph being read (after its inputs and outputs);
     a record that does not fit the graph goes to the reader's problems."""
     from ..ir.io_permutations import KEY, check_declared
-    from .graph_from_doc import _file_error
 
     if not table:
         return
     problems = check_declared(reader.graph, table)
     for what in problems:
-        reader.problems.append(_file_error(what, where=where,
-                                           fix="fix or drop the permuted record"))
+        reader.problems.append(file_error(what, where=where,
+                                          fix="fix or drop the permuted record"))
     if not problems:
         reader.graph.metadata[KEY] = {side: dict(entries) for side, entries in table.items()}
