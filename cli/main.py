@@ -113,7 +113,8 @@ def main(debug: bool) -> None:
     warnings.showwarning = show_warning  # the converter's warnings as one line, `shown`
 
 
-if __name__ == "__main__":
-    from .script import run
+if __name__ == "__main__":  # `python -m cli.main`: as the webnn-convert script runs the group
+    from .launch import launch
 
-    run()
+    collector.pause()  # as the script does (click is imported by now, the command is not)
+    launch(main)
