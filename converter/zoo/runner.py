@@ -130,7 +130,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     if options.executor == "ray":
         from .ray_executor import run_on_ray
 
-        stream = run_on_ray(todo, options)
+        stream = run_on_ray(todo, options, run_isolated)
     else:
         stream = _run_local(todo, options, workers)
     try:
