@@ -220,6 +220,17 @@ def test_every_module_has_a_layer():
     assert LAYER["cli"] > max(LAYER[u] for u in units - {"__main__", "cli"})
 
 
+def test_no_module_of_converter_is_named_like_a_name_of_its_api():
+    """Importing converter/verify/x.py sets the attribute `converter.verify` to the package (the
+    import system puts every submodule on its parent), replacing the API function: so no
+    top-level module or package takes a name the API exports (hence verification/, not
+    verify/)."""
+    import converter
+
+    names = {unit(m) for m in _modules() if m.startswith("converter.")}
+    assert sorted(names & set(converter.__all__)) == []
+
+
 def test_the_root_of_converter_holds_few_modules():
     root = sorted(p.name for p in (ROOT / "converter").glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
