@@ -1,12 +1,6 @@
 """The packages of converter/ form layers, nothing imports upward, and nothing imports in a circle.
 
-The layers, lowest first (LAYERS below is the one place they are written):
-
-    base modules (errors, dtypes, budget, ...) and files/ -> ir -> ops
-    -> formats, importers, passes, lowering, exporters, emit -> catalogue, dynamic -> targets
-    -> conversion, runtimes -> state -> verification -> the API (converter/__init__.py)
-    -> zoo, testing -> the command line (cli/, converter/__main__.py)
-
+The layers, lowest first, are LAYERS below: the one place they are written (docs point here).
 A module may import from its own layer or any layer below it, never above. No two packages
 import each other, through any chain of imports (the packages of one layer included), and no
 two modules do either, except inside the packages listed in MAY_CYCLE, each for its reason.
