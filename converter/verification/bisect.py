@@ -35,10 +35,10 @@ from .. import dtypes
 from ..errors import ConverterError
 from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
-from .op_budgets import op_ulp_budget, within_ulp
-from .parity import NOISE_FACTOR
 from ..ir.io_permutations import check_given, permutations, to_graph_inputs
 from .core import as_graph_feeds, make_inputs, source_int_limits
+from .op_budgets import op_ulp_budget, within_ulp
+from .parity import NOISE_FACTOR
 
 __all__ = ["Finding", "bisect", "isolate", "source_node_of"]
 

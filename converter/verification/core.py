@@ -24,15 +24,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir import io_permutations
 from ..emit.permuted_record import module_permutations
 from ..errors import ConverterError
-from ..ir import Graph
-from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
-from .notes import degenerate, overruled
-from .text import BISECT_HINT, report_lines, summary
+from ..ir import Graph, io_permutations
 from ..runtimes.source_runs import (SESSION_OPTIONS, release_freed_memory, run_source,
                                    run_source_f64, source_alternates)
+from .notes import degenerate, overruled
+from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
+from .text import BISECT_HINT, report_lines, summary
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
            "source_int_limits"]
