@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..options import use
 from ..terminal import echo, echo_json
 
 
 @click.command("targets")
-@click.option("--json", "as_json", is_flag=True, help="Print the targets as JSON.")
+@use("json")
 def command(as_json: bool) -> None:
     """List the built-in targets: name, preferred layout, op count and description.
 

@@ -9,11 +9,12 @@ from converter.errors import ConverterError
 
 
 def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
-              seed: int, runtime: str = "ort") -> dict[str, np.ndarray]:
+              seed: int, runtime: str = "ort") -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     """Run `steps` steps in a Session on `runtime` (one when None: outputs then not stacked;
     on 'chromium' the state stays in the browser between steps). A given input
     of shape [steps, *input shape] feeds one row a step; one of the input's shape feeds every
-    step; the others are seeded random values, seed + step."""
+    step; the others are seeded random values, seed + step. Returns the outputs and, for
+    each seeded input, how its values are made (verification.make_inputs)."""
     from converter.runtimes.session import Session
 
     session = Session(graph, runtime=runtime)
@@ -23,7 +24,7 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
         session.close()
 
 
-def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
+def _stepped(session, graph, given, steps, seed):
     from converter.verification.core import make_inputs
 
     count = steps or 1
@@ -32,8 +33,10 @@ def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
             raise ConverterError(f"'{name}' is state; the run feeds it its initial value",
                                  fix=f"give only {', '.join(session.feed_names) or 'nothing'}")
     results: dict[str, list[np.ndarray]] = {}
+    seeded = {}
     for k in range(count):
-        drawn, _ = make_inputs(graph, seed + k)
+        drawn, described = make_inputs(graph, seed + k)
+        seeded = {name: described[name] for name in session.feed_names if name not in given}
         feeds = {name: drawn[name] for name in session.feed_names}
         for name, value in given.items():
             shape = graph.inputs[name].shape
@@ -44,8 +47,8 @@ def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
         for name, value in session.step(feeds).items():
             results.setdefault(name, []).append(value)
     if steps is None:
-        return {name: values[0] for name, values in results.items()}
-    return {name: np.stack(values) for name, values in results.items()}
+        return {name: values[0] for name, values in results.items()}, seeded
+    return {name: np.stack(values) for name, values in results.items()}, seeded
 
 
 def print_steps_report(report) -> None:

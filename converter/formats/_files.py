@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
 from ..files.guard import check_shared_sidecars, check_writes, note_read
+from .hub_cache import hub_cache_blob
 
 __all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
            "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
@@ -34,7 +35,8 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
 
     A model file is untrusted, and so is whatever sits next to it, so the file must be a
     regular file inside `folder` (default: its own folder) once every symlink is resolved: a
-    link out of the folder, a FIFO or device (which would block or never end) and a folder are
+    link out of the folder (but for one into the Hugging Face cache the folder is a snapshot
+    of, `hub_cache_blob`), a FIFO or device (which would block or never end) and a folder are
     refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
     A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
@@ -45,9 +47,12 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     where = str(path)
     home = os.path.realpath(folder if folder is not None else path.parent)
     real = os.path.realpath(path)
-    if os.path.commonpath([home, real]) != home:
+    if os.path.commonpath([home, real]) != home and not hub_cache_blob(home, real):
+        named = folder is None and not sidecar  # the file the user named, not one it names
         raise error(f"the {what} is a link to {real}, outside the model's folder {home}",
-                    where=where, fix="copy the file into the model's folder instead of linking")
+                    where=where, fix="copy the file into the model's folder instead of linking"
+                    + (", or name the file it links to (webnn-convert: --follow-symlinks)"
+                       if named else ""))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
         | getattr(os, "O_BINARY", 0)
     try:

@@ -116,11 +116,13 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
                              options.runtimes) for e in entries}
     started = time.perf_counter()
     by_id: dict[str, dict] = {}
-    resumed = [e.id for e in entries if keys[e.id] in store]
+    stored = {e.id: store.reusable(keys[e.id], options.timeout, options.memory)
+              for e in entries}
+    resumed = [e.id for e in entries if stored[e.id] is not None]
     done = 0
     for e in entries:
-        if keys[e.id] in store:
-            by_id[e.id] = _finish(e, store.get(keys[e.id]), keys[e.id])
+        if stored[e.id] is not None:
+            by_id[e.id] = _finish(e, stored[e.id], keys[e.id])
             done += 1
             if on_result:
                 on_result(by_id[e.id], done, len(entries))
@@ -136,7 +138,8 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     try:
         for entry, raw in stream:
             result = _finish(entry, raw, keys[entry.id])
-            store.append(keys[entry.id], result)
+            store.append(keys[entry.id], result,
+                         {"timeout": options.timeout, "memory": options.memory})
             by_id[entry.id] = result
             done += 1
             if on_result:

@@ -6,9 +6,13 @@
 
 A key is what identifies the model's content (`ZooEntry.content_id`: a package file's sha256,
 a local file's identity and change time, never read in the parent), the converter's version
-and the options that change a result (targets, runtimes, shapes, dimensions, constant inputs,
-tolerances, seed): `result_key`. So `--resume` reuses a result only when it would come out the
-same, and a run killed at any point
+and every manifest field and option that changes a result (the entry's path, source and
+expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets
+and runtimes): `result_key`. The run's limits (`--timeout`, `--memory`) change only the results
+they cut short, so they are kept beside each record and judged when it is read back
+(`ResultStore.reusable`): a model that timed out is run again under a longer timeout, one that
+ran out of memory under a larger limit. So `--resume` reuses a result only when it would come
+out the same, and a run killed at any point
 keeps every line it finished; a line cut short by the kill is ignored when read back.
 """
 from __future__ import annotations
@@ -21,14 +25,18 @@ from typing import Any
 
 __all__ = ["ResultStore", "result_key", "default_results_path"]
 
-# The spec members that change a result; `id` and `expect` do not (renaming a model or changing
-# what it is expected to do reuses its result).
-_KEYED = ("format", "inputShapes", "dims", "constInputs", "tolerances", "seed")
+# The spec members that change a result: where the model is and the hash it must have (a wrong
+# hash is an error; another file of the same package is another model), and how it is run.
+# `id`, `expect` and `notes` do not (renaming a model or changing what it is expected to do
+# reuses its result). tests/zoo/test_resume_key.py holds every manifest field to one side.
+KEYED = ("path", "source", "sha256", "format", "inputShapes", "dims", "constInputs",
+         "tolerances", "seed")
+NOT_KEYED = ("id", "expect", "notes")
 
 
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
                runtimes: list[str]) -> str:
-    options = {k: spec.get(k) for k in _KEYED}
+    options = {k: spec.get(k) for k in KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
     return f"{content}:{version}:{digest}"
@@ -48,12 +56,14 @@ def default_results_path(manifest: str | Path) -> Path:
 
 
 class ResultStore:
-    """A JSON-lines file of {"key", "result"} records; the last record of a key wins."""
+    """A JSON-lines file of {"key", "result", "limits"} records; the last record of a key wins.
+    `limits` are the run's {"timeout", "memory"} the result was made under."""
 
     def __init__(self, path: str | Path, *, resume: bool):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._results: dict[str, dict] = {}
+        self._limits: dict[str, dict] = {}
         if resume and self.path.exists():
             self._read()
         else:  # a fresh run starts a fresh file: old lines would mix two runs' options
@@ -65,6 +75,7 @@ class ResultStore:
                 try:
                     record = json.loads(line)
                     self._results[record["key"]] = record["result"]
+                    self._limits[record["key"]] = record.get("limits") or {}
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # the half-written last line of a run that was killed
 
@@ -77,8 +88,28 @@ class ResultStore:
     def get(self, key: str) -> dict | None:
         return self._results.get(key)
 
-    def append(self, key: str, result: dict) -> None:
-        line = json.dumps({"key": key, "result": result}, separators=(",", ":")) + "\n"
+    def reusable(self, key: str, timeout: float, memory: int | None) -> dict | None:
+        """The result stored under `key` if a run under these limits would give it again: a
+        timeout only if it happened under a timeout at least as long, an out-of-memory crash
+        only under a memory limit at least as large (None: no limit). Else None."""
+        result = self._results.get(key)
+        if result is None:
+            return None
+        limits = self._limits.get(key, {})
+        if result.get("status") == "timeout":
+            before = limits.get("timeout")
+            if not isinstance(before, (int, float)) or before < timeout:
+                return None
+        if (result.get("error") or {}).get("kind") == "out-of-memory":
+            before = limits.get("memory", 0)
+            if not (before is None or (memory is not None and isinstance(before, int)
+                                       and before >= memory)):
+                return None
+        return result
+
+    def append(self, key: str, result: dict, limits: dict | None = None) -> None:
+        record = {"key": key, "result": result, "limits": limits or {}}
+        line = json.dumps(record, separators=(",", ":")) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             if f.tell() and not self._ends_with_newline():
                 f.write("\n")  # after a cut line: keep the new record on a line of its own
@@ -86,6 +117,7 @@ class ResultStore:
             f.flush()
             os.fsync(f.fileno())
         self._results[key] = result
+        self._limits[key] = limits or {}
 
     def _ends_with_newline(self) -> bool:
         with open(self.path, "rb") as f:

@@ -8,7 +8,9 @@ file is untrusted, so all of them go through this module:
   * `external_bytes` is the only place an external data file is opened. The location is taken
     relative to the model's own folder (never the working directory); it may not be absolute,
     contain `..` or a hidden component (`.ssh/id_rsa`), or resolve (through symlinks) outside
-    the folder or to a hidden file; the file must be a regular file with one link (a hard link
+    the folder or to a hidden file, but for a link from a Hugging Face cache's snapshot into
+    that cache's blobs/ (formats/hub_cache.py: the layout `huggingface_hub` writes);
+    the file must be a regular file with one link (a hard link
     passes every folder test), opened non-blocking (a FIFO or a device can neither block nor
     be read); `offset` and `length` must be decimal integers. A tensor reads exactly the bytes
     its dims and data type take, from `offset`: a `length` that says otherwise is refused, and
@@ -39,6 +41,7 @@ from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...files.guard import note_read
+from ...formats.hub_cache import hub_cache_blob
 from ...files.mapped import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
@@ -148,10 +151,14 @@ def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
         numbers[key] = int(text)
     root = os.path.realpath(folder)
     target = os.path.realpath(os.path.join(root, location))
-    if os.path.commonpath([root, target]) != root or target == root:
+    in_hub_cache = hub_cache_blob(root, target)  # snapshots/REV/NAME -> ../../blobs/HASH
+    if (os.path.commonpath([root, target]) != root or target == root) and not in_hub_cache:
         raise FormatError(f"{what}: external data path {location!r} leaves the model's folder "
-                          f"(through a symbolic link)", where=where, fix=fix)
-    if any(_hidden(part) for part in Path(os.path.relpath(target, root)).parts):
+                          f"(through a symbolic link)", where=where,
+                          fix=fix + "; links are followed only into the blobs/ of the "
+                              "Hugging Face cache the model is a snapshot of")
+    if not in_hub_cache and any(_hidden(part)
+                                for part in Path(os.path.relpath(target, root)).parts):
         raise FormatError(f"{what}: external data path {location!r} leads to a hidden file "
                           f"(through a symbolic link), which is never read as weights",
                           where=where, fix="keep external data in plain, visible files")

@@ -1,0 +1,114 @@
+"""--resume reuses a stored result only when the run would give it again: every manifest field
+and run option changed in turn, each either changing the key, or named as one that does not
+change a result; the run's limits judged against the limits a timeout or out-of-memory result
+was made under."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from converter.zoo.store import KEYED, NOT_KEYED, ResultStore, result_key
+
+from .conftest import ROOT, run_cli
+
+SPEC = {"id": "a", "path": "/m/a.onnx", "sha256": "a" * 64, "format": "onnx",
+        "source": None, "inputShapes": {"x": [1, 3]}, "dims": {"batch": 1},
+        "constInputs": {"flag": 1}, "tolerances": {"ulp": 4}, "seed": 0,
+        "expect": "verified", "notes": "first"}
+# One changed value per manifest field.
+CHANGED = {
+    "path": "/m/b.onnx", "sha256": "b" * 64, "format": "tflite",
+    "source": {"package": "p", "version": "1.0", "path": "m.onnx", "sha256": "c" * 64},
+    "inputShapes": {"x": [2, 3]}, "dims": {"batch": 2}, "constInputs": {"flag": 0},
+    "tolerances": {"ulp": 8}, "seed": 1,
+    "id": "b", "expect": "error", "notes": "second",
+}
+
+
+def _key(spec=SPEC, targets=(), runtimes=("ort",), content="f" * 64, version="1.0.0"):
+    return result_key(content, version, dict(spec), list(targets), list(runtimes))
+
+
+def test_every_manifest_field_is_either_keyed_or_named_as_not_changing_a_result():
+    schema = json.loads((ROOT / "schemas" / "zoo-manifest.schema.json").read_text())
+    fields = set(schema["$defs"]["model"]["properties"])
+    assert set(KEYED) | set(NOT_KEYED) == fields and not set(KEYED) & set(NOT_KEYED)
+    assert set(CHANGED) == fields  # the sweep below covers every one
+
+
+@pytest.mark.parametrize("field", sorted(CHANGED))
+def test_changing_one_field_changes_the_key_exactly_when_it_changes_a_result(field):
+    changed = _key({**SPEC, field: CHANGED[field]})
+    if field in KEYED:
+        assert changed != _key(), f"{field} changes a result but not the key"
+    else:
+        assert changed == _key(), f"{field} does not change a result but changes the key"
+
+
+@pytest.mark.parametrize("what, key", [
+    ("targets", lambda: _key(targets=["coreml"])),
+    ("target order", lambda: _key(targets=["coreml", "spec"]) != _key(targets=["spec", "coreml"])
+     and _key(targets=["coreml", "spec"])),
+    ("runtimes", lambda: _key(runtimes=["ort", "chromium"])),
+    ("content", lambda: _key(content="e" * 64)),
+    ("converter version", lambda: _key(version="1.0.1")),
+])
+def test_run_options_and_content_change_the_key(what, key):
+    assert key() and key() != _key(), what
+
+
+def _store(tmp_path, result, limits):
+    store = ResultStore(tmp_path / "r.jsonl", resume=False)
+    store.append("k", result, limits)
+    return ResultStore(tmp_path / "r.jsonl", resume=True)  # as a --resume run reads it back
+
+
+@pytest.mark.parametrize("timeout, reused", [(30, True), (60, True), (61, False), (600, False)])
+def test_a_timeout_is_run_again_only_under_a_longer_timeout(tmp_path, timeout, reused):
+    store = _store(tmp_path, {"status": "timeout"}, {"timeout": 60, "memory": 4096})
+    assert (store.reusable("k", timeout, 4096) is not None) is reused
+
+
+@pytest.mark.parametrize("memory, reused", [(2048, True), (4096, True), (8192, False),
+                                            (None, False)])
+def test_out_of_memory_is_run_again_only_under_a_larger_limit(tmp_path, memory, reused):
+    oom = {"status": "crash", "error": {"kind": "out-of-memory"}}
+    store = _store(tmp_path, oom, {"timeout": 60, "memory": 4096})
+    assert (store.reusable("k", 60, memory) is not None) is reused
+
+
+def test_out_of_memory_without_a_limit_is_reused_under_any_limit(tmp_path):
+    oom = {"status": "crash", "error": {"kind": "out-of-memory"}}
+    store = _store(tmp_path, oom, {"timeout": 60, "memory": None})
+    assert all(store.reusable("k", 60, m) is not None for m in (1024, 8192, None))
+
+
+@pytest.mark.parametrize("status", ["verified", "mismatch", "unsupported", "error"])
+def test_results_the_limits_did_not_cut_short_are_reused_under_any_limits(tmp_path, status):
+    store = _store(tmp_path, {"status": status}, {"timeout": 5, "memory": 256})
+    assert store.reusable("k", 600, None) == {"status": status}
+
+
+def test_a_record_without_limits_does_not_reuse_a_timeout(tmp_path):
+    """Lines written before limits were recorded: a timeout then proves nothing."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"key": "k", "result": {"status": "timeout"}}) + "\n")
+    assert ResultStore(path, resume=True).reusable("k", 1, 4096) is None
+
+
+def test_resume_checks_a_changed_hash_instead_of_reusing_the_pass(synthetic):
+    """End to end: the manifest's sha256 of a local model corrected to a wrong value after a
+    passing run; --resume must run it again and report the mismatch, not reuse the pass."""
+    manifest = synthetic(["add"])
+    results = manifest.parent / "results.jsonl"
+    first = run_cli(manifest, "--results", results, "--json")
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(manifest.read_text())
+    doc["models"][0]["sha256"] = "0" * 64
+    manifest.write_text(json.dumps(doc))
+    second = run_cli(manifest, "--resume", "--results", results, "--json")
+    report = json.loads(second.stdout)
+    assert report["summary"]["resumed"] == []
+    [model] = report["models"]
+    assert model["status"] == "error" and second.returncode == 1, model
