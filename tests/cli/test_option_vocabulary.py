@@ -11,7 +11,8 @@ import pytest
 
 from cli.commands import COMMANDS, load_command
 from cli.main import main
-from cli.options import VERIFYING, VOCABULARY, commands_using, options_table_markdown
+from cli.option_table import commands_using, options_table_markdown
+from cli.options import VERIFYING, VOCABULARY
 
 ALL = [("webnn-convert", main)] + [(name, load_command(name)) for name in COMMANDS]
 BY_LONG = {entry.long: key for key, entry in VOCABULARY.items()}
