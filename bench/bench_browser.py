@@ -48,7 +48,7 @@ _PAGE_TIMEOUT_MS = 600_000
 
 def ort_web_dist() -> Path:
     """onnxruntime-web's dist folder, installed with npm into the cache on first use."""
-    from converter.fetch import cache_dir
+    from converter.zoo.fetch import cache_dir
 
     prefix = cache_dir() / "bench" / "ort-web"
     dist = prefix / "node_modules" / "onnxruntime-web" / "dist"
@@ -69,7 +69,7 @@ def source_model(name: str, folder: Path) -> tuple[Path, list[str]]:
         from converter.testing.light_models import light_model
 
         return light_model(name, folder, seed=0), []
-    from converter.fetch import fetch_model
+    from converter.zoo.fetch import fetch_model
 
     entry = next(m for m in json.loads((ROOT / "models" / "zoo.json").read_text())["models"]
                  if m["id"] == PUBLIC[name])

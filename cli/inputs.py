@@ -48,7 +48,7 @@ def load_npy(path: str | Path, what: str):
     tensor may take."""
     import numpy as np
 
-    from converter.file_guard import note_read
+    from converter.files.guard import note_read
 
     where = str(path)
 

@@ -54,8 +54,8 @@ class _Group(LazyGroup):
         return found
 
     def invoke(self, ctx: click.Context):
-        from converter.file_guard import tracking
-        from converter.mapped_files import FileChanging, guarding
+        from converter.files.guard import tracking
+        from converter.files.mapped import FileChanging, guarding
 
         try:
             # tracking: every file the command reads, so that no output replaces one;
@@ -121,7 +121,8 @@ def main(debug: bool) -> None:
     warnings.showwarning = show_warning  # the converter's warnings as one line, `shown`
 
 
-if __name__ == "__main__":
-    from .script import run
+if __name__ == "__main__":  # `python -m cli.main`: as the webnn-convert script runs the group
+    from .launch import launch
 
-    run()
+    collector.pause()  # as the script does (click is imported by now, the command is not)
+    launch(main)

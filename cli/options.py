@@ -4,8 +4,8 @@ Each entry of VOCABULARY gives an option's flags, its type, default and help; a 
 it with `use("target", "runtime", ...)`, so `-t/--target` or `--seed` read, default and show
 alike in every command (tests/cli/test_option_vocabulary.py walks the commands and fails on
 a drift). Help texts are the same in every command, so they say what the option means, and
-a command's docstring says what it does with it. `options_table_markdown()` renders the
-table (option | meaning | commands) the documentation includes.
+a command's docstring says what it does with it. Which commands take each option, and the
+table the documentation includes, are walked from the command group (option_table.py).
 
 Only zoo takes some options repeatedly (a run over many targets and runtimes): an entry's
 `repeatable_in` names the commands that take it that way, with the same flags and help.
@@ -19,7 +19,7 @@ import click
 
 from . import option_values as values
 
-__all__ = ["VOCABULARY", "Shared", "use", "options_table_markdown", "commands_using",
+__all__ = ["VOCABULARY", "Shared", "use",
            "INPUT_FILES", "SEVERAL_DIMS", "given_inputs"]
 
 INPUT_FILES = values.INPUT_FILES
@@ -219,40 +219,3 @@ def use(*names: str, repeat: bool = False) -> Callable:
         return f
 
     return add
-
-
-def commands_using() -> dict[str, list[str]]:
-    """Vocabulary key -> the names of the commands (and `webnn-convert` itself, for the
-    group's options) that take it, found by walking the commands."""
-    from .commands import COMMANDS, load_command
-    from .main import main
-
-    by_flag = {entry.long: key for key, entry in VOCABULARY.items()}
-    found: dict[str, list[str]] = {key: [] for key in VOCABULARY}
-    commands = [("webnn-convert", main)] + [(n, load_command(n)) for n in COMMANDS]
-    for name, command in commands:
-        for param in command.params:
-            key = next((by_flag[o] for o in getattr(param, "opts", ()) if o in by_flag), None)
-            if key is not None:
-                found[key].append(name)
-    return found
-
-
-def options_table_markdown() -> str:
-    """The vocabulary as a Markdown table: option | meaning | commands. An option convert
-    takes for its --verify is listed as `convert --verify`."""
-    used = commands_using()
-    rows = ["| option | meaning | commands |", "| --- | --- | --- |"]
-    for key, entry in VOCABULARY.items():
-        flags = ", ".join(f"`{f}`" for f in sorted(entry.flags, key=len))
-        kind = entry.settings.get("type")
-        value = entry.settings.get("metavar") or (
-            "|".join(kind.choices) if isinstance(kind, click.Choice) else None)
-        if value:
-            flags += f" `{value}`"
-        meaning = entry.help.replace("|", "\\|")
-        commands = [f"{name} --verify" if name == "convert" and key in VERIFYING else name
-                    for name in used[key]]
-        rows.append(f"| {flags.replace('|', chr(92) + '|')} | {meaning} | "
-                    f"{', '.join(commands) or '-'} |")
-    return "\n".join(rows) + "\n"

@@ -7,8 +7,8 @@ import click
 from click.core import ParameterSource
 
 import converter
-from converter.by_suffix import OUTPUT_SUFFIXES, import_reader, load_any, refuse_overwriting, \
-    write_any
+from converter.conversion.by_suffix import (OUTPUT_SUFFIXES, import_reader, load_any,
+                                            refuse_overwriting, write_any)
 from converter.formats._files import StagedSave
 
 from .. import collector

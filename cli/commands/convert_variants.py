@@ -8,7 +8,7 @@ import click
 
 import converter
 from converter.dynamic.variants import point_text
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 
 from ..logs import debugging, quiet_runtimes
 from ..terminal import echo, echo_json

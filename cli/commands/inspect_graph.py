@@ -10,7 +10,7 @@ from converter.dynamic.open_dims import open_summary_if_onnx
 from converter.dynamic.tflite_dims import BATCH, dynamic_batch_shapes
 from converter.dynamic.variants import Variants, point_text
 from converter.errors import OpenDimsError
-from converter.summary import summarize
+from converter.ir.summary import summarize
 
 from ..inputs import model_path
 from ..options import SOURCE, use

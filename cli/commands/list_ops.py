@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from converter.catalogue import catalogue
-from converter.source_ops import SOURCES, source_op, source_ops
+from converter.catalogue.webnn_ops import catalogue
+from converter.catalogue.source_ops import SOURCES, source_op, source_ops
 
 from ..options import use
 from ..terminal import echo, echo_json

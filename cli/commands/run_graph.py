@@ -37,7 +37,7 @@ def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state
     real ones. With --json, stdout is one JSON document: each output's file, data type and
     shape, and the seeded inputs.
     """
-    from converter.verification import make_inputs
+    from converter.verification.core import make_inputs
 
     graph_file = model_path(graph_file, follow_symlinks)
     quiet_runtimes(debugging())
@@ -99,7 +99,7 @@ def _write(outputs, output_dir, seeded: dict, as_json: bool, seed: int = 0,
     which, as lines or (`as_json`) one JSON document with the seeded inputs. The files appear
     together or not at all, and none may replace a file the command reads (an --input file in
     the same folder)."""
-    from converter.file_guard import check_writes
+    from converter.files.guard import check_writes
     from converter.formats._files import AtomicSave
 
     folder = Path(output_dir)

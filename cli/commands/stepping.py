@@ -15,7 +15,7 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
     of shape [steps, *input shape] feeds one row a step; one of the input's shape feeds every
     step; the others are seeded random values, seed + step. Returns the outputs and, for
     each seeded input, how its values are made (verification.make_inputs)."""
-    from converter.session import Session
+    from converter.runtimes.session import Session
 
     session = Session(graph, runtime=runtime)
     try:
@@ -25,7 +25,7 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
 
 
 def _stepped(session, graph, given, steps, seed):
-    from converter.verification import make_inputs
+    from converter.verification.core import make_inputs
 
     count = steps or 1
     for name in given:
@@ -73,7 +73,7 @@ def print_steps_report(report) -> None:
 def load_with_state(source, *, dims, input_shapes, known_inputs, state_patterns, capacity):
     """A source read as usual, or, with --cache-capacity / --state, a decoder whose KV-cache
     pairs are declared as state (the concat form refused with what to do)."""
-    from converter.by_suffix import load_any
+    from converter.conversion.by_suffix import load_any
     from converter.state.kv_cache import declare_kv_state, match_pairs, parse_state_patterns
 
     patterns = parse_state_patterns(state_patterns) if state_patterns else None
@@ -81,7 +81,7 @@ def load_with_state(source, *, dims, input_shapes, known_inputs, state_patterns,
         if input_shapes or known_inputs:
             raise ConverterError("--cache-capacity sets the decoder's shapes itself",
                                  fix="drop --input-shape and --const")
-        from converter.generation import load_decoder
+        from converter.state.generation import load_decoder
 
         return load_decoder(source, capacity=capacity, patterns=patterns, dims=dims)
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
@@ -99,9 +99,9 @@ def decode(graph, prompt, steps, runtime: str = "ort") -> dict[str, np.ndarray]:
     """`run --steps N --prompt IDS` on a decoder (a fixed-capacity Graph, or a loop such as
     a ConcatLoop): N greedy tokens; the tokens and the logits row of every position fed. A
     Graph runs on `runtime` (on 'chromium' the caches stay on the browser's context)."""
-    from converter.generation import generate
+    from converter.state.generation import generate
     from converter.ir import Graph
-    from converter.session import Session
+    from converter.runtimes.session import Session
 
     if not prompt:
         raise ConverterError("a decoder starts from a prompt", fix="give --prompt IDS, e.g. "

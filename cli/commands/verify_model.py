@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 import converter
-from converter.by_suffix import load_any
+from converter.conversion.by_suffix import load_any
 from converter.errors import ConverterError
 
 from ..checking import Checking
@@ -16,9 +16,9 @@ from ..terminal import echo_json, echo_lines
 
 
 def print_report(report) -> None:
-    """The report's tables and lines (converter.verification_text, which str(report) prints
+    """The report's tables and lines (converter.verification.text, which str(report) prints
     too), escaped for the terminal, warnings and the verdict in colour."""
-    from converter.verification_text import COLUMNS, note_lines, table_runs
+    from converter.verification.text import COLUMNS, note_lines, table_runs
 
     from ..tables import console as make_console, print_table
     from ..terminal import console_print
@@ -159,7 +159,7 @@ def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, inpu
             raise ConverterError("a decoder starts from a prompt",
                                  fix="give --prompt IDS, e.g. --prompt 1,5,9")
         from converter.state.kv_cache import parse_state_patterns
-        from converter.verification_decode import verify_decoding
+        from converter.verification.decode import verify_decoding
 
         report = verify_decoding(source, graph, prompt=checks.prompt, steps=checks.steps or 1,
                                  patterns=parse_state_patterns(state_patterns) or None,
@@ -177,7 +177,7 @@ def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, inpu
         if known_inputs or checks.do_bisect:
             raise ConverterError("step-wise verification runs without --const or --bisect",
                                  fix="drop --const and --bisect for --steps")
-        from converter.verification_steps import verify_steps
+        from converter.verification.steps import verify_steps
 
         report = verify_steps(source, graph, steps=checks.steps or 1, seed=checks.seed,
                               dims=dims, input_shapes=input_shapes, atol=checks.atol,
@@ -192,7 +192,7 @@ def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, inpu
     finding = None
     bisected = checks.do_bisect and not report.passed
     if bisected:
-        from converter.bisect import bisect
+        from converter.verification.bisect import bisect
 
         finding = bisect(source, graph, seed=checks.seed, feeds=feeds,
                          known_inputs=known_inputs, dump=checks.dump_dir)

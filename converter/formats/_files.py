@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
-from ..file_guard import check_shared_sidecars, check_writes, note_read
+from ..files.guard import check_shared_sidecars, check_writes, note_read
 from .hub_cache import hub_cache_blob
 
 __all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
@@ -41,7 +41,7 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
     A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
     weights file) must also have one link only (`check_sidecar`). The file is recorded as read
-    (file_guard), so that no output of the command replaces it.
+    (files/guard.py), so that no output of the command replaces it.
     """
     path = Path(path)
     where = str(path)
@@ -229,7 +229,7 @@ class AtomicSave:
 
     def open(self, final: Path) -> BinaryIO:
         """A binary file that becomes `final` on commit; refused (before anything is created)
-        when `final` is a file this command reads (file_guard)."""
+        when `final` is a file this command reads (files/guard.py)."""
         check_writes([final])
         folder = final.parent
         if not folder.is_dir():
@@ -274,7 +274,7 @@ class AtomicSave:
         """Make every file durable, then rename each into place and make the renames durable
         (the folders' entries); return the final paths. Nothing is renamed when a graph's
         manifest and weights would replace, with other bytes, those of another graph file
-        named alike (file_guard.check_shared_sidecars)."""
+        named alike (files.guard.check_shared_sidecars)."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
@@ -282,7 +282,7 @@ class AtomicSave:
             _fsync_all([tmp for tmp, _ in self._pending])
         except OSError as e:  # leaving the block removes the temporary files still there
             raise self._sync_error(e) from None
-        # Another graph's weights named alike are not replaced by other bytes (file_guard).
+        # Another graph's weights named alike are not replaced by other bytes (files/guard.py).
         check_shared_sidecars({final: tmp for tmp, final in self._pending})
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
@@ -429,7 +429,7 @@ class StagedSave:
 
     def commit(self, staged: list[Path]) -> list[Path]:
         """Move the staged files to the outputs' folder; refused, with nothing moved, when one
-        would replace a file this command reads or another graph's weights (file_guard)."""
+        would replace a file this command reads or another graph's weights (files/guard.py)."""
         finals = [self.folder / p.name for p in staged]
         check_writes(finals)
         check_shared_sidecars(dict(zip(finals, staged)))
@@ -450,7 +450,7 @@ class StagedSave:
 
 
 # Windows has no SIGHUP; SIGIO stops a command whose mapped file another program is changing
-# (converter/mapped_files.py), held only while that handler is set (its default ends us).
+# (converter/files/mapped.py), held only while that handler is set (its default ends us).
 _HELD = ("SIGINT", "SIGTERM", "SIGHUP", "SIGIO")
 
 

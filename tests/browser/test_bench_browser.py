@@ -30,7 +30,7 @@ def test_bench_page_runs_tiny_cnn_once(browser_limits, tmp_path):
     spec = {**bench.prepare("tiny_cnn", root), "runs": 1, "warmup": 0}
     dist = None
     try:
-        from converter.fetch import cache_dir
+        from converter.zoo.fetch import cache_dir
 
         found = cache_dir() / "bench" / "ort-web" / "node_modules" / "onnxruntime-web" / "dist"
         dist = found if (found / "ort.all.min.mjs").exists() else None

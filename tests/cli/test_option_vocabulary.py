@@ -11,7 +11,8 @@ import pytest
 
 from cli.commands import COMMANDS, load_command
 from cli.main import main
-from cli.options import VERIFYING, VOCABULARY, commands_using, options_table_markdown
+from cli.option_table import commands_using, options_table_markdown
+from cli.options import VERIFYING, VOCABULARY
 
 ALL = [("webnn-convert", main)] + [(name, load_command(name)) for name in COMMANDS]
 BY_LONG = {entry.long: key for key, entry in VOCABULARY.items()}
@@ -111,7 +112,7 @@ def test_the_options_table_lists_every_shared_option_with_its_commands():
 
 
 def test_the_output_suffixes_in_the_help_are_the_writers():
-    from converter.by_suffix import OUTPUT_SUFFIXES
+    from converter.conversion.by_suffix import OUTPUT_SUFFIXES
 
     assert all(s in VOCABULARY["output"].help for s in OUTPUT_SUFFIXES)
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import converter
 from cli.main import main
-from converter.verification import make_inputs
+from converter.verification.core import make_inputs
 
 from .test_steps import _accumulator_tflite
 

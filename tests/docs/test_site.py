@@ -47,11 +47,11 @@ def test_a_broken_guide_fails_the_build(tmp_path, breakage, says):
 
 
 def test_the_cli_page_shows_the_option_vocabulary_as_the_commands_define_it():
-    """docs/reference/cli.md's options table is the one cli/options.py generates: an option
-    added, renamed or re-explained in the code shows up here as a failure until the page says
-    the same (paste `python -c "from cli.options import options_table_markdown as t;
-    print(t())"` between the markers)."""
-    from cli.options import options_table_markdown
+    """docs/reference/cli.md's options table is the one cli/option_table.py generates from
+    cli/options.py: an option added, renamed or re-explained in the code shows up here as a
+    failure until the page says the same (paste `python -c "from cli.option_table import
+    options_table_markdown as t; print(t())"` between the markers)."""
+    from cli.option_table import options_table_markdown
 
     page = (ROOT / "docs" / "reference" / "cli.md").read_text()
     shown = page.split("<!-- options-table:start -->\n")[1].split("<!-- options-table:end -->")[0]

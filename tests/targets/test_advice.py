@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import UnsupportedError
 from converter.targets import Target, load_target
 from converter.targets.advice import ADVICE

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import converter
 from cli.commands import check_graph, list_targets
 from converter.errors import ConverterError
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.targets import EXTENSION
 from converter.targets.pipeline import check_after_passes
 

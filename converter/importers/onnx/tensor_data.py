@@ -14,7 +14,7 @@ file is untrusted, so all of them go through this module:
     passes every folder test), opened non-blocking (a FIFO or a device can neither block nor
     be read); `offset` and `length` must be decimal integers. A tensor reads exactly the bytes
     its dims and data type take, from `offset`: a `length` that says otherwise is refused, and
-    without one the rest of the file is never read. The file is recorded as read (file_guard),
+    without one the rest of the file is never read. The file is recorded as read (files/guard.py),
     so no output of the command may replace it.
   * `resolve_tensors` walks the whole model once when it is read. External data of every tensor
     other than the top-level initializers (which stay memory-mapped views) is copied into the
@@ -40,9 +40,9 @@ import onnx
 from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
-from ...file_guard import note_read
+from ...files.guard import note_read
 from ...formats.hub_cache import hub_cache_blob
-from ...mapped_files import map_file
+from ...files.mapped import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
            "tensor_array", "attribute_array", "sparse_array", "check_tensor", "declared_bytes"]
@@ -110,7 +110,7 @@ def declared_bytes(tensor: onnx.TensorProto) -> int:
 
 
 # -- external data ------------------------------------------------------------------------------
-_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see mapped_files.map_file
+_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see files.mapped.map_file
 
 
 def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,

@@ -22,10 +22,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConverterError
-from .ir import Graph
-from .session import Session
-from .state.kv_cache import DecoderSpec, check_tokens, declare_kv_state, read_decoder_spec
+from ..errors import ConverterError
+from ..ir import Graph
+from ..runtimes.session import Session
+from .kv_cache import DecoderSpec, check_tokens, declare_kv_state, read_decoder_spec
 
 __all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
 
@@ -44,7 +44,7 @@ def load_decoder(path: str | Path, *, capacity: int,
                  dims: Mapping[str, int] | None = None) -> Graph:
     """An ONNX decoder as a fixed-capacity graph: one token a step into caches of `capacity`
     rows, its past/present pairs declared as state (`patterns`, else the known names)."""
-    from .by_suffix import load_any
+    from ..conversion.by_suffix import load_any
 
     spec = read_decoder_spec(path, patterns, dims)
     problem = spec.capacity_problem()
@@ -156,7 +156,7 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
     """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
     prompt in the first step (an empty past), then one token a step, each step fed the
     present outputs of the one before."""
-    from .source_runs import run_onnx
+    from ..runtimes.source_runs import run_onnx
 
     spec = read_decoder_spec(path, patterns, dims)
     prompt = [int(t) for t in prompt_ids]
@@ -185,7 +185,7 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
 
 def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
     """An empty past of the first cache input: batch 1, no rows, the other dimensions set."""
-    from .state.kv_cache import read_signature
+    from .kv_cache import read_signature
 
     model = read_signature(path)
     value = next(v for v in model.graph.input if v.name == spec.pairs[0][0])
@@ -213,6 +213,6 @@ def _check_request(prompt: list[int], max_new_tokens: int) -> None:
 
 
 def _np(graph: Graph, name: str) -> np.dtype:
-    from . import dtypes
+    from .. import dtypes
 
     return dtypes.numpy_dtype(graph.inputs[name].data_type)

@@ -1,5 +1,6 @@
-"""Step-wise parity of a decoder: greedy decoding through the WebNN graph (generation.py, on
-ONNX Runtime or in Chromium) against the source decoder on ONNX Runtime in its own concat form.
+"""Step-wise parity of a decoder: greedy decoding through the WebNN graph
+(state/generation.py, on ONNX Runtime or in Chromium) against the source decoder on ONNX
+Runtime in its own concat form.
 
     report = verify_decoding("model.onnx", graph, prompt=[1, 5, 9], steps=32)
     report.passed   # the same greedy tokens, and every position's logits within the bounds
@@ -14,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConverterError
+from ..errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
-from .verification import output_bounds
+from .core import output_bounds
 
 __all__ = ["DecodeReport", "verify_decoding"]
 
@@ -68,8 +69,8 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
     `graph` is a fixed-capacity decoder Graph, run on `runtime` ('ort', or 'chromium': a
     Session whose caches stay on the browser's context), or a loop generate() drives (a
     ConcatLoop, a graph per length, on ONNX Runtime only)."""
-    from .generation import DecoderLoop, generate, generate_on_onnxruntime
-    from .session import Session
+    from ..state.generation import DecoderLoop, generate, generate_on_onnxruntime
+    from ..runtimes.session import Session
 
     if hasattr(graph, "prefill"):  # a ConcatLoop
         if runtime != "ort":

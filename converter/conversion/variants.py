@@ -13,9 +13,9 @@ import itertools
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .dynamic.variants import MAX_VARIANTS, Variants, split_dims
-from .errors import ConverterError
-from .ir import Graph
+from ..dynamic.variants import MAX_VARIANTS, Variants, split_dims
+from ..errors import ConverterError
+from ..ir import Graph
 
 __all__ = ["convert_variants"]
 
@@ -66,7 +66,7 @@ def _convert_one(source, dims, target, io_layout, input_shapes, known_inputs,
 
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
     if target is not None:
-        from .targets.pipeline import convert_for_target
+        from ..targets.pipeline import convert_for_target
 
         convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize)
     return graph

@@ -19,9 +19,9 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import ConverterError
-from .ir import Graph
-from .ir.state import initial_value
+from ..errors import ConverterError
+from ..ir import Graph
+from ..ir.state import initial_value
 
 __all__ = ["Session"]
 
@@ -38,11 +38,11 @@ class Session:
         self.runtime = runtime
         self._browser = None
         if runtime == "chromium":
-            from .runtimes.chromium_session import ChromiumSession
+            from .chromium_session import ChromiumSession
 
             self._browser = ChromiumSession(graph)
         else:
-            from .lowering.onnx.executor import prepare
+            from ..lowering.onnx.executor import prepare
 
             self._run = prepare(graph)
         self._state_outputs = {var.output for var in graph.state}

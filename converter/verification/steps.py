@@ -19,11 +19,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConverterError
-from .ir import Graph
-from .ir.state import initial_value
+from ..errors import ConverterError
+from ..ir import Graph
+from ..ir.state import initial_value
 from .parity import OutputParity, compare, with_overrides
-from .verification import output_bounds
+from .core import output_bounds
 
 __all__ = ["StepsReport", "verify_steps"]
 
@@ -98,11 +98,11 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
     a graph output of that name; a next-state output's operand is the value the model assigns
     its variable, so naming it compares the state LiteRT keeps, step by step.
     """
-    from .session import Session
+    from ..runtimes.session import Session
 
     source = Path(source)
     if graph is None:
-        from .by_suffix import load_any
+        from ..conversion.by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes)
     if feeds is not None:
@@ -128,8 +128,8 @@ def verify_steps(source: str | Path, graph: Graph | None = None, *, steps: int =
 
 def _compare_steps(session, source_step, report: StepsReport, steps: int, feeds, atol, rtol,
                    ulp) -> StepsReport:
-    from .io_permutations import check_given, to_graph_inputs, to_source_outputs
-    from .verification import make_inputs
+    from ..ir.io_permutations import check_given, to_graph_inputs, to_source_outputs
+    from .core import make_inputs
 
     graph, seed, source = session.graph, report.seed, report.source
     compared = [name for name in session.output_names]
@@ -177,16 +177,17 @@ def _source_stepper(source: Path, graph: Graph, tensors: Sequence[str]
     """A function running one step of the source with its own state, and its runtime's name."""
     suffix = source.suffix.lower()
     if suffix == ".tflite":
-        from .runtimes.litert import LiteRTSession
+        from ..runtimes.litert import LiteRTSession
 
         return LiteRTSession(source, tensors=tensors).run, "litert"
     if tensors:
         raise ConverterError("intermediate tensors are compared for TFLite sources only",
                              where=str(source))
     if suffix == ".onnx":
-        from .source_runs import run_onnx  # the executor's optimisation level, as verify runs it
+        # the executor's optimisation level, as verify runs it
+        from ..runtimes.source_runs import run_onnx
 
-        from .io_permutations import to_source_inputs
+        from ..ir.io_permutations import to_source_inputs
 
         state = to_source_inputs(graph, {var.input: initial_value(graph, var)
                                          for var in graph.state})

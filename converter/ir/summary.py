@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir import Graph
+from .graph import Graph
 
 __all__ = ["summarize"]
 

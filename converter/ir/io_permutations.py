@@ -22,8 +22,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConverterError
-from .ir.perms import apply, compose, inverse, is_identity
+from ..errors import ConverterError
+from .perms import apply, compose, inverse, is_identity
 
 __all__ = ["KEY", "SIDES", "permutations", "record", "source_shape", "to_graph_inputs",
            "to_source_inputs", "to_source_outputs", "check_declared", "described",

@@ -22,8 +22,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .errors import ConverterError
-from .threads import runtime_threads
+from ..errors import ConverterError
+from ..threads import runtime_threads
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
            "ONE_ULP_LABEL", "release_freed_memory"]
@@ -42,7 +42,7 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
 def run_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The reference run: ORT at the executor's optimisation level, or LiteRT's default."""
     if path.suffix.lower() == ".tflite":
-        from .runtimes.litert import run_litert
+        from .litert import run_litert
 
         return run_litert(path, feeds)
     return run_onnx(path, feeds)
@@ -116,7 +116,7 @@ def _external_view(path: Path, options) -> str | bytes:
     """
     import onnx
 
-    from .importers.onnx.wire import WireError, map_model
+    from ..importers.onnx.wire import WireError, map_model
 
     try:
         stripped, raws, mapped = map_model(path)
@@ -224,7 +224,7 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
     moved = {name: (np.nextafter(v, np.inf).astype(v.dtype) if name in float_inputs else v)
              for name, v in ((n, np.asarray(v)) for n, v in feeds.items())}
     if path.suffix.lower() == ".tflite":
-        from .runtimes.litert import run_litert
+        from .litert import run_litert
 
         runs["LiteRT builtin kernels vs XNNPACK"] = lambda: run_litert(path, feeds,
                                                                        kernels="builtin")

@@ -34,8 +34,8 @@ def _becomes(webnn: list[str], rule, shared: int) -> dict[str, Any]:
 
 
 def _onnx() -> list[dict[str, Any]]:
-    from .importers import importer_tables
-    from .importers.onnx.registry import rule_versions
+    from ..importers import importer_tables
+    from ..importers.onnx.registry import rule_versions
 
     rules = rule_versions()  # imports every rule module, filling importer_tables too
     shared = Counter(versions[-1][1] for versions in rules.values())
@@ -51,8 +51,8 @@ def _onnx() -> list[dict[str, Any]]:
 
 
 def _tflite() -> list[dict[str, Any]]:
-    from .importers import importer_tables
-    from .importers.tflite.registry import known_ops, rule_for
+    from ..importers import importer_tables
+    from ..importers.tflite.registry import known_ops, rule_for
 
     shared = Counter(rule_for(name) for name in known_ops())
     return [{"source": "tflite", "op": name, "supported": True,
@@ -81,7 +81,7 @@ def source_op(source: str, op: str) -> dict[str, Any]:
 
 
 def _onnx_refusal(op: str) -> tuple[str, str]:
-    from .importers.onnx.schema_table import _table  # the ops ONNX defines, per domain
+    from ..importers.onnx.schema_table import _table  # the ops ONNX defines, per domain
 
     domain, _, op_type = op.rpartition(":")
     domain = "" if domain in ("", "ai.onnx") else domain
@@ -93,8 +93,8 @@ def _onnx_refusal(op: str) -> tuple[str, str]:
 
 
 def _tflite_refusal(op: str) -> tuple[str, str]:
-    from .importers.tflite.model_file import OP_NAMES
-    from .importers.tflite.registry import NOT_IMPORTED
+    from ..importers.tflite.model_file import OP_NAMES
+    from ..importers.tflite.registry import NOT_IMPORTED
 
     name = op.upper() if not op.upper().startswith("CUSTOM:") else "CUSTOM:" + op[7:]
     if name in NOT_IMPORTED:

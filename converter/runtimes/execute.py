@@ -13,8 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import ConverterError
-from .ir import Graph
+from ..errors import ConverterError
+from ..ir import Graph
 
 __all__ = ["run", "RUNTIMES"]
 
@@ -32,9 +32,9 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "ort", *,
         raise ConverterError(f"unknown runtime '{runtime}'",
                              fix=f"use one of {', '.join(RUNTIMES)}")
     if runtime == "chromium":
-        from .runtimes.chromium import run_chromium
+        from .chromium import run_chromium
 
         return run_chromium(graph, feeds)
-    from .lowering.onnx.executor import run_on_ort
+    from ..lowering.onnx.executor import run_on_ort
 
     return run_on_ort(graph, feeds, opset)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import Operation
+from ..ir import Operation
 from .parity import ulp_distance
 
 __all__ = ["op_ulp_budget", "within_ulp"]

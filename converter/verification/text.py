@@ -32,7 +32,7 @@ def _row(o) -> tuple[str, ...]:
 def note_lines(report) -> list[str]:
     """The lines under the tables: oracle figures, inputs, layouts, seed and bounds, warnings
     (each starting "warning: "), the verdict ("pass" or "mismatch") and, on a mismatch, a hint."""
-    from .verification_notes import bounds_in_words
+    from .notes import bounds_in_words
 
     lines = []
     for o in report.outputs:  # the verdict against the float64 oracle, when it was computed

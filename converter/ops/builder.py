@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
-from .errors import ConverterError, OpValidationError
-from .ir import ConstantData, Graph, Operand
-from .ops.registry import OpDef, all_ops
+from .. import dtypes
+from ..errors import ConverterError, OpValidationError
+from ..ir import ConstantData, Graph, Operand
+from .registry import OpDef, all_ops
 
 __all__ = ["GraphBuilder"]
 
@@ -63,7 +63,7 @@ class GraphBuilder:
                     raw = raw.reshape(shape)
                 return self.graph.add_constant(cname, ConstantData(data_type, shape, array=raw))
             if info.bits == 4:
-                from .ir.operand import pack4
+                from ..ir.operand import pack4
 
                 arr = pack4(np.asarray(data))
             else:

@@ -24,15 +24,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import io_permutations
-from .emit.permuted_record import module_permutations
-from .errors import ConverterError
-from .ir import Graph
+from ..emit.permuted_record import module_permutations
+from ..errors import ConverterError
+from ..ir import Graph, io_permutations
+from ..runtimes.source_runs import (SESSION_OPTIONS, release_freed_memory, run_source,
+                                   run_source_f64, source_alternates)
+from .notes import degenerate, overruled
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
-from .verification_notes import degenerate, overruled
-from .verification_text import BISECT_HINT, report_lines, summary
-from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
-                          source_alternates)
+from .text import BISECT_HINT, report_lines, summary
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
            "source_int_limits"]
@@ -54,7 +53,7 @@ class VerifyReport:
     oracle: str | None = None  # how the float64 values were computed, or why they were not
     source_f64: str | None = None  # whether the source ran in float64, and how
     noise_runs: list[str] = field(default_factory=list)  # the source's other runs
-    # Inputs/outputs the graph takes/gives transposed (io_permutations.py): fed and compared
+    # Inputs/outputs the graph takes/gives transposed (ir/io_permutations.py): fed and compared
     # in the source's layout.
     permuted: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     # What makes a pass prove little, or a pass against the user's explicit bounds
@@ -106,7 +105,7 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
     """Seeded inputs for every graph input, and a description of how each was made.
 
     With `in_source_layout`, an input the conversion transposed (`--io-layout`,
-    io_permutations.py) is made in the source model's shape: the same values whichever
+    ir/io_permutations.py) is made in the source model's shape: the same values whichever
     layout the graph presents; `io_permutations.to_graph_inputs` transposes them for the graph.
 
     Every input is drawn in order from one generator (floats in [0, 1); integers below
@@ -117,9 +116,9 @@ def make_inputs(graph: Graph, seed: int, int_limits: Mapping[str, int] | None = 
     last axis; a length (`*_length*`) is the sequence length L and `seqlens_k` (a length
     counted from zero) L - 1, L being the last axis of a mask input, else of an integer input.
     """
-    from . import dtypes
+    from .. import dtypes
 
-    from .io_permutations import source_shape
+    from ..ir.io_permutations import source_shape
 
     rng = np.random.default_rng(seed)
     feeds, described = {}, {}
@@ -173,8 +172,8 @@ def _named_rule(name: str, kind: str, length: tuple[int, str] | None):
 def _sequence_length(graph: Graph, in_source_layout: bool) -> tuple[int, str] | None:
     """The length a length input counts up to: the last axis of a mask input, else of the
     first integer input of rank >= 2 (token ids), with the input it came from."""
-    from . import dtypes
-    from .io_permutations import source_shape
+    from .. import dtypes
+    from ..ir.io_permutations import source_shape
 
     def shape(name):
         return source_shape(graph, name) if in_source_layout else graph.inputs[name].shape
@@ -226,7 +225,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     them, and judged against the source at the same dims (the float64 oracle is then the
     source converted now at those dims).
     """
-    from .execute import run
+    from ..runtimes.execute import run
 
     module = None
     if isinstance(graph, (str, Path)):
@@ -244,7 +243,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     source = Path(source)
     src = _source_kind(source)
     if graph is None:
-        from .by_suffix import load_any
+        from ..conversion.by_suffix import load_any
 
         graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
         if module is not None:  # the module's boundary, as convert --io-layout wrote it
@@ -269,7 +268,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         described[name]["graphTakes"] = f"transposed by {perm}"
     internal_state = set()
     for var in graph.state:  # one step from the initial state, on both sides
-        from .ir.state import initial_value
+        from ..ir.state import initial_value
 
         drawn[var.input] = io_permutations.to_source_inputs(
             graph, {var.input: initial_value(graph, var)})[var.input]
@@ -283,7 +282,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
-    from .formats.weights import release_constant_pages
+    from ..formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
     try:
@@ -300,7 +299,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     if module is None:
         got = run(graph, graph_feeds, runtime=runtime)
     else:
-        from .runtimes.chromium import run_module
+        from ..runtimes.chromium import run_module
 
         got = run_module(module, graph_feeds, graph, dims)
     got = io_permutations.to_source_outputs(graph, got)
@@ -383,7 +382,7 @@ def output_bounds(graph: Graph, name: str) -> Bounds:
 def _quantized(operand) -> bool:
     """Whether every value of an int8/uint8 operand comes from a quantizeLinear, through ops
     that only move values (each of their int8 inputs must come from one too)."""
-    from .passes.int8_in_float import MOVES_VALUES
+    from ..passes.int8_in_float import MOVES_VALUES
 
     seen: set[int] = set()
     stack = [operand]
@@ -451,7 +450,7 @@ def _structure(path: Path):
     """The ONNX model without its weights' bytes: only the graph's structure."""
     import onnx
 
-    from .importers.onnx.wire import WireError, map_model
+    from ..importers.onnx.wire import WireError, map_model
 
     try:
         stripped, _, _ = map_model(path)
@@ -470,7 +469,7 @@ def _onnx_input_shapes(path: Path) -> dict[str, list[int | None]]:
 
 
 def _tflite_input_shapes(path: Path) -> dict[str, list[int | None]]:
-    from .runtimes.litert import input_shapes
+    from ..runtimes.litert import input_shapes
 
     return input_shapes(path)
 

@@ -17,10 +17,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .. import dtypes
-from ..errors import ConverterError
-from ..ir.feeds import check_feeds
-from ..ir import Graph
+from ... import dtypes
+from ...errors import ConverterError
+from ...ir.feeds import check_feeds
+from ...ir import Graph
 
 __all__ = ["KERNELS", "kernel", "evaluate", "Env"]
 
@@ -54,7 +54,7 @@ class Env:
     def number(self, value, data_type: str):
         """A scalar option (alpha, minValue ...) cast to the operand's data type, as the spec
         casts MLNumber options, then held in the compute type."""
-        from ..ops.activation import cast_number
+        from ...ops.activation import cast_number
 
         cast = cast_number(value, data_type)
         return self.float.type(cast) if is_float(data_type) else cast

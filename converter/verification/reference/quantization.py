@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ... import dtypes
 from .core import kernel, wide
 
 # The integer range of each quantized type, for saturation.

@@ -31,14 +31,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import dtypes
-from .errors import ConverterError
-from . import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
-from .ir import Graph, Operation
+from .. import dtypes
+from ..errors import ConverterError
+from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
+from ..ir import Graph, Operation
+from ..ir.io_permutations import check_given, permutations, to_graph_inputs
+from .core import as_graph_feeds, make_inputs, source_int_limits
 from .op_budgets import op_ulp_budget, within_ulp
 from .parity import NOISE_FACTOR
-from .io_permutations import check_given, permutations, to_graph_inputs
-from .verification import as_graph_feeds, make_inputs, source_int_limits
 
 __all__ = ["Finding", "bisect", "isolate", "source_node_of"]
 
@@ -180,8 +180,8 @@ def _source_trace(source: Path, feeds, float_inputs: set[str]) -> _Trace:
     moved = {n: np.nextafter(v, np.inf).astype(v.dtype) if n in float_inputs else v
              for n, v in ((n, np.asarray(v)) for n, v in feeds.items())}
     if source.suffix.lower() == ".tflite":
-        from .importers.tflite.model_file import read_tflite
-        from .runtimes.litert import run_litert
+        from ..importers.tflite.model_file import read_tflite
+        from ..runtimes.litert import run_litert
 
         sub = read_tflite(source).subgraphs[0]
         name = {t.index: t.name for t in sub.tensors}
@@ -194,7 +194,7 @@ def _source_trace(source: Path, feeds, float_inputs: set[str]) -> _Trace:
                        run_litert(source, moved, tensors=kept)])
     import onnx
 
-    from .source_runs import run_onnx
+    from ..runtimes.source_runs import run_onnx
 
     model = onnx.load(str(source))
     nodes = []
@@ -308,7 +308,7 @@ def _error(got, want) -> _Off:
 
 # -- the executor stage ------------------------------------------------------------------------
 def _executor_stage(graph: Graph, oracle, trace: _Trace) -> Finding | None:
-    from .execute import run
+    from ..runtimes.execute import run
     from .reference import evaluate
 
     ops = [op for op in graph.operations
@@ -410,8 +410,8 @@ def _finding(stage, op: Operation, sources, before, after, budget, detail, outpu
 
 
 def _dump(graph: Graph, op: Operation, oracle, folder: Path, found: Finding) -> list[str]:
-    from .by_suffix import write_any as save
-    from .file_guard import check_writes
+    from ..conversion.by_suffix import write_any as save
+    from ..files.guard import check_writes
 
     try:
         folder.mkdir(parents=True, exist_ok=True)

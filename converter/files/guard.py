@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import ConverterError
+from ..errors import ConverterError
 
 __all__ = ["FilesRead", "tracking", "note_read", "check_writes", "refuse_shared_sidecars",
            "check_shared_sidecars", "GRAPH_SUFFIXES", "sidecar_names"]

@@ -23,7 +23,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .errors import ConverterError
+from ..errors import ConverterError
 
 __all__ = ["cache_dir", "cached_model_path", "fetch_model", "sha256_of", "check_source",
            "PROJECT_NAME", "VERSION", "MEMBER_PATH", "SHA256"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ...errors import UnsupportedError
 from .conv import from_nchw, pad_hw, to_nchw, window_views
 from .core import kernel
 

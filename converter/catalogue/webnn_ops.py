@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .importers import importer_tables
-from .ops.registry import OpDef, all_ops
+from ..importers import importer_tables
+from ..ops.registry import OpDef, all_ops
 
 __all__ = ["catalogue", "importer_tables"]
 
@@ -54,7 +54,7 @@ def _param(p) -> dict:
 
 
 def _load_importers() -> None:
-    from .importers import onnx, tflite  # noqa: F401  (registering rules fills importer_tables)
+    from ..importers import onnx, tflite  # noqa: F401  (registering rules fills importer_tables)
 
     onnx.rules.load_all()  # the ONNX rule modules otherwise load as models need them
 

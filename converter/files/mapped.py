@@ -152,7 +152,7 @@ def map_file(fd: int, path: str, what: str) -> mmap.mmap | memoryview | bytes:
 def _copy(fd: int, size: int, path: str) -> memoryview:
     """The file's bytes in memory, read-only like a map (and, not being a map, never given
     back to the kernel page by page: formats.weights releases mapped pages only)."""
-    from .errors import FormatError
+    from ..errors import FormatError
 
     data = bytearray(size)
     view = memoryview(data)
