@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.ir import ConstantData
 from converter.runtimes.chromium import run_chromium_many
@@ -124,7 +124,7 @@ def test_alexnet_over_128_mib_runs_in_chromium_once_converted(browser_limits, tm
     import onnxruntime as ort
 
     import converter
-    from converter.parity import compare
+    from converter.verification.parity import compare
     from converter.testing.light_models import light_model
 
     source = light_model("bvlc_alexnet", tmp_path, seed=0)

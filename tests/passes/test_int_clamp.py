@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.lowering.onnx.executor import run_on_ort
 from converter.passes import PassContext, run_passes
 from converter.targets import Target, load_target

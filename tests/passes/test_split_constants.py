@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir import ConstantData
 from converter.lowering.onnx.executor import run_on_ort
 from converter.passes import PassContext, run_passes

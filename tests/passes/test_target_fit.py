@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes.target_fit import misfit
 from converter.targets import builtin_targets, load_target
 from converter.targets.check import operation_violations

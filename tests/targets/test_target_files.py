@@ -216,7 +216,7 @@ def test_refused_data_types_are_taken_out_of_the_listed_ones(tmp_path):
     """A backend that lists int32 clamp but refuses it at build(): check reports the int32
     clamp, and convert --target rewrites it (int_clamp) as it does where the type is not
     listed at all."""
-    from converter.builder import GraphBuilder
+    from converter.ops.builder import GraphBuilder
     from converter.targets.check import check
     from converter.targets.pipeline import convert_for_target
 
