@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ConverterError
 
 __all__ = ["DEFAULT_PATTERNS", "parse_state_patterns", "match_pairs", "DecoderSpec",
-           "read_decoder_spec", "declare_kv_state", "check_tokens"]
+           "read_decoder_spec", "unmerged_pair", "declare_kv_state", "check_tokens"]
 
 # past -> present names of the exporters we know; the user adds others with --state.
 DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (("past_key_values.*", "present.*"),
@@ -102,17 +102,55 @@ class DecoderSpec:
     total_dim: str | None  # rows in the present outputs (and the mask)
     fixed: dict[str, int] = field(default_factory=dict)  # other symbolic dims' values
     readers: dict[str, list[str]] = field(default_factory=dict)  # past input -> node op types
+    path: Path | None = None  # the file of the steps with a past
+    first_path: Path | None = None  # an unmerged pair's file without past inputs (first step)
+    branch: str | None = None  # a merged decoder's If condition input (use_cache_branch)
+    seq_axis: int = 2  # the cache's length axis
+    past_dims: list = field(default_factory=list)  # the past inputs' dims as written
 
-    def capacity_problem(self) -> str | None:
-        """Why the fixed-capacity form does not apply, or None: it needs every past input
-        read by an attention op that writes into the buffer (GroupQueryAttention); a Concat
-        grows the cache instead."""
-        for name, ops in self.readers.items():
-            other = [op for op in ops if op != "GroupQueryAttention"]
-            if other:
-                return (f"'{name}' is read by {other[0]}, not by GroupQueryAttention, so its "
-                        f"present output grows by each step's rows")
-        return None
+    def capacity_form(self) -> str:
+        """'buffer' when every past input is read by an attention op that writes into it
+        (GroupQueryAttention); else 'window' (the cache grows by a Concat: a fixed past of
+        N-1 rows slides, state/window_form.py), which needs the positions as an input."""
+        if all(ops and set(ops) == {"GroupQueryAttention"} for ops in self.readers.values()):
+            return "buffer"
+        if self.position_ids is None:
+            name = next(iter(self.readers))
+            raise ConverterError(
+                f"'{name}' grows by each step's rows and the model has no position_ids input, "
+                f"so a cache of fixed length would shift its positions",
+                where=str(self.path), fix="run its concat form: run/verify --prompt IDS "
+                                          "--steps N without --cache-capacity")
+        return "window"
+
+    def known(self, past: int) -> dict:
+        """The inputs fixed at conversion: a merged decoder's branch (the cache branch once
+        there is a past)."""
+        import numpy as np
+
+        return {self.branch: np.array([past > 0])} if self.branch else {}
+
+    def input_shapes(self, total: int) -> dict[str, list[int]]:
+        """The attention mask's shape: past and new rows (a merged export names its axis
+        after the new tokens alone, so its dims cannot size it)."""
+        return {self.attention_mask: [1, total]} if self.attention_mask else {}
+
+    def past_shape(self, rows: int) -> tuple[int, ...]:
+        """A past input's shape at batch 1 and `rows` rows."""
+        shape = []
+        for d in self.past_dims:
+            if isinstance(d, int):
+                shape.append(d)
+            elif d == self.past_dim:
+                shape.append(rows)
+            elif d == self.batch_dim:
+                shape.append(1)
+            elif d in self.fixed:
+                shape.append(self.fixed[d])
+            else:
+                raise ConverterError(f"the cache's dimension '{d}' is open", where=str(self.path),
+                                     fix=f"set it with --dim {d}=VALUE")
+        return tuple(shape)
 
     def dims(self, *, past: int, step: int = 1, capacity: int | None = None,
              extra: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -146,6 +184,7 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     if path.suffix.lower() != ".onnx" or not path.is_file():
         raise ConverterError("a KV cache is read from an .onnx decoder", where=str(path),
                              fix="give the exporter's model.onnx")
+    first, path = unmerged_pair(path)
     model = read_signature(path)
     inputs = {v.name: v for v in model.graph.input}
     inputs = {n: v for n, v in inputs.items()
@@ -184,8 +223,29 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
         for name in node.input:
             if name in readers:
                 readers[name].append(node.op_type)
+    branch = _pick(inputs, ("use_cache_branch",), where, None)
     return DecoderSpec(ids, mask, positions, pairs, batch, new, past_dim,
-                       total if isinstance(total, str) else None, fixed, readers)
+                       total if isinstance(total, str) else None, fixed, readers, path, first,
+                       branch, axis, past_dims)
+
+
+def unmerged_pair(path: Path) -> tuple[Path | None, Path]:
+    """(the file of the first step, the file of the steps with a past): optimum's unmerged
+    pair is decoder_model*.onnx (no past inputs) beside decoder_with_past_model*.onnx (the
+    same suffix: _quantized, _fp16 ...); any other file is both (None, path)."""
+    name = path.name
+    if "decoder_with_past_model" in name:
+        first = path.with_name(name.replace("decoder_with_past_model", "decoder_model"))
+        return (first if first.is_file() else None), path
+    if name.startswith("decoder_model") and "merged" not in name:
+        later = path.with_name(name.replace("decoder_model", "decoder_with_past_model", 1))
+        if not later.is_file():
+            raise ConverterError(f"{name} has no past inputs: its later steps are "
+                                 f"{later.name}, which is not beside it", where=str(path),
+                                 fix=f"put {later.name} beside it, or give the merged "
+                                     f"decoder_model_merged.onnx")
+        return path, later
+    return None, path
 
 
 def read_signature(path: Path):
