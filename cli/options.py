@@ -141,7 +141,10 @@ def decoder_options(f):
                      metavar="N",
                      help="Convert a decoder (.onnx) with fixed-capacity KV caches of N "
                           "tokens, one token a step: its past/present pairs become graph "
-                          "state of one shape.")(f)
+                          "state of one shape (a cache that grows by Concat, as optimum's "
+                          "do, slides: N-1 past rows, the oldest dropped each step). The "
+                          "attention mask is [1, N], ones on the filled rows from the "
+                          "left.")(f)
     f = click.option("--state", "state_patterns", multiple=True, metavar="PAST=PRESENT",
                      help="Name the KV-cache pairs by glob patterns whose '*'s match the same "
                           "text, e.g. 'past_key_values.*=present.*' (repeatable; default: the "

@@ -5,14 +5,16 @@
     result.tokens                                                  # the 32 new token ids
 
 The graph is the fixed-capacity form (state/kv_cache.py): its cache pairs are state of one
-shape, and each step feeds one token, an attention mask of the buffer's length (ones on the
-rows filled so far and this step's), and position_ids when the model has them. The prompt is
-fed one token a step too, so one graph serves the whole run.
+shape, and each step feeds one token, an attention mask of the capacity's length (ones on the
+rows filled so far and this step's, from the left), and position_ids when the model has them.
+A GroupQueryAttention cache is a buffer the step writes into; one that grows by a Concat
+(optimum's exports) is a window that slides (state/window_form.py). The prompt is fed one token
+a step too, so one graph serves the whole run.
 
-The concat form (the cache grows by a step's tokens) has no such graph: each length is another
-static graph. `state.concat_form.ConcatLoop` converts one per length (the prompt in one step)
-and `generate` drives it the same way. `generate_on_onnxruntime` runs the source in that form
-on ONNX Runtime: the reference the tests and `verify --steps` compare with.
+The concat form (the cache grows by a step's tokens) converts a static graph per length:
+`state.concat_form.ConcatLoop` (the prompt in one step), which `generate` drives the same way.
+`generate_on_onnxruntime` runs the source in that form on ONNX Runtime, feeding each of
+optimum's files what optimum does: the reference the tests and `verify --steps` compare with.
 """
 from __future__ import annotations
 

@@ -6,11 +6,13 @@ state grows and every length is another static graph. `ConcatLoop` converts the 
     converter.generate(loop, prompt_ids, max_new_tokens=8)   # 1 + 7 conversions
     loop.conversions                                           # graphs made so far
 
-The first step has no past: a zero-row tensor, which WebNN has no operand for. Its graph is
-converted from the model with the past inputs taken out (`without_past`): a Concat that reads
-one drops it, an attention op (GroupQueryAttention, MultiHeadAttention) gets no past; any
-other reader is refused. Each conversion costs what a `convert` does, so this form suits short
-runs and checks; a fixed capacity (`--cache-capacity`) makes one graph for every step.
+The first step has no past. An unmerged pair's decoder_model.onnx is that step's model; a
+merged decoder takes its no-cache branch (use_cache_branch fixed false); else the past inputs
+are zero-row tensors, which WebNN has no operand for: the importer takes inputs of no elements
+as constants (a Shape of one folds, a Concat drops it), and an attention op
+(GroupQueryAttention, MultiHeadAttention) gets its past slots emptied (`without_past`). Each
+conversion costs what a `convert` does, so this form suits short runs and checks on ONNX
+Runtime; a fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
 """
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ def without_past(model, past_names: Sequence[str], where: str) -> None:
             raise ConverterError(f"'{node.input[readers[0]]}' is read by {node.op_type} node "
                                  f"'{node.name}', which an empty past cannot be taken out of",
                                  where=where,
-                                 fix="convert with --cache-capacity N if the model takes it")
+                                 fix="convert with --cache-capacity N (one graph, its cache a "
+                                     "buffer or a sliding window)")
     kept_inputs = [v for v in model.graph.input if v.name not in past]
     del model.graph.input[:]
     model.graph.input.extend(kept_inputs)

@@ -7,14 +7,21 @@ optimum both name them so). `--state 'PAST=PRESENT'` names other schemes: glob p
 `*`s match the same text on both sides (`'cache_in_*=cache_out_*'`).
 
 Two forms (`DecoderSpec.dims`):
-- fixed capacity: the past inputs are buffers of C rows and the outputs the same buffers with
-  the new rows written in, so the pair is a state of one shape and one graph serves every
-  step. GroupQueryAttention takes that form itself when total_sequence_length is the buffer's
-  length (ONNX Runtime's shared buffer; the importer's attention_cache.py); the attention mask
-  is then [B, C], ones on the filled rows, and positions follow from it.
+- fixed capacity: one graph serves every step, each pair a state of one shape, the attention
+  mask [1, C] with ones on the filled rows from the left. GroupQueryAttention takes it itself
+  when total_sequence_length is the buffer's length (ONNX Runtime's shared buffer; the
+  importer's attention_cache.py: the past is a buffer of C rows the new rows are written
+  into); a cache that grows by a Concat slides instead (state/window_form.py: C-1 past rows,
+  the oldest dropped each step), which needs position_ids as an input.
 - concat: the outputs are the inputs with S rows appended, so the state grows by S each step;
   a static graph holds one past length, and state/concat_form.py's ConcatLoop converts the
   model once per length it meets.
+
+Optimum writes three files of one decoder (`read_decoder_spec` reads each): the merged
+decoder_model_merged.onnx, whose If on `use_cache_branch` takes the no-cache branch at the
+first step (`DecoderSpec.known` fixes it per step); the unmerged decoder_model.onnx (no past
+inputs: the first step) beside decoder_with_past_model.onnx (`unmerged_pair`); and optimum
+2.x's single model.onnx, fed an empty past at the first step.
 """
 from __future__ import annotations
 
@@ -119,8 +126,9 @@ class DecoderSpec:
             raise ConverterError(
                 f"'{name}' grows by each step's rows and the model has no position_ids input, "
                 f"so a cache of fixed length would shift its positions",
-                where=str(self.path), fix="run its concat form: run/verify --prompt IDS "
-                                          "--steps N without --cache-capacity")
+                where=str(self.path), fix="step its concat form on ort: run/verify --prompt "
+                                          "IDS --steps N without --cache-capacity (the "
+                                          "browser steps fixed-capacity graphs only)")
         return "window"
 
     def known(self, past: int) -> dict:
@@ -271,10 +279,9 @@ def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
                 f"'{present}' is {list(target.shape)} where '{past}' is "
                 f"{list(source.shape)}: the model appends to its cache (concat form), so a "
                 f"graph's state would grow each step",
-                fix="convert with --cache-capacity N (converter.load_decoder), which needs "
-                    "an attention that writes into a buffer (GroupQueryAttention); the concat "
-                    "form is one static graph per past length: run and verify take it with "
-                    "--prompt alone (state.concat_form.ConcatLoop)")
+                fix="convert with --cache-capacity N instead of --state (converter."
+                    "load_decoder: one graph, its cache a buffer or a sliding window), or "
+                    "step the concat form with run/verify --prompt IDS --steps N alone")
         graph.declare_state(past, present)
 
 

@@ -165,3 +165,17 @@ def test_a_dim_named_by_an_expression_is_computed():
         "batch_size": 1, "sequence_length": 2, "past_sequence_length": 5})
     assert graph.inputs["attention_mask"].shape == (1, 7)
     assert graph.outputs["present.1.value"].shape == (1, 2, 7, 8)
+
+
+def test_a_merged_decoder_without_its_branch_names_the_condition(tmp_path):
+    """Converted at a past's shapes with use_cache_branch open, the no-cache branch cannot
+    take them: the refusal names the condition and the decoder commands, not a broken model."""
+    r = CliRunner().invoke(main, ["convert", str(FIXTURES / FORMS["merged"]), "--dim",
+                                  "batch_size=1", "--dim", "sequence_length=1", "--dim",
+                                  "past_sequence_length=4", "-o", str(tmp_path / "m.webnn")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert "breaks an ONNX rule" not in r.output
+    assert "its condition is computed at run time" in r.output
+    assert "--const use_cache_branch=VALUE, or step the decoder: run/verify --steps N " \
+           "--prompt IDS" in r.output
+    assert not (tmp_path / "m.webnn").exists()
