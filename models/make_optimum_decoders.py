@@ -34,6 +34,15 @@ CONFIG = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
               max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
               tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 OPSET = 17
+README = ["# Tiny optimum decoders", "",
+          "A random 2-layer Llama (hidden 32, vocabulary 96) exported by optimum's ONNX exporter "
+          "in the forms transformers.js and Optimum load: `llama/model.onnx` (optimum 2.x's "
+          "single form), `llama/decoder_model.onnx` + `llama/decoder_with_past_model.onnx` (the "
+          "unmerged pair) and `llama/decoder_model_merged.onnx` (the pair merged, an "
+          "If on `use_cache_branch`). Written by `models/make_optimum_decoders.py`; the tests "
+          "read these copies (CI installs no torch). The weights are random: the model says "
+          "nothing. merge_decoders names the weights the branches share in set order, so the "
+          "merged file's bytes (not its values) differ between runs."]
 FILES = ("model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx",
          "decoder_model_merged.onnx")
 
@@ -84,14 +93,14 @@ def main(argv: list[str]) -> int:
                        save_path=out / "decoder_model_merged.onnx")
         for name in ("decoder_model.onnx", "decoder_with_past_model.onnx"):
             onnx.save(onnx.load(tmp / name), out / name)  # one file each, no external data
-    lines = [f"optimum {optimum.version.__version__}, transformers {transformers.__version__}, "
-             f"torch {torch.__version__}, onnx {onnx.__version__}, opset {OPSET}, "
-             f"seed {SEED}", "", "| file | bytes | sha256 |", "| --- | --- | --- |"]
+    lines = [*README, "", f"Written by optimum {optimum.version.__version__}, transformers "
+             f"{transformers.__version__}, torch {torch.__version__}, onnx {onnx.__version__}; "
+             f"opset {OPSET}, seed {SEED}.", "", "| file | bytes | sha256 |", "| --- | --- | --- |"]
     for name in FILES:
         data = (out / name).read_bytes()
-        lines.append(f"| {name} | {len(data):,} | {hashlib.sha256(data).hexdigest()} |")
+        lines.append(f"| llama/{name} | {len(data):,} | {hashlib.sha256(data).hexdigest()} |")
     print("\n".join(lines))
-    (out / "VERSIONS.md").write_text("\n".join(lines) + "\n", "utf-8")
+    (out.parent / "README.md").write_text("\n".join(lines) + "\n", "utf-8")
     return 0
 
 
