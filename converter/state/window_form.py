@@ -43,7 +43,16 @@ def load_window(spec: DecoderSpec, capacity: int, dims: Mapping[str, int] | None
                         known_inputs=spec.known(capacity - 1))
     _reverse_mask(graph, spec.attention_mask, capacity)
     for past, present in spec.pairs:
-        full = graph.outputs[present]
+        full = graph.outputs.get(present)
+        if full is None or len(full.shape) <= spec.seq_axis or \
+                full.shape[spec.seq_axis] != capacity:
+            got = "no such output" if full is None else f"shape {list(full.shape)}"
+            raise ConverterError(f"'{present}' has {got} where a past of {capacity - 1} rows "
+                                 f"and one new token make {capacity} rows on axis "
+                                 f"{spec.seq_axis}: the model does not append the new rows "
+                                 f"to '{past}'", where=str(path),
+                                 fix="step its concat form on ort: run/verify --prompt IDS "
+                                     "--steps N without --cache-capacity")
         starts = [0] * len(full.shape)
         starts[spec.seq_axis] = 1
         sizes = list(full.shape)

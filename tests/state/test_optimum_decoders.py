@@ -179,3 +179,30 @@ def test_a_merged_decoder_without_its_branch_names_the_condition(tmp_path):
     assert "--const use_cache_branch=VALUE, or step the decoder: run/verify --steps N " \
            "--prompt IDS" in r.output
     assert not (tmp_path / "m.webnn").exists()
+
+
+def test_a_present_that_does_not_grow_is_refused_a_window(tmp_path):
+    """A hostile decoder: its pair is named like a cache, position_ids is an input, but the
+    present is the past unchanged; the window form would carry a wrong state: refused."""
+    from onnx import TensorProto, helper
+
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    inputs = [helper.make_tensor_value_info("input_ids", I, [1, "s"]),
+              helper.make_tensor_value_info("attention_mask", I, [1, "t"]),
+              helper.make_tensor_value_info("position_ids", I, [1, "s"]),
+              helper.make_tensor_value_info("past_key_values.0.key", F, [1, 1, "p", 2])]
+    outputs = [helper.make_tensor_value_info("logits", F, [1, "s", 2]),
+               helper.make_tensor_value_info("present.0.key", F, [1, 1, "t", 2])]
+    nodes = [helper.make_node("Identity", ["past_key_values.0.key"], ["present.0.key"]),
+             helper.make_node("Cast", ["input_ids"], ["f"], to=F),
+             helper.make_node("Unsqueeze", ["f", "axis"], ["u"]),
+             helper.make_node("Concat", ["u", "u"], ["logits"], axis=2)]
+    axis = helper.make_tensor("axis", I, [1], [2])
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, [axis]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ConverterError, match=r"'present.0.key' has shape \[1, 1, 7, 2\] where a "
+                                             r"past of 7 rows and one new token make 8 rows"):
+        converter.load_decoder(path, capacity=8)
