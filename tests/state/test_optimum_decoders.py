@@ -206,3 +206,11 @@ def test_a_present_that_does_not_grow_is_refused_a_window(tmp_path):
     with pytest.raises(ConverterError, match=r"'present.0.key' has shape \[1, 1, 7, 2\] where a "
                                              r"past of 7 rows and one new token make 8 rows"):
         converter.load_decoder(path, capacity=8)
+
+
+def test_inspect_asks_for_the_dims_and_not_for_their_sum():
+    r = CliRunner().invoke(main, ["inspect", str(FIXTURES / "model.onnx")])
+    assert r.exit_code == 0, r.output
+    first = r.output.splitlines()[0]
+    assert "open dims batch_size, past_sequence_length, sequence_length;" in first
+    assert "--dim past_sequence_length + sequence_length" not in r.output
