@@ -25,6 +25,7 @@ from converter.state.concat_form import ConcatLoop
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "llama"
 FORMS = {"merged": "decoder_model_merged.onnx", "pair": "decoder_model.onnx",
          "with-past": "decoder_with_past_model.onnx", "single": "model.onnx"}
+GPT2 = FIXTURES.parent / "gpt2" / "decoder_model_merged.onnx"
 PROMPT = [1, 5, 9]
 NEW = 16
 
@@ -106,10 +107,11 @@ def test_a_window_holds_capacity_tokens_and_says_so_past_them():
         converter.load_decoder(FIXTURES / FORMS["merged"], capacity=1)
 
 
-@pytest.mark.parametrize("form", ["merged", "pair", "single"])
+@pytest.mark.parametrize("form", ["merged", "pair", "single", "gpt2-merged"])
 @pytest.mark.parametrize("route", ["concat", "capacity"])
 def test_verify_steps_16_tokens_on_both_routes(form, route):
-    args = ["verify", str(FIXTURES / FORMS[form]), "--steps", str(NEW), "--prompt",
+    path = GPT2 if form == "gpt2-merged" else FIXTURES / FORMS[form]
+    args = ["verify", str(path), "--steps", str(NEW), "--prompt",
             ",".join(map(str, PROMPT)), "--json"]
     if route == "capacity":
         args += ["--cache-capacity", "24"]
