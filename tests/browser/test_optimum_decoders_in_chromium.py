@@ -1,4 +1,5 @@
-"""Optimum's decoders (models/optimum-tiny/: merged, unmerged pair, single model.onnx) decoded
+"""Optimum's decoders (models/optimum-tiny/: merged, unmerged pair, single model.onnx; a GPT-2
+merged) decoded
 greedily in Chromium's WebNN: one fixed-capacity graph (a sliding window of N-1 past rows, the
 caches kept as MLTensors on the browser's context by the emitted module's createSession), the
 same tokens as ONNX Runtime on the source."""
@@ -37,8 +38,9 @@ def test_a_merged_decoder_generates_16_tokens_in_chromium(browser_limits):
     assert not cache[:, :, :19 - used].any() and np.abs(cache[:, :, 19 - used:]).min() > 0
 
 
-@pytest.mark.parametrize("name", ["decoder_model.onnx", "model.onnx"])
-def test_verify_steps_in_chromium_for_the_pair_and_the_single_form(browser_limits, name):
+@pytest.mark.parametrize("name", ["decoder_model.onnx", "model.onnx",
+                                  "../gpt2/decoder_model_merged.onnx"])
+def test_verify_steps_in_chromium_for_the_pair_the_single_form_and_gpt2(browser_limits, name):
     r = CliRunner().invoke(main, ["verify", str(FIXTURES / name), "--cache-capacity", "24",
                                   "--steps", "16", "--prompt", "1,5,9", "--runtime",
                                   "chromium", "--target", "chromium-litert", "--json"])
