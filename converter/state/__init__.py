@@ -1,1 +1,3 @@
-"""Model state beyond the IR's pairs: KV caches of decoder exports (kv_cache.py)."""
+"""Model state beyond the IR's pairs: KV caches of decoder exports (kv_cache.py: the pairs and
+optimum's files), their concat form (concat_form.py: a graph per length) and the sliding window
+that gives a Concat-grown cache a fixed capacity (window_form.py)."""
