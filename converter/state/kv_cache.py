@@ -200,6 +200,12 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     outputs = {v.name: v for v in model.graph.output}
     pairs = match_pairs(list(inputs), list(outputs), patterns)
     where = str(path)
+    later = _with_past_name(path)
+    if not pairs and later is not None:  # the first file of a pair, its second missing
+        raise ConverterError(f"{path.name} has no past inputs: its later steps are "
+                             f"{later.name}, which is not beside it", where=where,
+                             fix=f"put {later.name} beside it, or give the merged "
+                                 f"decoder_model_merged.onnx")
     if not pairs:
         raise ConverterError("no past/present cache pairs found", where=where,
                              fix="name them with --state 'PAST=PRESENT' (globs, e.g. "
@@ -245,15 +251,18 @@ def unmerged_pair(path: Path) -> tuple[Path | None, Path]:
     if "decoder_with_past_model" in name:
         first = path.with_name(name.replace("decoder_with_past_model", "decoder_model"))
         return (first if first.is_file() else None), path
-    if name.startswith("decoder_model") and "merged" not in name:
-        later = path.with_name(name.replace("decoder_model", "decoder_with_past_model", 1))
-        if not later.is_file():
-            raise ConverterError(f"{name} has no past inputs: its later steps are "
-                                 f"{later.name}, which is not beside it", where=str(path),
-                                 fix=f"put {later.name} beside it, or give the merged "
-                                     f"decoder_model_merged.onnx")
+    later = _with_past_name(path)
+    if later is not None and later.is_file():
         return path, later
     return None, path
+
+
+def _with_past_name(path: Path) -> Path | None:
+    """decoder_with_past_model*.onnx beside decoder_model*.onnx (None for other names)."""
+    name = path.name
+    if not name.startswith("decoder_model") or "merged" in name:
+        return None
+    return path.with_name(name.replace("decoder_model", "decoder_with_past_model", 1))
 
 
 def read_signature(path: Path):

@@ -144,6 +144,15 @@ def test_a_pair_without_its_with_past_file_is_one_line(tmp_path):
            "decoder_with_past_model.onnx, which is not beside it" in r.output
 
 
+def test_a_decoder_model_file_with_past_inputs_and_no_pair_is_a_single_form(tmp_path, expected):
+    """The name alone makes no pair: a decoder_model.onnx that reads a past, with nothing
+    beside it, is stepped as the single form."""
+    shutil.copyfile(FIXTURES / "model.onnx", tmp_path / "decoder_model.onnx")
+    loop = ConcatLoop(tmp_path / "decoder_model.onnx")
+    assert loop.spec.first_path is None
+    assert converter.generate(loop, PROMPT, 3).tokens == expected[:3]
+
+
 def test_a_first_step_with_an_empty_past_converts_and_verifies(tmp_path):
     """--dim past_sequence_length=0: the past inputs have no elements, so they are constants
     (a Shape of one is known, a Concat drops it); the mask's axis, named by the expression,
