@@ -225,3 +225,13 @@ def test_inspect_asks_for_the_dims_and_not_for_their_sum():
     first = r.output.splitlines()[0]
     assert "open dims batch_size, past_sequence_length, sequence_length;" in first
     assert "--dim past_sequence_length + sequence_length" not in r.output
+
+
+def test_a_zero_dim_that_empties_every_input_is_one_line(tmp_path):
+    model = Path(__file__).resolve().parents[2] / "models" / "dynamic" / "bert_legacy.onnx"
+    r = CliRunner().invoke(main, ["convert", str(model), "--dim", "batch=0", "--dim",
+                                  "sequence=4", "-o", str(tmp_path / "b.webnn")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert "--dim batch=0 leaves no input any elements; 0 is for a dim only some inputs " \
+           "carry" in r.output
+    assert not (tmp_path / "b.webnn").exists()

@@ -153,6 +153,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
     check_dim_names(model, initialized | set(known_inputs), dims or {}, where)
     shapes = _input_shapes(model, initialized | set(known_inputs), dims or {},
                            input_shapes or {}, where)
+    _check_some_input_has_elements(shapes, dims or {}, where)
     for vi in model.graph.input:
         if vi.name in initialized or vi.name in known_inputs:
             continue  # an initializer listed as input (IR < 4), or fixed by the caller
@@ -338,6 +339,17 @@ def _onnx_type_of_webnn(data_type: str) -> int:
 
 def _onnx_type_of_array(arr: np.ndarray) -> int:
     return onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
+
+
+def _check_some_input_has_elements(shapes: Mapping[str, list[int]], dims: Mapping[str, int],
+                                   where: str) -> None:
+    """A dim of 0 empties the inputs it sizes (a decoder's past at its first step); one that
+    empties every input (batch=0) leaves the model nothing to compute: a mistake, said so."""
+    if shapes and all(0 in shape for shape in shapes.values()):
+        zero = ", ".join(f"{name}=0" for name, value in dims.items() if value == 0)
+        raise ConverterError(f"--dim {zero or '...=0'} leaves no input any elements",
+                             where=where, fix="0 is for a dim only some inputs carry (a "
+                                              "decoder's past_sequence_length); give it a size")
 
 
 def _expression_value(text: str, dims: Mapping[str, int]) -> int | None:
