@@ -24,12 +24,14 @@ def parse_dims(ctx, param, values) -> dict:
             parts = []
         if dots and lo.isdigit() and hi.isdigit() and 0 < int(lo) < int(hi):
             dims[name] = (int(lo), int(hi))
-        elif parts and all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        elif parts and all(p.strip().isdigit() and (int(p) > 0 or len(parts) == 1)
+                           for p in parts):  # NAME=0: an empty input (a decoder's first past)
             numbers = sorted({int(p) for p in parts})
             dims[name] = numbers[0] if len(numbers) == 1 else numbers
         else:
-            raise click.BadParameter(f"{item!r}: expected NAME=POSITIVE_INTEGER (e.g. batch=1), "
-                                     f"NAME=V1,V2,... or NAME=LO..HI with 0 < LO < HI")
+            raise click.BadParameter(f"{item!r}: expected NAME=INTEGER (e.g. batch=1; 0 "
+                                     f"empties the inputs it sizes), NAME=V1,V2,... or "
+                                     f"NAME=LO..HI with 0 < LO < HI")
         if not isinstance(dims[name], int) and ctx.command.name not in SEVERAL_DIMS:
             raise click.BadParameter(f"{item!r}: {ctx.command.name} takes one value of a dim; "
                                      f"several values or a range apply to convert")

@@ -80,7 +80,9 @@ VOCABULARY: dict[str, Shared] = {
         dict(is_flag=True)),
     "dim": Shared(
         ("--dim", "dims"),
-        "Give a symbolic dimension a value (repeatable). convert also takes NAME=V1,V2,... "
+        "Give a symbolic dimension a value (repeatable); 0 empties the inputs it sizes (a "
+        "decoder's first, empty past), which become constants; a dim named by an expression "
+        "of others ('past + new') is computed from them. convert also takes NAME=V1,V2,... "
         "or NAME=LO..HI: one conversion per value (for a range: its ends and middle), "
         "written as one .webnn/.json or .js with shared weights.",
         dict(multiple=True, callback=values.parse_dims, metavar="NAME=VALUE")),
@@ -121,7 +123,9 @@ VOCABULARY: dict[str, Shared] = {
     "cache_capacity": Shared(
         ("--cache-capacity",),
         "Convert a decoder (.onnx) with fixed-capacity KV caches of N tokens, one token a "
-        "step: its past/present pairs become graph state of one shape.",
+        "step: its past/present pairs become graph state of one shape (a cache that grows by "
+        "Concat, as optimum's do, slides: N-1 past rows, the oldest dropped each step). The "
+        "attention mask is [1, N], ones on the filled rows from the left.",
         dict(type=click.IntRange(min=1), metavar="N")),
     "steps": Shared(
         ("--steps",),

@@ -32,8 +32,10 @@ def onnx_open_summary(path: str | Path, dims: Mapping[str, int] | None = None,
     initializers = {t.name for t in graph.initializer}
     inputs = {vi.name: _desc(vi, dims, input_shapes) for vi in graph.input
               if vi.name not in initializers}
-    open_dims = sorted({d for desc in inputs.values() if desc["shape"] is not None
-                        for d in desc["shape"] if isinstance(d, str) and d != UNNAMED})
+    named = {d for desc in inputs.values() if desc["shape"] is not None
+             for d in desc["shape"] if isinstance(d, str) and d != UNNAMED}
+    # a dim named by an expression of the others ('past + new') is computed from them
+    open_dims = sorted(d for d in named if not _computed(d, named | set(dims)))
     unnamed = sorted(name for name, desc in inputs.items()
                      if desc["shape"] is None or UNNAMED in desc["shape"])
     if not open_dims and not unnamed:
@@ -51,7 +53,15 @@ def onnx_open_summary(path: str | Path, dims: Mapping[str, int] | None = None,
     }
 
 
+def _computed(dim: str, names: set[str]) -> bool:
+    from ..importers.onnx.dim_expressions import names_in
+
+    parts = names_in(dim)
+    return bool(parts) and all(p in names for p in parts)
+
+
 def _desc(vi, dims: Mapping[str, int], input_shapes: Mapping[str, Sequence[int]]) -> dict:
+    from ..importers.onnx.dim_expressions import evaluate
     from ..importers.onnx.model_file import ONNX_TO_WEBNN, onnx_dtype_name
 
     tt = vi.type.tensor_type
@@ -66,7 +76,9 @@ def _desc(vi, dims: Mapping[str, int], input_shapes: Mapping[str, Sequence[int]]
         if d.HasField("dim_value") and d.dim_value > 0:
             shape.append(int(d.dim_value))
         elif d.HasField("dim_param") and d.dim_param:
-            shape.append(int(dims[d.dim_param]) if d.dim_param in dims else d.dim_param)
+            value = int(dims[d.dim_param]) if d.dim_param in dims else \
+                evaluate(d.dim_param, dims)
+            shape.append(d.dim_param if value is None or value < 0 else value)
         else:
             shape.append(UNNAMED)
     return {"dataType": data_type, "shape": shape}

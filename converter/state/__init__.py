@@ -1,3 +1,4 @@
-"""Model state beyond the IR's pairs: KV caches of decoder exports (kv_cache.py), a decoder's
-concat form run as one static graph per length (concat_form.py), and greedy decoding with the
+"""Model state beyond the IR's pairs: KV caches of decoder exports (kv_cache.py: the pairs and
+optimum's files), their concat form (concat_form.py: a graph per length), the sliding window
+that gives a Concat-grown cache a fixed capacity (window_form.py), and greedy decoding with the
 cache carried as state from step to step (generation.py: `converter.generate`)."""

@@ -6,11 +6,13 @@ state grows and every length is another static graph. `ConcatLoop` converts the 
     converter.generate(loop, prompt_ids, max_new_tokens=8)   # 1 + 7 conversions
     loop.conversions                                           # graphs made so far
 
-The first step has no past: a zero-row tensor, which WebNN has no operand for. Its graph is
-converted from the model with the past inputs taken out (`without_past`): a Concat that reads
-one drops it, an attention op (GroupQueryAttention, MultiHeadAttention) gets no past; any
-other reader is refused. Each conversion costs what a `convert` does, so this form suits short
-runs and checks; a fixed capacity (`--cache-capacity`) makes one graph for every step.
+The first step has no past. An unmerged pair's decoder_model.onnx is that step's model; a
+merged decoder takes its no-cache branch (use_cache_branch fixed false); else the past inputs
+are zero-row tensors, which WebNN has no operand for: the importer takes inputs of no elements
+as constants (a Shape of one folds, a Concat drops it), and an attention op
+(GroupQueryAttention, MultiHeadAttention) gets its past slots emptied (`without_past`). Each
+conversion costs what a `convert` does, so this form suits short runs and checks on ONNX
+Runtime; a fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
 """
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ def without_past(model, past_names: Sequence[str], where: str) -> None:
             raise ConverterError(f"'{node.input[readers[0]]}' is read by {node.op_type} node "
                                  f"'{node.name}', which an empty past cannot be taken out of",
                                  where=where,
-                                 fix="convert with --cache-capacity N if the model takes it")
+                                 fix="convert with --cache-capacity N (one graph, its cache a "
+                                     "buffer or a sliding window)")
     kept_inputs = [v for v in model.graph.input if v.name not in past]
     del model.graph.input[:]
     model.graph.input.extend(kept_inputs)
@@ -63,8 +66,8 @@ class ConcatLoop:
     def __init__(self, path: str | Path, *, patterns: Sequence[tuple[str, str]] | None = None,
                  dims: Mapping[str, int] | None = None, logits: str = "logits",
                  max_graphs: int = 8):
-        self.path = Path(path)
-        self.spec: DecoderSpec = read_decoder_spec(self.path, patterns, dims)
+        self.spec: DecoderSpec = read_decoder_spec(Path(path), patterns, dims)
+        self.path = self.spec.path
         self.extra = dict(dims or {})
         self.logits = logits
         self.max_graphs = max_graphs  # converted graphs kept (the oldest dropped first)
@@ -78,20 +81,33 @@ class ConcatLoop:
         self.position = 0
 
     def graph(self, past: int, step: int) -> Graph:
-        """The static graph of `step` new tokens after `past` rows (converted on first use)."""
+        """The static graph of `step` new tokens after `past` rows (converted on first use).
+        The first step (no past) is an unmerged pair's decoder_model.onnx, a merged
+        decoder's no-cache branch, else the model with an empty past: inputs of no elements
+        are constants to the importer (a Shape of one is known, a Concat drops it), and an
+        attention op's past slots are left empty (`without_past`)."""
         key = (past, step)
         if key not in self._graphs:
             from ..importers.onnx import import_model
             from ..importers.onnx.model_file import read_model
 
-            model, arrays, budget = read_model(self.path)
-            if past == 0:
-                without_past(model, [p for p, _ in self.spec.pairs], str(self.path))
-            dims = self.spec.dims(past=past, step=step, extra=self.extra)
-            if past == 0:  # no past input left to size
-                dims.pop(self.spec.past_dim, None)
-            graph = import_model(model, arrays, dims=dims, where=str(self.path),
-                                 name=self.path.stem, budget=budget, isolate=True)
+            spec = self.spec
+            first = past == 0 and spec.first_path is not None
+            path = spec.first_path if first else spec.path
+            model, arrays, budget = read_model(path)
+            dims = spec.dims(past=past, step=step, extra=self.extra)
+            attention = {op for ops in spec.readers.values() for op in ops} & \
+                {op for _, op in _PAST_SLOTS}
+            if past == 0 and not first and attention:
+                without_past(model, [p for p, _ in spec.pairs], str(path))
+            if past == 0 and (first or attention):  # no past input left to size
+                dims.pop(spec.past_dim, None)
+            if first:  # the no-past file names only some of the dims
+                dims = {k: v for k, v in dims.items() if k in _dim_names(model)}
+            graph = import_model(model, arrays, dims=dims, where=str(path),
+                                 input_shapes=spec.input_shapes(past + step),
+                                 known_inputs=spec.known(past) if not first else None,
+                                 name=Path(path).stem, budget=budget, isolate=True)
             if len(self._graphs) >= self.max_graphs:
                 self._graphs.pop(next(iter(self._graphs)))
             self._graphs[key] = graph
@@ -124,6 +140,16 @@ class ConcatLoop:
 
     def feed(self, token: int) -> np.ndarray:
         return self.prefill([token])[0]
+
+
+def _dim_names(model) -> set[str]:
+    """The symbolic dims of a model's inputs and outputs, and the names their expressions
+    read."""
+    from ..importers.onnx.dim_expressions import names_in
+
+    names = {d.dim_param for v in [*model.graph.input, *model.graph.output]
+             for d in v.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    return names | {n for name in names for n in names_in(name)}
 
 
 def _dtype(graph: Graph, name: str):

@@ -5,14 +5,16 @@
     result.tokens                                                  # the 32 new token ids
 
 The graph is the fixed-capacity form (state/kv_cache.py): its cache pairs are state of one
-shape, and each step feeds one token, an attention mask of the buffer's length (ones on the
-rows filled so far and this step's), and position_ids when the model has them. The prompt is
-fed one token a step too, so one graph serves the whole run.
+shape, and each step feeds one token, an attention mask of the capacity's length (ones on the
+rows filled so far and this step's, from the left), and position_ids when the model has them.
+A GroupQueryAttention cache is a buffer the step writes into; one that grows by a Concat
+(optimum's exports) is a window that slides (state/window_form.py). The prompt is fed one token
+a step too, so one graph serves the whole run.
 
-The concat form (the cache grows by a step's tokens) has no such graph: each length is another
-static graph. `state.concat_form.ConcatLoop` converts one per length (the prompt in one step)
-and `generate` drives it the same way. `generate_on_onnxruntime` runs the source in that form
-on ONNX Runtime: the reference the tests and `verify --steps` compare with.
+The concat form (the cache grows by a step's tokens) converts a static graph per length:
+`state.concat_form.ConcatLoop` (the prompt in one step), which `generate` drives the same way.
+`generate_on_onnxruntime` runs the source in that form on ONNX Runtime, feeding each of
+optimum's files what optimum does: the reference the tests and `verify --steps` compare with.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import numpy as np
 from ..errors import ConverterError
 from ..ir import Graph
 from ..runtimes.session import Session
-from .kv_cache import DecoderSpec, check_tokens, declare_kv_state, read_decoder_spec
+from .kv_cache import check_tokens, declare_kv_state, read_decoder_spec
 
 __all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
 
@@ -43,17 +45,20 @@ def load_decoder(path: str | Path, *, capacity: int,
                  patterns: Sequence[tuple[str, str]] | None = None,
                  dims: Mapping[str, int] | None = None) -> Graph:
     """An ONNX decoder as a fixed-capacity graph: one token a step into caches of `capacity`
-    rows, its past/present pairs declared as state (`patterns`, else the known names)."""
+    rows, its past/present pairs declared as state (`patterns`, else the known names). A
+    cache GroupQueryAttention reads is a buffer it writes into; one that grows by a Concat
+    (optimum's exports) slides instead (state/window_form.py). Both take the attention mask
+    alike: [1, capacity], ones on the rows filled so far and this step's."""
     from ..conversion.by_suffix import load_any
+    from .window_form import load_window
 
     spec = read_decoder_spec(path, patterns, dims)
-    problem = spec.capacity_problem()
-    if problem:
-        raise ConverterError(f"no fixed-capacity form: {problem}", where=str(path),
-                             fix="run its concat form (run/verify --prompt without "
-                                 "--cache-capacity; state.concat_form.ConcatLoop), converted "
-                                 "once per length")
-    graph = load_any(path, dims=spec.dims(past=0, step=1, capacity=capacity, extra=dims))
+    if spec.capacity_form() == "buffer":
+        graph = load_any(spec.path, dims=spec.dims(past=0, step=1, capacity=capacity,
+                                                   extra=dims),
+                         known_inputs=spec.known(1) or None)
+    else:
+        graph = load_window(spec, capacity, dims)
     declare_kv_state(graph, spec.pairs)
     graph.verify()
     return graph
@@ -154,24 +159,29 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
                             dims: Mapping[str, int] | None = None,
                             eos_token_id: int | None = None) -> Generation:
     """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
-    prompt in the first step (an empty past), then one token a step, each step fed the
-    present outputs of the one before."""
+    prompt in the first step, then one token a step, each step fed the present outputs of
+    the one before. The first step is what the exporter's runtime feeds it: an unmerged
+    pair's decoder_model.onnx, a merged decoder's no-cache branch (use_cache_branch false),
+    else an empty past."""
     from ..runtimes.source_runs import run_onnx
 
     spec = read_decoder_spec(path, patterns, dims)
     prompt = [int(t) for t in prompt_ids]
     _check_request(prompt, max_new_tokens)
-    shape = _past_shape(Path(path), spec)
-    past = {name: np.zeros(shape, np.float32) for name, _ in spec.pairs}
+    empty = spec.past_shape(0)
+    past = {name: np.zeros(empty, np.float32) for name, _ in spec.pairs}
     result = Generation([])
     fed, new = 0, prompt
     while True:
-        feeds = {spec.input_ids: np.array([new], np.int64), **past}
+        first = fed == 0 and spec.first_path is not None
+        feeds = {spec.input_ids: np.array([new], np.int64), **({} if first else past)}
+        if spec.branch:
+            feeds[spec.branch] = np.array([fed > 0])
         if spec.attention_mask:
             feeds[spec.attention_mask] = np.ones((1, fed + len(new)), np.int64)
         if spec.position_ids:
             feeds[spec.position_ids] = np.arange(fed, fed + len(new)).reshape(1, -1)
-        out = run_onnx(Path(path), feeds)
+        out = run_onnx(Path(spec.first_path if first else spec.path), feeds)
         rows = np.asarray(out["logits"]).reshape(len(new), -1)
         result.logits.extend(list(rows))
         fed += len(new)
@@ -181,28 +191,6 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
         if len(result.tokens) == max_new_tokens or token == eos_token_id:
             return result
         new = [token]
-
-
-def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
-    """An empty past of the first cache input: batch 1, no rows, the other dimensions set."""
-    from .kv_cache import read_signature
-
-    model = read_signature(path)
-    value = next(v for v in model.graph.input if v.name == spec.pairs[0][0])
-    shape = []
-    for d in value.type.tensor_type.shape.dim:
-        if d.HasField("dim_value"):
-            shape.append(d.dim_value)
-        elif d.dim_param == spec.past_dim:
-            shape.append(0)
-        elif d.dim_param == spec.batch_dim:
-            shape.append(1)
-        elif d.dim_param in spec.fixed:
-            shape.append(spec.fixed[d.dim_param])
-        else:
-            raise ConverterError(f"the cache's dimension '{d.dim_param}' is open",
-                                 where=str(path), fix=f"set it with --dim {d.dim_param}=VALUE")
-    return tuple(shape)
 
 
 def _check_request(prompt: list[int], max_new_tokens: int) -> None:

@@ -7,14 +7,21 @@ optimum both name them so). `--state 'PAST=PRESENT'` names other schemes: glob p
 `*`s match the same text on both sides (`'cache_in_*=cache_out_*'`).
 
 Two forms (`DecoderSpec.dims`):
-- fixed capacity: the past inputs are buffers of C rows and the outputs the same buffers with
-  the new rows written in, so the pair is a state of one shape and one graph serves every
-  step. GroupQueryAttention takes that form itself when total_sequence_length is the buffer's
-  length (ONNX Runtime's shared buffer; the importer's attention_cache.py); the attention mask
-  is then [B, C], ones on the filled rows, and positions follow from it.
+- fixed capacity: one graph serves every step, each pair a state of one shape, the attention
+  mask [1, C] with ones on the filled rows from the left. GroupQueryAttention takes it itself
+  when total_sequence_length is the buffer's length (ONNX Runtime's shared buffer; the
+  importer's attention_cache.py: the past is a buffer of C rows the new rows are written
+  into); a cache that grows by a Concat slides instead (state/window_form.py: C-1 past rows,
+  the oldest dropped each step), which needs position_ids as an input.
 - concat: the outputs are the inputs with S rows appended, so the state grows by S each step;
   a static graph holds one past length, and state/concat_form.py's ConcatLoop converts the
   model once per length it meets.
+
+Optimum writes three files of one decoder (`read_decoder_spec` reads each): the merged
+decoder_model_merged.onnx, whose If on `use_cache_branch` takes the no-cache branch at the
+first step (`DecoderSpec.known` fixes it per step); the unmerged decoder_model.onnx (no past
+inputs: the first step) beside decoder_with_past_model.onnx (`unmerged_pair`); and optimum
+2.x's single model.onnx, fed an empty past at the first step.
 """
 from __future__ import annotations
 
@@ -27,7 +34,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ConverterError
 
 __all__ = ["DEFAULT_PATTERNS", "parse_state_patterns", "match_pairs", "DecoderSpec",
-           "read_decoder_spec", "declare_kv_state", "check_tokens"]
+           "read_decoder_spec", "unmerged_pair", "declare_kv_state", "check_tokens"]
 
 # past -> present names of the exporters we know; the user adds others with --state.
 DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (("past_key_values.*", "present.*"),
@@ -102,17 +109,56 @@ class DecoderSpec:
     total_dim: str | None  # rows in the present outputs (and the mask)
     fixed: dict[str, int] = field(default_factory=dict)  # other symbolic dims' values
     readers: dict[str, list[str]] = field(default_factory=dict)  # past input -> node op types
+    path: Path | None = None  # the file of the steps with a past
+    first_path: Path | None = None  # an unmerged pair's file without past inputs (first step)
+    branch: str | None = None  # a merged decoder's If condition input (use_cache_branch)
+    seq_axis: int = 2  # the cache's length axis
+    past_dims: list = field(default_factory=list)  # the past inputs' dims as written
 
-    def capacity_problem(self) -> str | None:
-        """Why the fixed-capacity form does not apply, or None: it needs every past input
-        read by an attention op that writes into the buffer (GroupQueryAttention); a Concat
-        grows the cache instead."""
-        for name, ops in self.readers.items():
-            other = [op for op in ops if op != "GroupQueryAttention"]
-            if other:
-                return (f"'{name}' is read by {other[0]}, not by GroupQueryAttention, so its "
-                        f"present output grows by each step's rows")
-        return None
+    def capacity_form(self) -> str:
+        """'buffer' when every past input is read by an attention op that writes into it
+        (GroupQueryAttention); else 'window' (the cache grows by a Concat: a fixed past of
+        N-1 rows slides, state/window_form.py), which needs the positions as an input."""
+        if all(ops and set(ops) == {"GroupQueryAttention"} for ops in self.readers.values()):
+            return "buffer"
+        if self.position_ids is None:
+            name = next(iter(self.readers))
+            raise ConverterError(
+                f"'{name}' grows by each step's rows and the model has no position_ids input, "
+                f"so a cache of fixed length would shift its positions",
+                where=str(self.path), fix="step its concat form on ort: run/verify --prompt "
+                                          "IDS --steps N without --cache-capacity (the "
+                                          "browser steps fixed-capacity graphs only)")
+        return "window"
+
+    def known(self, past: int) -> dict:
+        """The inputs fixed at conversion: a merged decoder's branch (the cache branch once
+        there is a past)."""
+        import numpy as np
+
+        return {self.branch: np.array([past > 0])} if self.branch else {}
+
+    def input_shapes(self, total: int) -> dict[str, list[int]]:
+        """The attention mask's shape: past and new rows (a merged export names its axis
+        after the new tokens alone, so its dims cannot size it)."""
+        return {self.attention_mask: [1, total]} if self.attention_mask else {}
+
+    def past_shape(self, rows: int) -> tuple[int, ...]:
+        """A past input's shape at batch 1 and `rows` rows."""
+        shape = []
+        for d in self.past_dims:
+            if isinstance(d, int):
+                shape.append(d)
+            elif d == self.past_dim:
+                shape.append(rows)
+            elif d == self.batch_dim:
+                shape.append(1)
+            elif d in self.fixed:
+                shape.append(self.fixed[d])
+            else:
+                raise ConverterError(f"the cache's dimension '{d}' is open", where=str(self.path),
+                                     fix=f"set it with --dim {d}=VALUE")
+        return tuple(shape)
 
     def dims(self, *, past: int, step: int = 1, capacity: int | None = None,
              extra: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -146,6 +192,7 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     if path.suffix.lower() != ".onnx" or not path.is_file():
         raise ConverterError("a KV cache is read from an .onnx decoder", where=str(path),
                              fix="give the exporter's model.onnx")
+    first, path = unmerged_pair(path)
     model = read_signature(path)
     inputs = {v.name: v for v in model.graph.input}
     inputs = {n: v for n, v in inputs.items()
@@ -153,6 +200,12 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
     outputs = {v.name: v for v in model.graph.output}
     pairs = match_pairs(list(inputs), list(outputs), patterns)
     where = str(path)
+    later = _with_past_name(path)
+    if not pairs and later is not None:  # the first file of a pair, its second missing
+        raise ConverterError(f"{path.name} has no past inputs: its later steps are "
+                             f"{later.name}, which is not beside it", where=where,
+                             fix=f"put {later.name} beside it, or give the merged "
+                                 f"decoder_model_merged.onnx")
     if not pairs:
         raise ConverterError("no past/present cache pairs found", where=where,
                              fix="name them with --state 'PAST=PRESENT' (globs, e.g. "
@@ -184,8 +237,32 @@ def read_decoder_spec(path: str | Path, patterns: Sequence[tuple[str, str]] | No
         for name in node.input:
             if name in readers:
                 readers[name].append(node.op_type)
+    branch = _pick(inputs, ("use_cache_branch",), where, None)
     return DecoderSpec(ids, mask, positions, pairs, batch, new, past_dim,
-                       total if isinstance(total, str) else None, fixed, readers)
+                       total if isinstance(total, str) else None, fixed, readers, path, first,
+                       branch, axis, past_dims)
+
+
+def unmerged_pair(path: Path) -> tuple[Path | None, Path]:
+    """(the file of the first step, the file of the steps with a past): optimum's unmerged
+    pair is decoder_model*.onnx (no past inputs) beside decoder_with_past_model*.onnx (the
+    same suffix: _quantized, _fp16 ...); any other file is both (None, path)."""
+    name = path.name
+    if "decoder_with_past_model" in name:
+        first = path.with_name(name.replace("decoder_with_past_model", "decoder_model"))
+        return (first if first.is_file() else None), path
+    later = _with_past_name(path)
+    if later is not None and later.is_file():
+        return path, later
+    return None, path
+
+
+def _with_past_name(path: Path) -> Path | None:
+    """decoder_with_past_model*.onnx beside decoder_model*.onnx (None for other names)."""
+    name = path.name
+    if not name.startswith("decoder_model") or "merged" in name:
+        return None
+    return path.with_name(name.replace("decoder_model", "decoder_with_past_model", 1))
 
 
 def read_signature(path: Path):
@@ -211,10 +288,9 @@ def declare_kv_state(graph, pairs: Sequence[tuple[str, str]]) -> None:
                 f"'{present}' is {list(target.shape)} where '{past}' is "
                 f"{list(source.shape)}: the model appends to its cache (concat form), so a "
                 f"graph's state would grow each step",
-                fix="convert with --cache-capacity N (converter.load_decoder), which needs "
-                    "an attention that writes into a buffer (GroupQueryAttention); the concat "
-                    "form is one static graph per past length: run and verify take it with "
-                    "--prompt alone (state.concat_form.ConcatLoop)")
+                fix="convert with --cache-capacity N instead of --state (converter."
+                    "load_decoder: one graph, its cache a buffer or a sliding window), or "
+                    "step the concat form with run/verify --prompt IDS --steps N alone")
         graph.declare_state(past, present)
 
 

@@ -282,6 +282,8 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         source_feeds[name] = np.asarray(value)
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
+    if src.runtime == "onnxruntime" and dims and 0 in dims.values():
+        source_feeds.update(_empty_inputs(source, dims, source_feeds))  # constants in the graph
     from ..formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
@@ -460,6 +462,32 @@ def _structure(path: Path):
     model = onnx.ModelProto()
     model.ParseFromString(stripped)
     return model
+
+
+def _empty_inputs(path: Path, dims: Mapping[str, int], fed: Mapping[str, Any]
+                  ) -> dict[str, np.ndarray]:
+    """Zeros for each source input the dims give no elements (a decoder's past at
+    past_sequence_length=0): the graph holds it as a constant, the source is fed it."""
+    import onnx
+
+    from ..importers.onnx.dim_expressions import evaluate
+
+    empty = {}
+    for vi in _structure(path).graph.input:
+        if vi.name in fed or not vi.type.tensor_type.HasField("shape"):
+            continue
+        shape = []
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            elif d.dim_param in dims:
+                shape.append(int(dims[d.dim_param]))
+            else:
+                shape.append(evaluate(d.dim_param, dims))
+        if 0 in shape and None not in shape:
+            elem = onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+            empty[vi.name] = np.zeros(shape, elem)
+    return empty
 
 
 def _onnx_input_shapes(path: Path) -> dict[str, list[int | None]]:

@@ -84,7 +84,8 @@ def test_verify_and_run_take_the_concat_form(tmp_path):
 
 def test_an_optimum_style_concat_decoder(tmp_path):
     """Concat caches named past_key_values.0.* / present.0.*: found by the default names,
-    decoded in the concat form as ONNX Runtime decodes it, and refused a fixed capacity."""
+    decoded in the concat form as ONNX Runtime decodes it, and refused a fixed capacity: its
+    positions follow the past's length (no position_ids input), which a sliding window fixes."""
     from .concat_decoder import concat_decoder
 
     path = tmp_path / "model.onnx"
@@ -97,9 +98,11 @@ def test_an_optimum_style_concat_decoder(tmp_path):
     assert ours.tokens == source.tokens and len(set(source.tokens)) >= 3
     for got, want in zip(ours.logits, source.logits, strict=True):
         assert np.all(np.abs(got - want) <= 1e-4 + 1e-3 * np.abs(want))
-    with pytest.raises(ConverterError, match="read by Concat, not by GroupQueryAttention"):
+    with pytest.raises(ConverterError, match="grows by each step's rows and the model has no "
+                                             "position_ids input"):
         converter.load_decoder(path, capacity=8)
     r = CliRunner().invoke(main, ["convert", str(path), "--cache-capacity", "8", "-o",
                                   str(tmp_path / "out.webnn")])
-    assert r.exit_code == 2 and "no fixed-capacity form" in r.output
+    assert r.exit_code == 2 and "no position_ids input" in r.output
+    assert "without --cache-capacity" in r.output  # the route that takes it
     assert not (tmp_path / "out.webnn").exists()

@@ -22,6 +22,7 @@ from .. import REFUSAL_FIX
 from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (each op family's rules, imported as models need them)
 from .context import ImportContext, OnnxNode, Value
+from .dim_expressions import evaluate as _evaluate_dims
 from .dim_limits import check_dim_names, check_input_ranks, explained
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
 from .folding import can_fold, fold, fold_unsized, folded_bytes
@@ -152,10 +153,18 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
     check_dim_names(model, initialized | set(known_inputs), dims or {}, where)
     shapes = _input_shapes(model, initialized | set(known_inputs), dims or {},
                            input_shapes or {}, where)
+    _check_some_input_has_elements(shapes, dims or {}, where)
     for vi in model.graph.input:
         if vi.name in initialized or vi.name in known_inputs:
             continue  # an initializer listed as input (IR < 4), or fixed by the caller
         elem = vi.type.tensor_type.elem_type
+        if 0 in shapes[vi.name] and elem in ONNX_TO_WEBNN:
+            # No elements, so no values to feed: an empty constant (WebNN has no zero-sized
+            # operands). A decoder's first step is one: a past of length 0.
+            np_type = np.bool_ if elem == onnx.TensorProto.BOOL else ONNX_TO_WEBNN[elem][1]
+            ctx.set(vi.name, np.zeros(shapes[vi.name], np_type), elem)
+            ctx.graph_inputs.discard(vi.name)
+            continue
         if elem not in ONNX_TO_WEBNN:
             raise ConverterError(f"input '{vi.name}' has data type {onnx_dtype_name(elem)}, "
                                  f"which WebNN does not have", where=where)
@@ -332,6 +341,24 @@ def _onnx_type_of_array(arr: np.ndarray) -> int:
     return onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
 
 
+def _check_some_input_has_elements(shapes: Mapping[str, list[int]], dims: Mapping[str, int],
+                                   where: str) -> None:
+    """A dim of 0 empties the inputs it sizes (a decoder's past at its first step); one that
+    empties every input (batch=0) leaves the model nothing to compute: a mistake, said so."""
+    if shapes and all(0 in shape for shape in shapes.values()):
+        zero = ", ".join(f"{name}=0" for name, value in dims.items() if value == 0)
+        raise ConverterError(f"--dim {zero or '...=0'} leaves no input any elements",
+                             where=where, fix="0 is for a dim only some inputs carry (a "
+                                              "decoder's past_sequence_length); give it a size")
+
+
+def _expression_value(text: str, dims: Mapping[str, int]) -> int | None:
+    """A dim named by an expression of the dims given (`past + new`), when it is one and its
+    value is a size."""
+    value = _evaluate_dims(text, dims)
+    return value if value is not None and value >= 0 else None
+
+
 def _input_shapes(model, initializers: set[str], dims: Mapping[str, int],
                   overrides: Mapping[str, Sequence[int]], where: str) -> dict[str, list[int]]:
     """Each graph input's static shape; one error lists every dimension that needs a value."""
@@ -358,6 +385,8 @@ def _input_shapes(model, initializers: set[str], dims: Mapping[str, int],
                 shape.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param in dims:
                 shape.append(int(dims[d.dim_param]))
+            elif d.HasField("dim_param") and _expression_value(d.dim_param, dims) is not None:
+                shape.append(_expression_value(d.dim_param, dims))  # 'past + new', computed
             else:
                 label = f"'{d.dim_param}'" if d.HasField("dim_param") else "unnamed"
                 missing.append(f"input '{vi.name}' axis {axis} ({label})")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import onnx
 
 from ...errors import ConverterError
+from .dim_expressions import names_in
 
 __all__ = ["model_dims", "check_dim_names", "check_input_ranks", "TableLimit", "table_limit",
            "explained"]
@@ -55,6 +56,7 @@ def check_dim_names(model: onnx.ModelProto, initializers: set[str], dims: Mappin
     would otherwise be ignored): refused, naming the dims its inputs have. A name only its
     outputs carry is accepted (a decoder's total length, set with its past)."""
     known, settable = model_dims(model, initializers), _input_dims(model, initializers)
+    known = known + [n for name in known for n in names_in(name)]  # 'past + new' reads both
     for name in dims:
         if name not in known:
             there = (f"its dims are: {', '.join(settable)}" if settable else

@@ -249,8 +249,8 @@ def if_(ctx: ImportContext, node: OnnxNode):
     if cond is not None:
         taken = bool(known_scalar(ctx, node.input(0), "the condition"))
         return _branch(ctx, node, "then_branch" if taken else "else_branch")
-    then_out = _branch(ctx, node, "then_branch")
-    else_out = _branch(ctx, node, "else_branch")
+    then_out = _either_branch(ctx, node, "then_branch")
+    else_out = _either_branch(ctx, node, "else_branch")
     selector = ctx.operand(node.input(0))
     if selector.size != 1:
         raise Unsupported(f"the condition has shape {list(selector.shape)}; it must hold one "
@@ -271,6 +271,23 @@ def if_(ctx: ImportContext, node: OnnxNode):
                               f"(--const)", needs=ctx.inputs_feeding(node.input(0)))
         results.append(ctx.emit("where", [selector, a, b], suffix=f"select_{i}"))
     return results
+
+
+def _either_branch(ctx: ImportContext, node: OnnxNode, attr: str) -> list:
+    """A branch of a run-time condition, imported at shapes it may never run at (a merged
+    decoder's cache branch at the first step's shapes): its failure there is not the model's
+    fault, so it is refused naming the condition to fix, not blamed on the model."""
+    try:
+        return _branch(ctx, node, attr)
+    except Invalid as e:
+        inputs = ctx.inputs_feeding(node.input(0))
+        fix = f"--const {inputs[0] if inputs else 'NAME'}=VALUE"
+        if "use_cache_branch" in inputs:  # a merged decoder: the decoder commands set it
+            fix += ", or step the decoder: run/verify --steps N --prompt IDS"
+        raise Unsupported(f"its condition is computed at run time, so both branches are "
+                          f"imported at these shapes, and its {attr} fails at them ({e}); "
+                          f"give the condition's inputs at conversion time ({fix})",
+                          needs=inputs) from None
 
 
 def _branch(ctx: ImportContext, node: OnnxNode, attr: str) -> list:
