@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "llama"
 PROMPT = [1, 5, 9]

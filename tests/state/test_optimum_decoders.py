@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import converter
 from cli.main import main
 from converter.errors import ConverterError
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.state.concat_form import ConcatLoop
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "llama"
