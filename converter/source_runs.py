@@ -11,7 +11,9 @@ numerics, and even the basic ones (a convolution folded with its batch norm) wri
 of the weights, which would hold every weight twice; so a reported difference is never our own
 setup, and each runtime holds the weights once. Its noise is measured at ENABLE_ALL, on the
 input moved by one ULP, and, where ORT has double kernels for every op, on a float64 copy of
-the model.
+the model; a model whose MatMulNBits nodes have ORT quantize their activations to int8 at run
+time (accuracy_level 4) also runs with float activations, the model's math, whose distance
+from the int8 run is what that quantization moves.
 LiteRT's noise: its builtin kernels against its default (XNNPACK) ones, and the input moved by
 one ULP.
 """
@@ -26,7 +28,8 @@ from .errors import ConverterError
 from .threads import runtime_threads
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
-           "ONE_ULP_LABEL", "release_freed_memory"]
+           "ONE_ULP_LABEL", "release_freed_memory", "int8_activation_nodes",
+           "FLOAT_ACTIVATIONS_LABEL"]
 
 SESSION_OPTIONS = {".onnx": "ONNX Runtime at ORT_DISABLE_ALL on both sides",
                    ".tflite": "LiteRT with its default kernels (XNNPACK)"}
@@ -49,8 +52,13 @@ def run_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
 
 
 def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str = "none",
-             where: str | None = None) -> dict[str, np.ndarray]:
-    """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`."""
+             where: str | None = None, float_activations: bool = False
+             ) -> dict[str, np.ndarray]:
+    """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`.
+
+    `float_activations` (a path only): run its MatMulNBits nodes at accuracy_level 0, the
+    float math the model states, where accuracy_level 4 has ORT quantize their activations
+    to int8 at run time (int8_activation_nodes)."""
     import onnxruntime as ort
 
     where = where or str(path)
@@ -64,7 +72,8 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
     if threads is not None:
         options.intra_op_num_threads = threads
     try:
-        model = path if isinstance(path, bytes) else _external_view(Path(path), options)
+        model = path if isinstance(path, bytes) else _external_view(
+            Path(path), options, _float_activations if float_activations else None)
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # ORT's own errors: the source cannot be the reference
         raise ConverterError(f"ONNX Runtime cannot load the source model: {_first_line(e)}",
@@ -105,9 +114,10 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 _VIEW_MIN_BYTES = 1 << 20
 
 
-def _external_view(path: Path, options) -> str | bytes:
-    """The model for ORT to load: its path, or, when it holds big initializers inline, its
-    bytes without them, each marked as external data at its own offset in the source file.
+def _external_view(path: Path, options, edit: Callable | None = None) -> str | bytes:
+    """The model for ORT to load: its path, or, when it holds big initializers inline (or
+    `edit` changes its nodes: edit(model) on the weightless structure), its bytes without
+    them, each marked as external data at its own offset in the source file.
 
     Loading the file itself, ORT parses every weight into the protobuf and then copies each
     into a tensor: twice the weights. Given the offsets it reads each weight once, from the
@@ -122,12 +132,15 @@ def _external_view(path: Path, options) -> str | bytes:
         stripped, raws, mapped = map_model(path)
     except (OSError, WireError):
         return str(path)  # ORT reads it itself and reports what is wrong with it
-    if not any(raw is not None and raw.nbytes >= _VIEW_MIN_BYTES for raw in raws):
+    if edit is None and not any(raw is not None and raw.nbytes >= _VIEW_MIN_BYTES
+                                for raw in raws):
         return str(path)
     real = path.resolve()  # the file mapped, under its own name and folder
-    base = np.frombuffer(mapped, np.uint8, count=1).ctypes.data
+    base = np.frombuffer(mapped, np.uint8, count=1).ctypes.data if len(mapped) else 0
     model = onnx.ModelProto()
     model.ParseFromString(stripped)
+    if edit is not None:
+        edit(model)
     for tensor, raw in zip(model.graph.initializer, raws):
         if raw is None:
             continue
@@ -212,6 +225,51 @@ def double_copy(model):
     return out
 
 
+# ONNX Runtime's MatMulNBits accuracy_level (com.microsoft contrib op): 0 unset, 1 float32,
+# 2 float16, 3 bfloat16, 4 int8. On the CPU provider only 4 changes the numbers: the
+# activations are quantized to int8 blockwise at run time (MLAS's CompInt8), which is the
+# runtime's approximation, not the model's math; onnxruntime-genai's CPU int4 models use it.
+INT8_ACTIVATIONS = 4
+FLOAT_ACTIVATIONS_LABEL = ("ORT with MatMulNBits at accuracy_level 0 (float activations) "
+                           "vs 4 (int8 activations)")
+
+
+def int8_activation_nodes(path: Path) -> int:
+    """How many MatMulNBits nodes of an ONNX model ask ORT for int8 activations
+    (accuracy_level 4); 0 for a model that cannot be read (its run reports that)."""
+    if path.suffix.lower() != ".onnx":
+        return 0
+    import onnx
+
+    from .importers.onnx.wire import WireError, map_model
+
+    try:
+        stripped, _, _ = map_model(path)
+        model = onnx.ModelProto()
+        model.ParseFromString(stripped)
+    except (OSError, WireError, ValueError):  # ValueError: protobuf's DecodeError
+        return 0
+    return sum(1 for node in _nbits_nodes(model)
+               if _attr_int(node, "accuracy_level") == INT8_ACTIVATIONS)
+
+
+def _nbits_nodes(model):
+    return [node for node in model.graph.node
+            if node.op_type == "MatMulNBits" and node.domain == "com.microsoft"]
+
+
+def _attr_int(node, name: str) -> int:
+    return next((int(a.i) for a in node.attribute if a.name == name), 0)
+
+
+def _float_activations(model) -> None:
+    """Every MatMulNBits node at accuracy_level 0: ORT then computes in float32."""
+    for node in _nbits_nodes(model):
+        for attr in node.attribute:
+            if attr.name == "accuracy_level":
+                attr.i = 0
+
+
 def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
                      float_inputs: set[str]) -> dict[str, dict[str, np.ndarray]]:
     """The source run other ways, whose spread is the runtime's own float32 noise.
@@ -232,6 +290,9 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
     else:
         runs["ORT_ENABLE_ALL vs ORT_DISABLE_ALL"] = lambda: run_onnx(path, feeds, level="all")
         runs[ONE_ULP_LABEL] = lambda: run_onnx(path, moved)
+        if int8_activation_nodes(path):
+            runs[FLOAT_ACTIVATIONS_LABEL] = lambda: run_onnx(path, feeds,
+                                                             float_activations=True)
     found = {}
     for label, go in runs.items():
         try:

@@ -31,8 +31,8 @@ from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
 from .verification_notes import degenerate, overruled
 from .verification_text import BISECT_HINT, report_lines, summary
-from .source_runs import (SESSION_OPTIONS, release_freed_memory, run_source, run_source_f64,
-                          source_alternates)
+from .source_runs import (SESSION_OPTIONS, int8_activation_nodes, release_freed_memory,
+                          run_source, run_source_f64, source_alternates)
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
            "source_int_limits"]
@@ -63,6 +63,9 @@ class VerifyReport:
     # Source outputs the graph lacks because they hold no values ({"name", "shape"}): the
     # import drops them, as WebNN has no empty tensors; listed, not compared.
     dropped: list[dict] = field(default_factory=list)
+    # What the report judges against besides the source's run, when that run is not the
+    # model's math (MatMulNBits with int8 activations).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -95,6 +98,8 @@ class VerifyReport:
             out["permuted"] = self.permuted
         if self.warnings:
             out["warnings"] = self.warnings
+        if self.notes:
+            out["notes"] = self.notes
         if not self.passed:
             out["hint"] = BISECT_HINT
         return out
@@ -312,6 +317,14 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     report.dropped = [{"name": n, "shape": [int(d) for d in np.shape(v)]}
                       for n, v in want.items() if n not in graph.outputs and np.size(v) == 0]
     want = {n: v for n, v in want.items() if n in graph.outputs or np.size(v)}
+    int8_nodes = int8_activation_nodes(source)
+    if int8_nodes:
+        report.notes.append(
+            f"ONNX Runtime quantizes the activations of {int8_nodes} MatMulNBits node"
+            f"{'s' * (int8_nodes != 1)} to int8 at run time (accuracy_level 4); the graph "
+            "computes them in float, the model's math: an output outside the budget is judged "
+            "against the float64 oracle, ORT at accuracy_level 0 measuring what that "
+            "quantization moves")
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     report.outputs = _compare_all(graph, want, got, str(source), bounds)
     if oracle == "always" or (oracle == "auto" and not all(o.passed for o in report.outputs)):

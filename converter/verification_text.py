@@ -67,6 +67,7 @@ def note_lines(report) -> list[str]:
     lines.append(f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
     if report.oracle:
         lines.append(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
+    lines += [f"note: {note}" for note in getattr(report, "notes", ())]
     lines += [f"warning: {warning}" for warning in report.warnings]
     lines.append("pass" if report.passed else "mismatch")
     if not report.passed:
