@@ -58,10 +58,41 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 
     `float_activations` (a path only): run its MatMulNBits nodes at accuracy_level 0, the
     float math the model states, where accuracy_level 4 has ORT quantize their activations
-    to int8 at run time (int8_activation_nodes)."""
-    import onnxruntime as ort
+    to int8 at run time (int8_activation_nodes).
+
+    The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
+    that crashes ORT is a ConverterError, not the converter's death."""
+    from .runtimes.crash_guard import guarded_run
 
     where = where or str(path)
+    return guarded_run(
+        _model_key(path, level, float_activations),
+        lambda: _run_onnx_here(path, feeds, level, where, float_activations),
+        what="ONNX Runtime", where=where,
+        fix="the source runtime must run the model to verify against it: try another "
+            "onnxruntime version, or convert without verifying")
+
+
+def _model_key(path: Path | bytes, level: str, float_activations: bool):
+    """What identifies a model's run for crash_guard: the file (its identity and version), or
+    the bytes' digest, with how it is run; None for a file that cannot be looked at (ORT
+    then reports it)."""
+    import hashlib
+
+    if isinstance(path, bytes):
+        return hashlib.sha256(path).hexdigest(), level
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return str(Path(path).resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, \
+        level, float_activations
+
+
+def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: str,
+                   where: str, float_activations: bool) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.graph_optimization_level = {
         "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
