@@ -26,7 +26,7 @@ import numpy as np
 
 from . import io_permutations
 from .emit.permuted_record import module_permutations
-from .errors import ConverterError
+from .errors import ConverterError, NoSourceRuntimeError
 from .ir import Graph
 from .parity import Bounds, OutputParity, compare, default_bounds, judge, with_overrides
 from .verification_notes import degenerate, overruled
@@ -35,7 +35,9 @@ from .source_runs import (SESSION_OPTIONS, int8_activation_nodes, release_freed_
                           run_source, run_source_f64, source_alternates)
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
-           "source_int_limits"]
+           "source_int_limits", "UNJUDGED"]
+
+UNJUDGED = "unjudged: no source runtime"
 
 
 
@@ -66,11 +68,28 @@ class VerifyReport:
     # What the report judges against besides the source's run, when that run is not the
     # model's math (MatMulNBits with int8 activations).
     notes: list[str] = field(default_factory=list)
+    # Why no source runtime could run the source (NoSourceRuntimeError), when none could: the
+    # graph's outputs are then compared with its own float64 evaluation only.
+    unjudged: str | None = None
 
     @property
     def passed(self) -> bool:
+        """Whether the graph computes what the source does (never, when nothing could run
+        the source: see `verdict`)."""
+        return self.unjudged is None and self._within()
+
+    def _within(self) -> bool:
         return bool(self.outputs) and all(o.passed for o in self.outputs) and all(
             o.passed for results in self.others.values() for o in results)
+
+    @property
+    def verdict(self) -> str:
+        """"pass", "mismatch", or UNJUDGED: no source runtime could run the source, and the
+        graph's outputs agree with its float64 evaluation (they say nothing of whether the
+        conversion kept the source's meaning)."""
+        if self.unjudged is not None and self._within():
+            return UNJUDGED
+        return "pass" if self.passed else "mismatch"
 
     def lines(self) -> list[str]:
         """The lines `webnn-convert verify` prints (piped): a table per comparison, then the
@@ -87,7 +106,7 @@ class VerifyReport:
         out = {
             "source": self.source, "graph": self.graph, "seed": self.seed,
             "sourceRuntime": self.source_runtime, "graphRuntime": self.graph_runtime,
-            "inputs": self.inputs, "passed": self.passed,
+            "inputs": self.inputs, "passed": self.passed, "verdict": self.verdict,
             "outputs": [o.to_json() for o in self.outputs],
             "others": {k: [o.to_json() for o in v] for k, v in self.others.items()},
             "sessionOptions": self.session_options, "oracle": self.oracle,
@@ -100,7 +119,9 @@ class VerifyReport:
             out["warnings"] = self.warnings
         if self.notes:
             out["notes"] = self.notes
-        if not self.passed:
+        if self.unjudged is not None:
+            out["unjudged"] = self.unjudged
+        if self.verdict == "mismatch":
             out["hint"] = BISECT_HINT
         return out
 
@@ -291,8 +312,11 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     from .formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
+    no_source = None
     try:
         want = run_source(source, source_feeds)
+    except NoSourceRuntimeError as e:  # judged against the graph's float64 value alone
+        want, no_source = None, e
     except ConverterError:
         why = io_permutations.unrecorded(graph, src.input_shapes(source))
         if why is None:
@@ -314,6 +338,8 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
                           "webnn-onnx" if runtime == "ort" else runtime, described,
                           session_options=SESSION_OPTIONS[source.suffix.lower()],
                           permuted=io_permutations.described(graph))
+    if no_source is not None:
+        return _unjudged(report, no_source, graph, graph_feeds, got, atol, rtol, ulp)
     report.dropped = [{"name": n, "shape": [int(d) for d in np.shape(v)]}
                       for n, v in want.items() if n not in graph.outputs and np.size(v) == 0]
     want = {n: v for n, v in want.items() if n in graph.outputs or np.size(v)}
@@ -348,6 +374,29 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         other = io_permutations.to_source_outputs(  # an export keeps the graph's layout
             graph, _source_kind(Path(path)).run(Path(path), graph_feeds))
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
+    return report
+
+
+def _unjudged(report: VerifyReport, no_source: ConverterError, graph: Graph,
+              graph_feeds: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
+              atol, rtol, ulp) -> VerifyReport:
+    """The report when no runtime can run the source: each output of the graph against the
+    graph evaluated in float64 (which checks the executor, not the conversion)."""
+    truth, report.oracle = _float64_oracle(graph, graph_feeds)
+    if truth is None:  # nothing at all to judge against
+        raise ConverterError(f"{no_source.what}, and {report.oracle}", where=no_source.where,
+                             fix=no_source.fix)
+    truth = io_permutations.to_source_outputs(graph, truth)
+    report.unjudged = no_source.what
+    report.source_f64 = "no source run"
+    report.session_options = "no source runtime: the graph against its own float64 value"
+    for name in graph.outputs:
+        operand = graph.outputs[name]
+        expected = np.asarray(truth[name]).astype(np.asarray(got[name]).dtype)
+        result = compare(name, got[name], expected, _bounds(graph, name, atol, rtol, ulp),
+                         operand.data_type)
+        result.extra["decidedBy"] = "webnn vs f64 (no source runtime)"
+        report.outputs.append(result)
     return report
 
 

@@ -54,7 +54,9 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
-    they do not. Nothing OUTPUT writes (its manifest, weights, page) may be a file the
+    they do not, and 3 when no runtime can run the source (a TFLite custom op LiteRT has no
+    kernel for: the outputs are written, checked against the graph's float64 evaluation
+    only). Nothing OUTPUT writes (its manifest, weights, page) may be a file the
     command reads: SOURCE, its external data, a --const file. Graph files named alike
     (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
     one whose weights differ from those another one uses is refused: name it apart.
@@ -118,10 +120,11 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         say(f"verifying against {source} on its own runtime")
         report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
                                   known_inputs=known_inputs, graph_path=output, also=also)
-        if report.passed or keep_on_mismatch:
+        # unjudged (no runtime runs the source): written, the report saying so (exit 3)
+        if report.verdict != "mismatch" or keep_on_mismatch:
             written = stage.commit(staged)
             _wrote(written, graph, as_json)
-            if not report.passed:
+            if report.verdict == "mismatch":
                 echo(f"verification failed; kept {', '.join(map(str, written))} as "
                      f"--keep-on-mismatch asks", err=True)
         else:

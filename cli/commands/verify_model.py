@@ -18,6 +18,7 @@ from ..options import decoder_options, given_inputs, source_options, target_opti
 def print_report(report) -> None:
     """The report's tables and lines (converter.verification_text, which str(report) prints
     too), escaped for the terminal, warnings and the verdict in colour."""
+    from converter.verification import UNJUDGED
     from converter.verification_text import COLUMNS, note_lines, table_runs
 
     from ..tables import console as make_console, print_table
@@ -28,13 +29,14 @@ def print_report(report) -> None:
         print_table(COLUMNS, rows, title=title)
     for line in note_lines(report):
         style = ("yellow" if line.startswith("warning: ") else "bold" if line == "pass" else
-                 "bold red" if line == "mismatch" else "")
+                 "bold red" if line == "mismatch" else
+                 "bold yellow" if line == UNJUDGED else "")
         console_print(console, line, style)
 
 
 def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
     """Print a parity report (as JSON or a table), and a bisection's finding when one ran;
-    exit 1 when it did not pass."""
+    exit 1 on a mismatch, UNJUDGED_EXIT when no source runtime could judge the graph."""
     if as_json:
         out = report.to_json()
         if bisected:
@@ -54,8 +56,16 @@ def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
             echo_lines(finding.describe_lines() if finding is not None else
                        ["bisect: every operation keeps within its budget against the float64 "
                         "oracle (conversion and executor)"])
+    if getattr(report, "unjudged", None) and getattr(report, "verdict", "") != "mismatch":
+        raise SystemExit(UNJUDGED_EXIT)
     if not report.passed:
         raise SystemExit(1)
+
+
+# `verify` and `convert --verify` when no runtime could run the source (a TFLite custom op
+# LiteRT has no kernel for) and the graph agrees with its own float64 evaluation: neither a
+# pass (nothing compared the conversion with the source) nor a mismatch.
+UNJUDGED_EXIT = 3
 
 
 def _decoder(graph) -> bool:
@@ -206,9 +216,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                               known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
                               graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
     finding = None
-    if do_bisect and not report.passed:
+    if do_bisect and report.verdict == "mismatch":
         from converter.bisect import bisect
 
         finding = bisect(source, graph, seed=seed, feeds=feeds, known_inputs=known_inputs,
                          dump=dump_dir)
-    finish(report, as_json, finding, bisected=do_bisect and not report.passed)
+    finish(report, as_json, finding, bisected=do_bisect and report.verdict == "mismatch")
