@@ -208,9 +208,11 @@ def run_source_f64(path: Path, feeds: Mapping[str, np.ndarray]
                    ) -> tuple[dict[str, np.ndarray] | None, str]:
     """The source model computed in float64, and a note saying how or why not.
 
-    Only ONNX: a copy of the model with every float32 tensor made double (initializers,
-    Constant and ConstantOfShape values, Cast targets, inputs and outputs). ORT lacks double
-    kernels for some ops (Conv among them); then there is no float64 source run.
+    Only ONNX: a copy of the model with every float32 and float16 tensor made double
+    (initializers, Constant and ConstantOfShape values, Cast targets, inputs and outputs): a
+    float16 model's math without float16 rounding, which a copy keeping float16 would not
+    be. ORT lacks double kernels for some ops (Conv among them); then there is no float64
+    source run.
     """
     if path.suffix.lower() != ".onnx":
         return None, f"{path.suffix} sources cannot run in float64"
@@ -234,15 +236,17 @@ def double_copy(model):
     out.CopyFrom(model)
     graph = out.graph
 
+    narrow = (TensorProto.FLOAT, TensorProto.FLOAT16)
+
     def widen(tensor) -> None:
-        if tensor.data_type == TensorProto.FLOAT:
+        if tensor.data_type in narrow:
             tensor.CopyFrom(numpy_helper.from_array(
                 numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
 
     for tensor in graph.initializer:
         widen(tensor)
     for info in (*graph.input, *graph.output):
-        if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+        if info.type.tensor_type.elem_type in narrow:
             info.type.tensor_type.elem_type = TensorProto.DOUBLE
     del graph.value_info[:]  # inferred float32 types would contradict the copy
     for node in graph.node:
@@ -251,7 +255,7 @@ def double_copy(model):
                 widen(attr.t)
             elif attr.type == onnx.AttributeProto.GRAPH:
                 raise ValueError(f"{node.op_type} has a subgraph; not widened")
-            elif node.op_type == "Cast" and attr.name == "to" and attr.i == TensorProto.FLOAT:
+            elif node.op_type == "Cast" and attr.name == "to" and attr.i in narrow:
                 attr.i = TensorProto.DOUBLE
     return out
 

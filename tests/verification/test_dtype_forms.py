@@ -96,3 +96,127 @@ def test_the_int4_decoder_at_level_4_is_judged_against_its_math(tmp_path):
                                         "past_sequence_length": 2, "total_sequence_length": 5,
                                         "kv_cache_dim": 16})
     assert report.passed, str(report)
+
+
+# -- fp16: float16 inside -----------------------------------------------------------------------
+def _norm_model(path, op: str, shape, epsilon=1e-12, opset=18):
+    """One float16 normalization (ORT computes its statistics in float32), epsilon 1e-12: 0 in
+    float16. Returns its scale and bias."""
+    rng = np.random.default_rng(5)
+    channels = shape[-1] if op.endswith("LayerNormalization") else shape[1]
+    domain = "com.microsoft" if op == "SkipLayerNormalization" else ""
+    scale = (rng.random(channels if op != "GroupNormalization" else 2) + 0.5).astype(np.float16)
+    bias = rng.standard_normal(scale.shape).astype(np.float16)
+    inputs, inits, attrs = ["x", "scale", "bias"], [], {"epsilon": epsilon}
+    if op == "LayerNormalization":
+        attrs["axis"] = -1
+    if op == "GroupNormalization":
+        attrs["num_groups"] = 2
+    if op == "SkipLayerNormalization":
+        inputs = ["x", "skip", "scale", "bias"]
+        inits.append(nh.from_array(np.zeros(shape, np.float16), "skip"))
+    inits += [nh.from_array(scale, "scale"), nh.from_array(bias, "bias")]
+    node = H.make_node(op, inputs, ["y"], domain=domain, **attrs)
+    graph = H.make_graph([node], "n", [H.make_tensor_value_info("x", TP.FLOAT16, shape)],
+                         [H.make_tensor_value_info("y", TP.FLOAT16, shape)], inits)
+    opsets = [H.make_opsetid("", opset)] + ([H.make_opsetid(domain, 1)] if domain else [])
+    onnx.save(H.make_model(graph, opset_imports=opsets), str(path))
+    return scale.astype(np.float64), bias.astype(np.float64)
+
+
+@pytest.mark.parametrize("op, shape, axes", [
+    ("LayerNormalization", [2, 3, 16], (2,)),
+    ("SkipLayerNormalization", [2, 3, 16], (2,)),
+    ("InstanceNormalization", [1, 4, 3, 5], (2, 3)),
+    ("InstanceNormalization", [1, 4, 6], (2,)),  # reshaped to 4-D first
+])
+def test_float16_normalizations_keep_the_epsilon_float16_loses(tmp_path, op, shape, axes):
+    path = tmp_path / "n.onnx"
+    scale, bias = _norm_model(path, op, shape)
+    x = np.random.default_rng(1).random(shape).astype(np.float16)
+    x[0, 0] = 0.5  # a constant row (layer) or channel (instance): variance 0
+    x[(0, 1) if op == "InstanceNormalization" else (0,)] = 0.25
+    report = verify(path, feeds={"x": x}, oracle="always")
+    (y,) = report.outputs
+    assert y.extra["webnnVsF64"] <= 2e-3, str(report)  # a float16 rounding or two
+    if op.endswith("LayerNormalization"):
+        assert report.passed, str(report)
+        assert y.max_ulp <= 1, str(report)  # ORT's float32 statistics, rounded once
+    # (ORT's float16 InstanceNormalization is 16 float16 ULPs off the math on a channel of
+    # variance 0, where it should give the bias: the verdict there is ORT's to lose.)
+    # numpy in float64, epsilon 1e-12 as given: finite everywhere
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(axis=axes, keepdims=True)
+    normalized = centered / np.sqrt((centered ** 2).mean(axis=axes, keepdims=True) + 1e-12)
+    along = [1] * len(shape)
+    along[-1 if op.endswith("LayerNormalization") else 1] = -1
+    want = normalized * scale.reshape(along) + bias.reshape(along)
+    from converter.execute import run
+    from converter.importers.onnx import import_onnx
+
+    got = run(import_onnx(path), {"x": x})["y"]
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=4e-3, rtol=4e-3)
+
+
+def _fp16_inside(path, *, compute_fp16: bool = True):
+    """transformers.js's fp16 form: float32 inputs and outputs, Cast to float16 after the
+    input and back before the output; or (compute_fp16=False) float16 weights cast up to
+    compute in float32."""
+    rng = np.random.default_rng(3)
+    d, hidden = 32, 48
+    w1 = (rng.standard_normal((d, hidden)) / np.sqrt(d)).astype(np.float16)
+    w2 = (rng.standard_normal((hidden, d)) * 0.3).astype(np.float16)
+    if compute_fp16:
+        nodes = [H.make_node("Cast", ["x"], ["x16"], to=TP.FLOAT16),
+                 H.make_node("MatMul", ["x16", "w1"], ["a"]), H.make_node("Tanh", ["a"], ["t"]),
+                 H.make_node("MatMul", ["t", "w2"], ["o"]),
+                 H.make_node("Cast", ["o"], ["y"], to=TP.FLOAT)]
+    else:
+        nodes = [H.make_node("Cast", ["w1"], ["w1f"], to=TP.FLOAT),
+                 H.make_node("Cast", ["w2"], ["w2f"], to=TP.FLOAT),
+                 H.make_node("MatMul", ["x", "w1f"], ["a"]), H.make_node("Tanh", ["a"], ["t"]),
+                 H.make_node("MatMul", ["t", "w2f"], ["y"])]
+    graph = H.make_graph(nodes, "fp16", [H.make_tensor_value_info("x", TP.FLOAT, [1, 4, d])],
+                         [H.make_tensor_value_info("y", TP.FLOAT, [1, 4, d])],
+                         [nh.from_array(w1, "w1"), nh.from_array(w2, "w2")])
+    onnx.save(H.make_model(graph, opset_imports=[H.make_opsetid("", 17)]), str(path))
+
+
+@pytest.mark.parametrize("compute_fp16", [True, False])
+def test_a_float32_boundary_around_float16_compute_gets_the_float16_bounds(tmp_path,
+                                                                           compute_fp16):
+    from converter.importers.onnx import import_onnx
+    from converter.parity import default_bounds
+    from converter.verification import output_bounds
+
+    path = tmp_path / "m.onnx"
+    _fp16_inside(path, compute_fp16=compute_fp16)
+    graph = import_onnx(path)
+    assert graph.outputs["y"].data_type == "float32"
+    want = default_bounds("float16" if compute_fp16 else "float32")
+    assert output_bounds(graph, "y") == want
+    report = verify(path, seed=0)
+    assert report.passed, str(report)
+    assert report.outputs[0].bounds == want
+    noted = any("computed in float16" in note for note in report.notes)
+    assert noted == compute_fp16
+    # the user's own bounds replace the policy's, and the note goes with it
+    assert not verify(path, seed=0, atol=1e-3, rtol=1e-3).notes
+
+
+def test_the_float64_copy_of_a_float16_model_has_no_float16_rounding(tmp_path):
+    from converter.source_runs import run_source_f64
+
+    nodes = [H.make_node("Cast", ["x"], ["x16"], to=TP.FLOAT16),
+             H.make_node("Add", ["x16", "c"], ["s"]),
+             H.make_node("Cast", ["s"], ["y"], to=TP.FLOAT)]
+    graph = H.make_graph(nodes, "g", [H.make_tensor_value_info("x", TP.FLOAT, [2])],
+                         [H.make_tensor_value_info("y", TP.FLOAT, [2])],
+                         [nh.from_array(np.array([1e-4, 0.5], np.float16), "c")])
+    path = tmp_path / "m.onnx"
+    onnx.save(H.make_model(graph, opset_imports=[H.make_opsetid("", 17)]), str(path))
+    double, how = run_source_f64(path, {"x": np.array([1.0, 0.25], np.float32)})
+    assert how == "ONNX Runtime on a float64 copy of the model"
+    # 1 + 1e-4 is 1 in float16; the float16 constant's own value, 1.0001e-4, is kept
+    np.testing.assert_allclose(double["y"], [1 + float(np.float16(1e-4)), 0.75], rtol=1e-12)
