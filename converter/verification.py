@@ -390,6 +390,8 @@ def _unjudged(report: VerifyReport, no_source: ConverterError, graph: Graph,
                              fix=no_source.fix)
     truth = io_permutations.to_source_outputs(graph, truth)
     report.unjudged = no_source.what
+    if atol is None and rtol is None and ulp is None:
+        report.notes += _float16_notes(graph, graph.outputs)
     report.source_f64 = "no source run"
     report.session_options = "no source runtime: the graph against its own float64 value"
     for name in graph.outputs:
