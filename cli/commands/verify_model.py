@@ -105,7 +105,10 @@ def _number(value):
 @click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
               show_default=True,
               help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
-                   "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
+                   "real headless Chromium's WebNN (`webnn-convert browser-install` first). "
+                   "The browser has its own limits (no uint4 weights, int32 scatter "
+                   "indices ...): add --target chromium-litert to convert for them; a graph "
+                   "it refuses is named at the tensor that breaks them.")
 @click.option("--oracle", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True,
               help="When to judge against the graph evaluated in float64 and the source's own "
