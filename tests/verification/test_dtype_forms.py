@@ -75,10 +75,9 @@ def test_int8_activation_nodes_are_counted_only_at_level_4(tmp_path):
         assert int8_activation_nodes(tmp_path / f"m{level}.onnx") == (level == 4)
 
 
-def test_the_int4_decoder_at_level_4_is_judged_against_its_math(tmp_path):
+def _int4_decoder_at_level_4(tmp_path):
     """The committed onnxruntime-genai int4 decoder, set to accuracy_level 4 as the builder's
-    CPU default writes it: one step verifies (it did not: "the graph computes something
-    other than the source")."""
+    CPU default writes it."""
     from pathlib import Path
 
     source = Path(__file__).resolve().parents[2] / "models" / "tiny-llama" / "int4"
@@ -92,10 +91,40 @@ def test_the_int4_decoder_at_level_4_is_judged_against_its_math(tmp_path):
     path = tmp_path / "model.onnx"
     onnx.save(model, str(path))
     assert int8_activation_nodes(path) > 0
+    return path
+
+
+def test_the_int4_decoder_at_level_4_is_judged_against_its_math(tmp_path):
+    """One step verifies (it did not: "the graph computes something other than the
+    source")."""
+    path = _int4_decoder_at_level_4(tmp_path)
     report = verify(path, seed=0, dims={"batch_size": 1, "sequence_length": 3,
                                         "past_sequence_length": 2, "total_sequence_length": 5,
                                         "kv_cache_dim": 16})
     assert report.passed, str(report)
+
+
+def test_the_int4_decoder_at_level_4_decodes_against_its_math(tmp_path):
+    """Greedy decoding compares the logits with ORT at accuracy_level 0 and says so, and what
+    ORT at level 4 chooses (the logits moved 0.17 by its int8 activations: a mismatch)."""
+    from converter.generation import generate_on_onnxruntime
+    from converter.generation import load_decoder
+    from converter.verification_decode import verify_decoding
+
+    path = _int4_decoder_at_level_4(tmp_path)
+    dims = {"kv_cache_dim": 16}  # hidden 64 / 4 heads (models/make_tiny_llama.py)
+    graph = load_decoder(path, capacity=16, dims=dims)
+    report = verify_decoding(path, graph, prompt=[1, 5, 9], steps=4, dims=dims)
+    assert report.passed, report.to_json()
+    assert report.source_runtime == "onnxruntime (MatMulNBits at accuracy_level 0)"
+    (note,) = report.notes
+    assert "accuracy_level 4 ORT chooses the same tokens" in note
+    # the reference is the model's float math: ORT at level 0 itself, independently run
+    float_run = generate_on_onnxruntime(path, [1, 5, 9], 4, dims=dims, float_activations=True)
+    assert report.source_tokens == float_run.tokens
+    int8_run = generate_on_onnxruntime(path, [1, 5, 9], 4, dims=dims)
+    moved = max(np.abs(a - b).max() for a, b in zip(int8_run.logits, float_run.logits))
+    assert moved > 1e-2
 
 
 # -- fp16: float16 inside -----------------------------------------------------------------------
