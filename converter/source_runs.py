@@ -45,10 +45,21 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
 def run_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The reference run: ORT at the executor's optimisation level, or LiteRT's default."""
     if path.suffix.lower() == ".tflite":
-        from .runtimes.litert import run_litert
-
-        return run_litert(path, feeds)
+        return _run_litert(path, feeds)
     return run_onnx(path, feeds)
+
+
+def _run_litert(path: Path, feeds: Mapping[str, np.ndarray], kernels: str = "default"
+                ) -> dict[str, np.ndarray]:
+    """LiteRT's run of a .tflite file, its first in a forked child (crash_guard)."""
+    from .runtimes.crash_guard import guarded_run
+    from .runtimes.litert import run_litert
+
+    return guarded_run(_model_key(path, kernels, False),
+                       lambda: run_litert(path, feeds, kernels=kernels),
+                       what="LiteRT", where=str(path),
+                       fix="the source runtime must run the model to verify against it: try "
+                           "another ai-edge-litert version, or convert without verifying")
 
 
 def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str = "none",
@@ -61,7 +72,7 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
     to int8 at run time (int8_activation_nodes).
 
     The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
-    that crashes ORT is a ConverterError, not the converter's death."""
+    that crashes ORT is a ConverterError, not the converter's death (LiteRT's too)."""
     from .runtimes.crash_guard import guarded_run
 
     where = where or str(path)
@@ -317,11 +328,9 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
     moved = {name: (np.nextafter(v, np.inf).astype(v.dtype) if name in float_inputs else v)
              for name, v in ((n, np.asarray(v)) for n, v in feeds.items())}
     if path.suffix.lower() == ".tflite":
-        from .runtimes.litert import run_litert
-
-        runs["LiteRT builtin kernels vs XNNPACK"] = lambda: run_litert(path, feeds,
-                                                                       kernels="builtin")
-        runs[ONE_ULP_LABEL] = lambda: run_litert(path, moved)
+        runs["LiteRT builtin kernels vs XNNPACK"] = lambda: _run_litert(path, feeds,
+                                                                        kernels="builtin")
+        runs[ONE_ULP_LABEL] = lambda: _run_litert(path, moved)
     else:
         runs["ORT_ENABLE_ALL vs ORT_DISABLE_ALL"] = lambda: run_onnx(path, feeds, level="all")
         runs[ONE_ULP_LABEL] = lambda: run_onnx(path, moved)

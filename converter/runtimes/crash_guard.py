@@ -54,8 +54,8 @@ def guarded_run(key: Hashable | None, run: Callable[[], Mapping[str, np.ndarray]
         if "error" in found:
             child.wait()
             error = found["error"]
-            raise ConverterError(str(error.get("what")), where=error.get("where"),
-                                 fix=error.get("fix"))
+            raise _error_class(error.get("kind"))(str(error.get("what")),
+                                                  where=error.get("where"), fix=error.get("fix"))
         # Read whole, then parsed: numpy reads a real file through its descriptor, past
         # what the line above has buffered.
         records = io.BytesIO(f.read())
@@ -87,7 +87,8 @@ def _child(run: Callable[[], Mapping[str, np.ndarray]], read_end: int, write_end
             try:
                 outputs = {name: _sendable(value) for name, value in run().items()}
             except ConverterError as e:
-                _send_header(out, {"error": {"what": e.what, "where": e.where, "fix": e.fix}})
+                _send_header(out, {"error": {"what": e.what, "where": e.where, "fix": e.fix,
+                                             "kind": type(e).__name__}})
             except Exception as e:  # noqa: BLE001 - the runtime's own failure, as one line
                 first = (str(e).splitlines() or [""])[0]
                 _send_header(out, {"error": {"what": f"{type(e).__name__}: {first}"}})
@@ -100,6 +101,18 @@ def _child(run: Callable[[], Mapping[str, np.ndarray]], read_end: int, write_end
         status = 0
     finally:
         os._exit(status)
+
+
+def _error_class(kind) -> type[ConverterError]:
+    """The converter's error class the child raised (NoSourceRuntimeError, say), where it is
+    made as ConverterError is; else ConverterError itself."""
+    from .. import errors
+
+    cls = getattr(errors, str(kind), None) if str(kind) in errors.__all__ else None
+    if isinstance(cls, type) and issubclass(cls, ConverterError) \
+            and cls.__init__ is ConverterError.__init__:
+        return cls
+    return ConverterError
 
 
 def _sendable(value) -> np.ndarray:

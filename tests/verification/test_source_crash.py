@@ -89,3 +89,33 @@ def test_every_output_type_crosses_the_pipe(value):
     got = crash_guard.guarded_run(("test", repr(value)), lambda: {"v": value}, what="w",
                                   where="here", fix="f")["v"]
     assert got.shape == value.shape and got.tolist() == value.tolist()
+
+
+def test_litert_crashing_on_a_tflite_source_is_one_error(tmp_path, monkeypatch):
+    import ai_edge_litert.interpreter as interpreter
+
+    from converter.source_runs import run_source
+    from converter.testing.tflite_fixtures import TfliteBuilder
+
+    b = TfliteBuilder()
+    x = b.input("x", [2, 3])
+    y = b.tensor("y", [2, 3])
+    b.op("RELU", [x], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build([y]))
+    monkeypatch.setattr(interpreter, "Interpreter", _segfault)
+    with pytest.raises(ConverterError) as e:
+        run_source(path, {"x": np.ones((2, 3), np.float32)})
+    assert "LiteRT crashed running the model (it died of SIGSEGV)" in e.value.line()
+    assert e.value.where == str(path)
+
+
+def test_the_childs_error_keeps_its_class():
+    from converter.errors import NoSourceRuntimeError
+
+    def refuse():
+        raise NoSourceRuntimeError("no kernel", where="w", fix="f")
+
+    with pytest.raises(NoSourceRuntimeError) as e:
+        crash_guard.guarded_run(("class test",), refuse, what="w", where="here", fix="f")
+    assert e.value.line() == "w: no kernel; f"
