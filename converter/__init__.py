@@ -134,6 +134,9 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
     prints the figures, and writes nothing; on a pass it returns the graph as without it.
+    When no runtime can run the source (a TFLite custom op LiteRT has no kernel for) and the
+    graph agrees with its own float64 evaluation, it warns (ConversionWarning, "unjudged: no
+    source runtime"), writes and returns the graph.
 
     Raises UnsupportedError listing what still breaks the target after its passes, and
     ConverterError when `output` (or its manifest, weights or page) is a file the conversion
