@@ -52,6 +52,8 @@ def run_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
 def _run_litert(path: Path, feeds: Mapping[str, np.ndarray], kernels: str = "default"
                 ) -> dict[str, np.ndarray]:
     """LiteRT's run of a .tflite file, its first in a forked child (crash_guard)."""
+    import ai_edge_litert.interpreter  # noqa: F401 - here, not again in each forked child
+
     from .runtimes.crash_guard import guarded_run
     from .runtimes.litert import run_litert
 
@@ -73,6 +75,8 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 
     The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
     that crashes ORT is a ConverterError, not the converter's death (LiteRT's too)."""
+    import onnxruntime  # noqa: F401 - here, so that a forked child need not import it again
+
     from .runtimes.crash_guard import guarded_run
 
     where = where or str(path)
