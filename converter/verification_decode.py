@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from .errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
 from .source_runs import int8_activation_nodes
-from .verification import output_bounds
+from .output_bounds import output_bounds
 
 __all__ = ["DecodeReport", "verify_decoding"]
 

@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
      "verification_decode", "variants_conversion", "verification_notes",
-     "verification_text"},
+     "verification_text", "output_bounds"},
     {"__init__"},                                                            # 7 the API
     {"zoo", "testing"},                                                      # 8
     {"cli", "__main__"},              # 9: the command line (`python -m converter` runs it)

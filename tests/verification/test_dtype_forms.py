@@ -217,7 +217,7 @@ def test_a_float32_boundary_around_float16_compute_gets_the_float16_bounds(tmp_p
                                                                            compute_fp16):
     from converter.importers.onnx import import_onnx
     from converter.parity import default_bounds
-    from converter.verification import output_bounds
+    from converter.output_bounds import output_bounds
 
     path = tmp_path / "m.onnx"
     _fp16_inside(path, compute_fp16=compute_fp16)
