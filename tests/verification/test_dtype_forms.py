@@ -11,7 +11,7 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as nh
 
-from converter.source_runs import FLOAT_ACTIVATIONS_LABEL, int8_activation_nodes, run_onnx
+from converter.source_runs import run_onnx
 from converter.verification import verify
 
 K, N, BLOCK, M = 64, 24, 32, 6
@@ -58,6 +58,8 @@ def test_q4_matmul_nbits_verifies_at_every_accuracy_level(tmp_path, level, zero_
     ours = run_onnx(path, {"A": a.astype(np.float32)}, float_activations=True)["Y"]
     np.testing.assert_allclose(ours, by_hand, rtol=1e-5, atol=1e-5)
     if level == 4:  # ORT's int8 activations move the result far beyond the float32 budget
+        from converter.source_runs import FLOAT_ACTIVATIONS_LABEL
+
         theirs = run_onnx(path, {"A": a.astype(np.float32)})["Y"]
         assert np.abs(theirs - by_hand).max() > 1e-3
         y = report.outputs[0]
@@ -70,6 +72,8 @@ def test_q4_matmul_nbits_verifies_at_every_accuracy_level(tmp_path, level, zero_
 
 
 def test_int8_activation_nodes_are_counted_only_at_level_4(tmp_path):
+    from converter.source_runs import int8_activation_nodes
+
     for level in range(5):
         nbits_model(tmp_path / f"m{level}.onnx", level)
         assert int8_activation_nodes(tmp_path / f"m{level}.onnx") == (level == 4)
@@ -79,6 +83,8 @@ def _int4_decoder_at_level_4(tmp_path):
     """The committed onnxruntime-genai int4 decoder, set to accuracy_level 4 as the builder's
     CPU default writes it."""
     from pathlib import Path
+
+    from converter.source_runs import int8_activation_nodes
 
     source = Path(__file__).resolve().parents[2] / "models" / "tiny-llama" / "int4"
     if not (source / "model.onnx").exists():
