@@ -16,6 +16,9 @@ time (accuracy_level 4) also runs with float activations, the model's math, whos
 from the int8 run is what that quantization moves.
 LiteRT's noise: its builtin kernels against its default (XNNPACK) ones, and the input moved by
 one ULP.
+
+The first run of each model (a file, or serialized bytes) happens in a forked child
+(runtimes/crash_guard.py): a model that crashes its runtime is one ConverterError line.
 """
 from __future__ import annotations
 
