@@ -255,3 +255,24 @@ def test_the_float64_copy_of_a_float16_model_has_no_float16_rounding(tmp_path):
     assert how == "ONNX Runtime on a float64 copy of the model"
     # 1 + 1e-4 is 1 in float16; the float16 constant's own value, 1.0001e-4, is kept
     np.testing.assert_allclose(double["y"], [1 + float(np.float16(1e-4)), 0.75], rtol=1e-12)
+
+
+def test_float16_group_normalization_keeps_the_epsilon(tmp_path):
+    """GroupNormalization (opset 18: scale and bias per group) of a constant group in float16,
+    epsilon 1e-12: ORT's value, finite, and numpy's float64 value by hand."""
+    from converter.execute import run
+    from converter.importers.onnx import import_onnx
+
+    path = tmp_path / "g.onnx"
+    scale, bias = _norm_model(path, "GroupNormalization", [1, 4, 6], opset=18)
+    x = np.random.default_rng(1).random([1, 4, 6]).astype(np.float16)
+    x[0, :2] = 0.5  # the first group (channels 0 and 1): variance 0
+    report = verify(path, feeds={"x": x})
+    assert report.passed, str(report)
+    assert report.outputs[0].max_ulp <= 1, str(report)
+    groups = x.astype(np.float64).reshape(1, 2, 12)
+    centered = groups - groups.mean(axis=2, keepdims=True)
+    normalized = (centered / np.sqrt((centered ** 2).mean(axis=2, keepdims=True) + 1e-12))
+    want = normalized * scale.reshape(1, 2, 1) + bias.reshape(1, 2, 1)
+    got = run(import_onnx(path), {"x": x})["y"].astype(np.float64).reshape(1, 2, 12)
+    np.testing.assert_allclose(got, want, atol=4e-3, rtol=4e-3)
