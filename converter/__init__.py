@@ -134,6 +134,9 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
     prints the figures, and writes nothing; on a pass it returns the graph as without it.
+    When no runtime can run the source (a TFLite custom op LiteRT has no kernel for) and the
+    graph agrees with its own float64 evaluation, it warns (ConversionWarning, "unjudged: no
+    source runtime"), writes and returns the graph.
 
     Raises UnsupportedError listing what still breaks the target after its passes, and
     ConverterError when `output` (or its manifest, weights or page) is a file the conversion
@@ -182,8 +185,16 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
         for graph, at in checks:
             report = verify(source, graph, dims=at, input_shapes=input_shapes,
                             known_inputs=known_inputs, **tolerances)
-            if not report.passed:
+            if report.verdict == "mismatch":
                 raise VerificationError(report, where=str(source))
+            if not report.passed:  # no runtime runs the source: said, not raised
+                import warnings
+
+                from .errors import ConversionWarning
+
+                warnings.warn(ConversionWarning(
+                    f"{source}: {report.verdict} ({report.unjudged}); the graph agrees with "
+                    f"its own float64 evaluation"), stacklevel=2)
     if output is not None:
         write_any(result, output)
     return result

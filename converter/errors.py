@@ -16,6 +16,7 @@ __all__ = [
     "UnsupportedError",
     "OpenDimsError",
     "VerificationError",
+    "NoSourceRuntimeError",
     "ConversionWarning",
 ]
 
@@ -131,6 +132,12 @@ class OpenDimsError(ConverterError):
     """A model's inputs have dimensions with no value, given or stored: nothing is wrong with
     the model, but its WebNN graph is made only at values of them (inspect and validate show
     what can be told without them, converter.dynamic.open_dims)."""
+
+
+class NoSourceRuntimeError(ConverterError):
+    """The source model's own runtime cannot run it at all, by what the model is (a TFLite
+    custom op LiteRT has no kernel for): verify then checks the graph against its float64
+    evaluation only, and its verdict is "unjudged: no source runtime"."""
 
 
 class ConversionWarning(UserWarning):

@@ -41,7 +41,9 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
-    they do not. --verify takes every option of `verify` (--runtime, --input, --inputs,
+    they do not, and 3 when no runtime can run the source (a TFLite custom op LiteRT has no
+    kernel for: the outputs are written, checked against the graph's float64 evaluation
+    only). --verify takes every option of `verify` (--runtime, --input, --inputs,
     --seed, the tolerances, --oracle, --bisect, --dump, --steps, --prompt) with its defaults
     and prints the same report; they are refused without --verify. --json prints that
     report as JSON, or without --verify the files written. Nothing OUTPUT writes (its
@@ -123,11 +125,12 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         report, finding, bisected = compare(
             source, graph, checks, graph_path=output, dims=dims, input_shapes=input_shapes,
             known_inputs=known_inputs, state_patterns=state_patterns, also=also)
-        if report.passed or keep_on_mismatch:
+        # unjudged (no runtime runs the source): written, the report saying so (exit 3)
+        if report.verdict != "mismatch" or keep_on_mismatch:
             written = stage.commit(staged)
             if not as_json:
                 _wrote(written, graph, as_json)
-            if not report.passed:
+            if report.verdict == "mismatch":
                 echo(f"verification failed; kept {', '.join(map(str, written))} as "
                      f"--keep-on-mismatch asks", err=True)
         else:

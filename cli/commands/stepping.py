@@ -134,4 +134,6 @@ def print_decode_report(report) -> None:
     console_print(console, "graph tokens: the same" if split is None else
                            f"graph tokens {report.graph_tokens} (first differs at new token "
                            f"{split})")
+    for note in getattr(report, "notes", ()):
+        console_print(console, f"note: {note}")
     console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))

@@ -19,6 +19,7 @@ def print_report(report) -> None:
     """The report's tables and lines (converter.verification.text, which str(report) prints
     too), escaped for the terminal, warnings and the verdict in colour."""
     from converter.verification.text import COLUMNS, note_lines, table_runs
+    from converter.verification.core import UNJUDGED
 
     from ..tables import console as make_console, print_table
     from ..terminal import console_print
@@ -28,13 +29,14 @@ def print_report(report) -> None:
         print_table(COLUMNS, rows, title=title)
     for line in note_lines(report):
         style = ("yellow" if line.startswith("warning: ") else "bold" if line == "pass" else
-                 "bold red" if line == "mismatch" else "")
+                 "bold red" if line == "mismatch" else
+                 "bold yellow" if line == UNJUDGED else "")
         console_print(console, line, style)
 
 
 def finish(report, finding=None, bisected: bool = False, as_json: bool = False) -> None:
     """Print a parity report (as JSON or a table), and a bisection's finding when one ran;
-    exit 1 when it did not pass."""
+    exit 1 on a mismatch, UNJUDGED_EXIT when no source runtime could judge the graph."""
     if as_json:
         out = report.to_json()
         if bisected:
@@ -54,8 +56,16 @@ def finish(report, finding=None, bisected: bool = False, as_json: bool = False) 
             echo_lines(finding.describe_lines() if finding is not None else
                        ["bisect: every operation keeps within its budget against the float64 "
                         "oracle (conversion and executor)"])
+    if getattr(report, "unjudged", None) and getattr(report, "verdict", "") != "mismatch":
+        raise SystemExit(UNJUDGED_EXIT)
     if not report.passed:
         raise SystemExit(1)
+
+
+# `verify` and `convert --verify` when no runtime could run the source (a TFLite custom op
+# LiteRT has no kernel for) and the graph agrees with its own float64 evaluation: neither a
+# pass (nothing compared the conversion with the source) nor a mismatch.
+UNJUDGED_EXIT = 3
 
 
 def _decoder(graph) -> bool:
@@ -190,7 +200,7 @@ def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, inpu
                               graph_path=graph_path, runtime=checks.runtime,
                               oracle=checks.oracle, feeds=feeds, also=also)
     finding = None
-    bisected = checks.do_bisect and not report.passed
+    bisected = checks.do_bisect and report.verdict == "mismatch"
     if bisected:
         from converter.verification.bisect import bisect
 

@@ -237,6 +237,9 @@ def _browser_error(graph: Graph, error: dict) -> ConverterError:
     """The browser's exception as a ConverterError, located at the node its label names."""
     # One line, as every error here: backend messages carry newlines and log decorations.
     stage, message = error["stage"], " ".join(f"{error['name']}: {error['message']}".split())
+    broken = _beyond_limits(graph) if stage == "build" else None
+    if broken is not None:
+        return broken.with_message(message)
     ops = {op.name: op for op in graph.operations}
     for label in _LABEL.findall(error["message"]):
         if label in ops:
@@ -252,6 +255,42 @@ def _browser_error(graph: Graph, error: dict) -> ConverterError:
                                   fix="the browser's backend does not accept this op as given")
     return ConverterError(f"Chromium's WebNN failed at {stage}: {message}",
                           where=f"graph '{graph.name}' in chromium")
+
+
+class _LimitsBroken:
+    """The first of the browser's own limits (the chromium-litert target) a graph breaks."""
+
+    def __init__(self, violation, count: int):
+        self.violation, self.count = violation, count
+
+    def with_message(self, message: str) -> ConverterError:
+        v = self.violation
+        more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        if v.fix.startswith("no pass"):
+            fix = f"{v.rule}; {v.fix}"
+        else:
+            fix = (f"{v.rule}: convert for the browser's limits with --target {_BROWSER_TARGET} "
+                   f"(Python: target='{_BROWSER_TARGET}'), whose passes fit the graph to them")
+        # Located at the op (as every browser error is), the operand named in the message.
+        where, part = (f"{v.op} '{v.node}'", f"its {v.operand} '{v.tensor}'") if v.op else \
+            (v.where(), "it")
+        return ConverterError(f"Chromium's WebNN refuses the graph, which breaks its limits "
+                              f"here ({part}: {v.found}{more}): {message}", where=where,
+                              fix=fix)
+
+
+# The target file of the browser run_chromium drives (Chromium 153 on LiteRT/XNNPACK).
+_BROWSER_TARGET = "chromium-litert"
+
+
+def _beyond_limits(graph: Graph) -> _LimitsBroken | None:
+    """The browser's limits the graph breaks (a graph converted without --target keeps
+    uint4 weights, int64 scatter indices ...), so a build error names what to change rather
+    than the op the build reached."""
+    from ..targets.check import check
+
+    found = check(graph, _BROWSER_TARGET)
+    return _LimitsBroken(found[0], len(found)) if found else None
 
 
 # -- the shared browser ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ problem with the feeds is reported in one error.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -19,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConverterError
+from ..errors import ConverterError, NoSourceRuntimeError
 
 __all__ = ["run_litert", "LiteRTSession", "LITERT_NAME", "KERNEL_SETS", "input_shapes"]
 
@@ -147,11 +148,28 @@ def _interpreter(model, where: str, num_threads: int | None, keep_all: bool = Fa
         except (RuntimeError, ValueError) as e:
             detail = _first_line(e)
             log = captured()
+            custom = _unresolved_custom_ops(f"{e} {log}")
+            if custom:
+                raise NoSourceRuntimeError(
+                    f"LiteRT has no kernel for the model's custom op{'s' * (len(custom) > 1)} "
+                    f"{', '.join(custom)}", where=where,
+                    fix="the ops' own runtime (MediaPipe's, say) must run the model to judge "
+                        "it") from None
             if log:
                 detail += f" ({log})"
             raise ConverterError(f"LiteRT cannot load the model: {detail}", where=where) \
                 from None
     return interpreter
+
+
+# How LiteRT's op resolver says a CUSTOM operator's code has no registered kernel
+# (tensorflow/lite/core/subgraph.cc, "Encountered unresolved custom op: %s.").
+_UNRESOLVED = re.compile(r"unresolved custom op: ([^.\s]+)")
+
+
+def _unresolved_custom_ops(text: str) -> list[str]:
+    """The custom ops LiteRT's message says it has no kernel for, each once."""
+    return list(dict.fromkeys(_UNRESOLVED.findall(text)))
 
 
 def _first_line(e: Exception) -> str:

@@ -11,9 +11,14 @@ numerics, and even the basic ones (a convolution folded with its batch norm) wri
 of the weights, which would hold every weight twice; so a reported difference is never our own
 setup, and each runtime holds the weights once. Its noise is measured at ENABLE_ALL, on the
 input moved by one ULP, and, where ORT has double kernels for every op, on a float64 copy of
-the model.
+the model; a model whose MatMulNBits nodes have ORT quantize their activations to int8 at run
+time (accuracy_level 4) also runs with float activations, the model's math, whose distance
+from the int8 run is what that quantization moves.
 LiteRT's noise: its builtin kernels against its default (XNNPACK) ones, and the input moved by
 one ULP.
+
+The first run of each model (a file, or serialized bytes) happens in a forked child
+(runtimes/crash_guard.py): a model that crashes its runtime is one ConverterError line.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ from ..errors import ConverterError
 from ..threads import runtime_threads
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
-           "ONE_ULP_LABEL", "release_freed_memory"]
+           "ONE_ULP_LABEL", "release_freed_memory", "int8_activation_nodes",
+           "FLOAT_ACTIVATIONS_LABEL"]
 
 SESSION_OPTIONS = {".onnx": "ONNX Runtime at ORT_DISABLE_ALL on both sides",
                    ".tflite": "LiteRT with its default kernels (XNNPACK)"}
@@ -42,18 +48,69 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
 def run_source(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The reference run: ORT at the executor's optimisation level, or LiteRT's default."""
     if path.suffix.lower() == ".tflite":
-        from .litert import run_litert
-
-        return run_litert(path, feeds)
+        return _run_litert(path, feeds)
     return run_onnx(path, feeds)
 
 
+def _run_litert(path: Path, feeds: Mapping[str, np.ndarray], kernels: str = "default"
+                ) -> dict[str, np.ndarray]:
+    """LiteRT's run of a .tflite file, its first in a forked child (crash_guard)."""
+    import ai_edge_litert.interpreter  # noqa: F401 - here, not again in each forked child
+
+    from .crash_guard import guarded_run
+    from .litert import run_litert
+
+    return guarded_run(_model_key(path, kernels, False),
+                       lambda: run_litert(path, feeds, kernels=kernels),
+                       what="LiteRT", where=str(path),
+                       fix="the source runtime must run the model to verify against it: try "
+                           "another ai-edge-litert version, or convert without verifying")
+
+
 def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str = "none",
-             where: str | None = None) -> dict[str, np.ndarray]:
-    """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`."""
-    import onnxruntime as ort
+             where: str | None = None, float_activations: bool = False
+             ) -> dict[str, np.ndarray]:
+    """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`.
+
+    `float_activations` (a path only): run its MatMulNBits nodes at accuracy_level 0, the
+    float math the model states, where accuracy_level 4 has ORT quantize their activations
+    to int8 at run time (int8_activation_nodes).
+
+    The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
+    that crashes ORT is a ConverterError, not the converter's death (LiteRT's too)."""
+    import onnxruntime  # noqa: F401 - here, so that a forked child need not import it again
+
+    from .crash_guard import guarded_run
 
     where = where or str(path)
+    return guarded_run(
+        _model_key(path, level, float_activations),
+        lambda: _run_onnx_here(path, feeds, level, where, float_activations),
+        what="ONNX Runtime", where=where,
+        fix="the source runtime must run the model to verify against it: try another "
+            "onnxruntime version, or convert without verifying")
+
+
+def _model_key(path: Path | bytes, level: str, float_activations: bool):
+    """What identifies a model's run for crash_guard: the file (its identity and version), or
+    the bytes' digest, with how it is run; None for a file that cannot be looked at (ORT
+    then reports it)."""
+    import hashlib
+
+    if isinstance(path, bytes):
+        return hashlib.sha256(path).hexdigest(), level
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return str(Path(path).resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, \
+        level, float_activations
+
+
+def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: str,
+                   where: str, float_activations: bool) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.graph_optimization_level = {
         "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -64,7 +121,8 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
     if threads is not None:
         options.intra_op_num_threads = threads
     try:
-        model = path if isinstance(path, bytes) else _external_view(Path(path), options)
+        model = path if isinstance(path, bytes) else _external_view(
+            Path(path), options, _float_activations if float_activations else None)
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # ORT's own errors: the source cannot be the reference
         raise ConverterError(f"ONNX Runtime cannot load the source model: {_first_line(e)}",
@@ -105,9 +163,10 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 _VIEW_MIN_BYTES = 1 << 20
 
 
-def _external_view(path: Path, options) -> str | bytes:
-    """The model for ORT to load: its path, or, when it holds big initializers inline, its
-    bytes without them, each marked as external data at its own offset in the source file.
+def _external_view(path: Path, options, edit: Callable | None = None) -> str | bytes:
+    """The model for ORT to load: its path, or, when it holds big initializers inline (or
+    `edit` changes its nodes: edit(model) on the weightless structure), its bytes without
+    them, each marked as external data at its own offset in the source file.
 
     Loading the file itself, ORT parses every weight into the protobuf and then copies each
     into a tensor: twice the weights. Given the offsets it reads each weight once, from the
@@ -122,12 +181,15 @@ def _external_view(path: Path, options) -> str | bytes:
         stripped, raws, mapped = map_model(path)
     except (OSError, WireError):
         return str(path)  # ORT reads it itself and reports what is wrong with it
-    if not any(raw is not None and raw.nbytes >= _VIEW_MIN_BYTES for raw in raws):
+    if edit is None and not any(raw is not None and raw.nbytes >= _VIEW_MIN_BYTES
+                                for raw in raws):
         return str(path)
     real = path.resolve()  # the file mapped, under its own name and folder
-    base = np.frombuffer(mapped, np.uint8, count=1).ctypes.data
+    base = np.frombuffer(mapped, np.uint8, count=1).ctypes.data if len(mapped) else 0
     model = onnx.ModelProto()
     model.ParseFromString(stripped)
+    if edit is not None:
+        edit(model)
     for tensor, raw in zip(model.graph.initializer, raws):
         if raw is None:
             continue
@@ -164,9 +226,11 @@ def run_source_f64(path: Path, feeds: Mapping[str, np.ndarray]
                    ) -> tuple[dict[str, np.ndarray] | None, str]:
     """The source model computed in float64, and a note saying how or why not.
 
-    Only ONNX: a copy of the model with every float32 tensor made double (initializers,
-    Constant and ConstantOfShape values, Cast targets, inputs and outputs). ORT lacks double
-    kernels for some ops (Conv among them); then there is no float64 source run.
+    Only ONNX: a copy of the model with every float32 and float16 tensor made double
+    (initializers, Constant and ConstantOfShape values, Cast targets, inputs and outputs): a
+    float16 model's math without float16 rounding, which a copy keeping float16 would not
+    be. ORT lacks double kernels for some ops (Conv among them); then there is no float64
+    source run.
     """
     if path.suffix.lower() != ".onnx":
         return None, f"{path.suffix} sources cannot run in float64"
@@ -190,15 +254,17 @@ def double_copy(model):
     out.CopyFrom(model)
     graph = out.graph
 
+    narrow = (TensorProto.FLOAT, TensorProto.FLOAT16)
+
     def widen(tensor) -> None:
-        if tensor.data_type == TensorProto.FLOAT:
+        if tensor.data_type in narrow:
             tensor.CopyFrom(numpy_helper.from_array(
                 numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
 
     for tensor in graph.initializer:
         widen(tensor)
     for info in (*graph.input, *graph.output):
-        if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+        if info.type.tensor_type.elem_type in narrow:
             info.type.tensor_type.elem_type = TensorProto.DOUBLE
     del graph.value_info[:]  # inferred float32 types would contradict the copy
     for node in graph.node:
@@ -207,9 +273,54 @@ def double_copy(model):
                 widen(attr.t)
             elif attr.type == onnx.AttributeProto.GRAPH:
                 raise ValueError(f"{node.op_type} has a subgraph; not widened")
-            elif node.op_type == "Cast" and attr.name == "to" and attr.i == TensorProto.FLOAT:
+            elif node.op_type == "Cast" and attr.name == "to" and attr.i in narrow:
                 attr.i = TensorProto.DOUBLE
     return out
+
+
+# ONNX Runtime's MatMulNBits accuracy_level (com.microsoft contrib op): 0 unset, 1 float32,
+# 2 float16, 3 bfloat16, 4 int8. On the CPU provider only 4 changes the numbers: the
+# activations are quantized to int8 blockwise at run time (MLAS's CompInt8), which is the
+# runtime's approximation, not the model's math; onnxruntime-genai's CPU int4 models use it.
+INT8_ACTIVATIONS = 4
+FLOAT_ACTIVATIONS_LABEL = ("ORT with MatMulNBits at accuracy_level 0 (float activations) "
+                           "vs 4 (int8 activations)")
+
+
+def int8_activation_nodes(path: Path) -> int:
+    """How many MatMulNBits nodes of an ONNX model ask ORT for int8 activations
+    (accuracy_level 4); 0 for a model that cannot be read (its run reports that)."""
+    if path.suffix.lower() != ".onnx":
+        return 0
+    import onnx
+
+    from ..importers.onnx.wire import WireError, map_model
+
+    try:
+        stripped, _, _ = map_model(path)
+        model = onnx.ModelProto()
+        model.ParseFromString(stripped)
+    except (OSError, WireError, ValueError):  # ValueError: protobuf's DecodeError
+        return 0
+    return sum(1 for node in _nbits_nodes(model)
+               if _attr_int(node, "accuracy_level") == INT8_ACTIVATIONS)
+
+
+def _nbits_nodes(model):
+    return [node for node in model.graph.node
+            if node.op_type == "MatMulNBits" and node.domain == "com.microsoft"]
+
+
+def _attr_int(node, name: str) -> int:
+    return next((int(a.i) for a in node.attribute if a.name == name), 0)
+
+
+def _float_activations(model) -> None:
+    """Every MatMulNBits node at accuracy_level 0: ORT then computes in float32."""
+    for node in _nbits_nodes(model):
+        for attr in node.attribute:
+            if attr.name == "accuracy_level":
+                attr.i = 0
 
 
 def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
@@ -224,14 +335,15 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
     moved = {name: (np.nextafter(v, np.inf).astype(v.dtype) if name in float_inputs else v)
              for name, v in ((n, np.asarray(v)) for n, v in feeds.items())}
     if path.suffix.lower() == ".tflite":
-        from .litert import run_litert
-
-        runs["LiteRT builtin kernels vs XNNPACK"] = lambda: run_litert(path, feeds,
-                                                                       kernels="builtin")
-        runs[ONE_ULP_LABEL] = lambda: run_litert(path, moved)
+        runs["LiteRT builtin kernels vs XNNPACK"] = lambda: _run_litert(path, feeds,
+                                                                        kernels="builtin")
+        runs[ONE_ULP_LABEL] = lambda: _run_litert(path, moved)
     else:
         runs["ORT_ENABLE_ALL vs ORT_DISABLE_ALL"] = lambda: run_onnx(path, feeds, level="all")
         runs[ONE_ULP_LABEL] = lambda: run_onnx(path, moved)
+        if int8_activation_nodes(path):
+            runs[FLOAT_ACTIVATIONS_LABEL] = lambda: run_onnx(path, feeds,
+                                                             float_activations=True)
     found = {}
     for label, go in runs.items():
         try:

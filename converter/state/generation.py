@@ -157,12 +157,14 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *,
 def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new_tokens: int,
                             *, patterns: Sequence[tuple[str, str]] | None = None,
                             dims: Mapping[str, int] | None = None,
-                            eos_token_id: int | None = None) -> Generation:
+                            eos_token_id: int | None = None,
+                            float_activations: bool = False) -> Generation:
     """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
     prompt in the first step, then one token a step, each step fed the present outputs of
     the one before. The first step is what the exporter's runtime feeds it: an unmerged
     pair's decoder_model.onnx, a merged decoder's no-cache branch (use_cache_branch false),
-    else an empty past."""
+    else an empty past. `float_activations`: its MatMulNBits nodes at accuracy_level 0
+    (source_runs.run_onnx)."""
     from ..runtimes.source_runs import run_onnx
 
     spec = read_decoder_spec(path, patterns, dims)
@@ -181,7 +183,8 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
             feeds[spec.attention_mask] = np.ones((1, fed + len(new)), np.int64)
         if spec.position_ids:
             feeds[spec.position_ids] = np.arange(fed, fed + len(new)).reshape(1, -1)
-        out = run_onnx(Path(spec.first_path if first else spec.path), feeds)
+        out = run_onnx(Path(spec.first_path if first else spec.path), feeds,
+                       float_activations=float_activations)
         rows = np.asarray(out["logits"]).reshape(len(new), -1)
         result.logits.extend(list(rows))
         fed += len(new)

@@ -23,7 +23,7 @@ from ..errors import ConverterError
 from ..ir import Graph
 from ..ir.state import initial_value
 from .parity import OutputParity, compare, with_overrides
-from .core import output_bounds
+from .output_bounds import output_bounds
 
 __all__ = ["StepsReport", "verify_steps"]
 

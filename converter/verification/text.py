@@ -15,7 +15,8 @@ COLUMNS = ("output", "shape", "max abs", "max rel", "max ULP", "cosine", "worst 
 
 def table_runs(report) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(title, rows) per comparison: the graph's runtime, then each further opinion."""
-    runs = [(f"{report.graph_runtime} vs {report.source_runtime}", report.outputs)]
+    against = "float64 oracle" if getattr(report, "unjudged", None) else report.source_runtime
+    runs = [(f"{report.graph_runtime} vs {against}", report.outputs)]
     runs += [(f"{label} vs {report.source_runtime}", results)
              for label, results in report.others.items()]
     return [(title, [_row(o) for o in results]) for title, results in runs]
@@ -67,9 +68,14 @@ def note_lines(report) -> list[str]:
     lines.append(f"seed {report.seed}; bounds: {bounds}; {report.session_options}")
     if report.oracle:
         lines.append(f"float64 oracle: {report.oracle}; source in float64: {report.source_f64}")
+    lines += [f"note: {note}" for note in getattr(report, "notes", ())]
     lines += [f"warning: {warning}" for warning in report.warnings]
-    lines.append("pass" if report.passed else "mismatch")
-    if not report.passed:
+    if getattr(report, "unjudged", None):
+        lines.append(f"no source runtime: {report.unjudged}; the graph was checked against "
+                     "its own float64 evaluation only (its executor, not its conversion)")
+    verdict = getattr(report, "verdict", None) or ("pass" if report.passed else "mismatch")
+    lines.append(verdict)
+    if verdict == "mismatch":
         lines.append(f"hint: {BISECT_HINT}")
     return lines
 

@@ -147,15 +147,70 @@ def test_batch_normalization_rank_2_on_axis_0_broadcasts_down_the_rows():
     assert_exact(got, [[1, 3, 5], [-1, 2, -7]], np.float32)
 
 
-def test_batch_normalization_on_axis_1_is_one_onnx_batch_normalization_from_rank_2():
-    # ONNX Runtime folds BatchNormalization into a preceding Conv; written out it is not, so
-    # axis 1 lowers to the ONNX op for every rank from 2 (and its numbers are ONNX's).
-    from converter.lowering.onnx import to_onnx
+def _far_from_zero(shape, along, center, rng):
+    """Values `center` + N(0, 0.5) per channel (`along` broadcasts a per-channel center): the
+    case where float32 statistics, or ONNX Runtime's BatchNormalization (x * a + (bias -
+    mean * a)), lose the digits x - mean keeps."""
+    return (center.reshape(along) + rng.standard_normal(shape) * 0.5).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 3])
+@pytest.mark.parametrize("center", [3.0, 30.0, 300.0])
+def test_batch_normalization_keeps_its_ulp_budget_near_the_mean(axis, center):
+    import converter
+    from converter.verification.op_budgets import op_ulp_budget, within_ulp
+
+    rng = np.random.default_rng(int(center) + axis)
+    shape = (2, 8, 6, 6) if axis else (8, 6)
+    c = shape[axis]
+    along = [1] * len(shape)
+    along[axis] = c
+    mean = (center * (1 + rng.random(c))).astype(np.float32)
+    var = (rng.random(c) + 0.5).astype(np.float32)
+    scale = (rng.random(c) * 1.5 + 0.5).astype(np.float32)
+    bias = (rng.random(c) + 3.5).astype(np.float32)  # + 3.5: results away from 0
+    x = _far_from_zero(shape, along, mean, rng)
     b = GraphBuilder()
-    xi = b.input("x", "float32", [2, 3])
-    c = b.constant(np.ones(3, np.float32))
-    model = to_onnx(b.build({"y": b.batchNormalization(xi, c, c, axis=1)}))
-    assert [n.op_type for n in model.graph.node] == ["BatchNormalization"]
+    xi = b.input("x", "float32", list(shape))
+    y = b.batchNormalization(xi, b.constant(mean), b.constant(var), axis=axis, epsilon=1e-3,
+                             scale=b.constant(scale), bias=b.constant(bias))
+    graph = b.build({"y": y})
+    got = converter.run(graph, {"x": x})["y"]
+    f = lambda v: v.astype(np.float64).reshape(along)  # noqa: E731
+    want = (x - f(mean)) / np.sqrt(f(var) + float(np.float32(1e-3))) * f(scale) + f(bias)
+    ok, worst = within_ulp(got, want.astype(np.float32), op_ulp_budget(graph.operations[0]))
+    assert ok, f"{worst} ULP, budget {op_ulp_budget(graph.operations[0])}"
+
+
+@pytest.mark.parametrize("op", ["layerNormalization", "instanceNormalization"])
+@pytest.mark.parametrize("center", [0.0, 30.0, 300.0])
+def test_computed_statistics_keep_the_budget_far_from_zero(op, center):
+    # float32 means of rows far from 0 carry a rounding error that x - mean turns into
+    # thousands of ULP of the result (20,000 at 300); the lowering computes them in float64
+    import converter
+    from converter.verification.op_budgets import op_ulp_budget, within_ulp
+
+    rng = np.random.default_rng(int(center))
+    shape, axes = (2, 6, 8, 8), (2, 3)
+    x = _far_from_zero(shape, [1, 1, 1, 1], np.array(center), rng)
+    scale = (rng.random(6 if op == "instanceNormalization" else (8, 8)) + 0.5).astype(np.float32)
+    bias = (rng.random(scale.shape) + 3.5).astype(np.float32)
+    b = GraphBuilder()
+    xi = b.input("x", "float32", list(shape))
+    extra = {"axes": list(axes)} if op == "layerNormalization" else {}
+    y = getattr(b, op)(xi, scale=b.constant(scale), bias=b.constant(bias), epsilon=1e-3,
+                       **extra)
+    graph = b.build({"y": y})
+    got = converter.run(graph, {"x": x})["y"]
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(axis=axes, keepdims=True)
+    normalized = centered / np.sqrt((centered ** 2).mean(axis=axes, keepdims=True)
+                                    + float(np.float32(1e-3)))
+    along = (1, 6, 1, 1) if op == "instanceNormalization" else (1, 1, 8, 8)
+    want = normalized * scale.reshape(along) + bias.reshape(along)
+    budget = op_ulp_budget(graph.operations[0])
+    ok, worst = within_ulp(got, want.astype(np.float32), 4)  # well inside the op's budget
+    assert ok and budget >= 4, f"{worst} ULP"
 
 
 def test_layer_normalization_of_nothing_with_epsilon_0_is_0_over_0():

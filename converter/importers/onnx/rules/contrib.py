@@ -12,6 +12,7 @@ from ..context import ImportContext, OnnxNode
 from ..registry import Unsupported, onnx_op
 from ..tensor_data import onnx_dtype_name
 from ._emit import MS, emit, scalar_like, transpose
+from .normalization import in_float32
 
 
 def _rms_normalize(ctx, x: Operand, scale: Operand, axes: list[int], epsilon: float,
@@ -89,8 +90,9 @@ def skip_layer_norm(ctx: ImportContext, node: OnnxNode):
     epsilon = float(node.attr("epsilon", 1e-12))
     beta = ctx.operand(node.input(3)) if node.input(3) is not None else None
     last = [s.rank - 1]
-    y = emit(ctx, "layerNormalization", s, ctx.operand(node.input(2)), beta, axes=last,
-           epsilon=epsilon)
+    # ONNX Runtime normalizes float16 in float32 (float16 would lose an epsilon of 1e-12)
+    y = in_float32(ctx, "layerNormalization", s, [ctx.operand(node.input(2)), beta],
+                   {"axes": last, "epsilon": epsilon})
     mean = inv = None
     wants = [len(node.outputs) > i and node.outputs[i] is not None for i in (1, 2)]
     if any(wants):  # statistics in float32, as ONNX Runtime gives them

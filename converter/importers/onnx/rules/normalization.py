@@ -21,6 +21,27 @@ def _spatial_size(shape) -> int:
     return int(np.prod(shape[2:], dtype=np.int64))
 
 
+def in_float32(ctx: ImportContext, op_type: str, x: Operand, params: list[Operand | None],
+               attrs: dict, suffix: str = "stash") -> Operand:
+    """op_type(x, *params) computed in float32, cast back to x's type when it is float16.
+
+    ONNX Runtime computes the statistics of a float16 layer (stash_type 1, the default),
+    instance or group normalization in float32. In float16 an epsilon below 6e-8 is 0 (BERT's
+    1e-12), so a constant row, variance 0, would give inf or NaN where ORT is finite; the
+    mean and variance of a long row lose digits too. So the WebNN graph computes them in
+    float32 whatever its backend does with float16 normalizations."""
+    if x.data_type != "float16":
+        return ctx.emit(op_type, [x, *params], attrs)
+
+    def wide(operand: Operand | None) -> Operand | None:
+        if operand is None:
+            return None
+        return ctx.emit("cast", [operand], {"dataType": "float32"}, suffix=suffix)
+
+    y = ctx.emit(op_type, [wide(x), *(wide(p) for p in params)], attrs)
+    return ctx.emit("cast", [y], {"dataType": x.data_type}, suffix=f"{suffix}_back")
+
+
 @onnx_op("BatchNormalization", webnn=("batchNormalization", "reduceMean", "sub", "mul", "add"))
 def batch_normalization(ctx: ImportContext, node: OnnxNode):
     if node.opset < 9 and node.attr("spatial", 1) == 0:
@@ -58,7 +79,7 @@ def batch_normalization(ctx: ImportContext, node: OnnxNode):
     return [y, running(mean, batch_mean), running(var, batch_var)]
 
 
-@onnx_op("InstanceNormalization", webnn=("instanceNormalization", "reshape"))
+@onnx_op("InstanceNormalization", webnn=("instanceNormalization", "reshape", "cast"))
 def instance_normalization(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     if x.rank < 3:
@@ -67,9 +88,9 @@ def instance_normalization(ctx: ImportContext, node: OnnxNode):
     scale, bias = ctx.operand(node.input(1)), ctx.operand(node.input(2))
     attrs = {"epsilon": float(node.attr("epsilon", 1e-5))}
     if x.rank == 4:
-        return [ctx.emit("instanceNormalization", [x, scale, bias], attrs)]
+        return [in_float32(ctx, "instanceNormalization", x, [scale, bias], attrs)]
     flat = reshape(ctx, x, (x.shape[0], x.shape[1], _spatial_size(x.shape), 1), "flatten")
-    y = ctx.emit("instanceNormalization", [flat, scale, bias], attrs)
+    y = in_float32(ctx, "instanceNormalization", flat, [scale, bias], attrs)
     return [reshape(ctx, y, x.shape, "unflatten")]
 
 
@@ -104,7 +125,11 @@ def layer_normalization(ctx: ImportContext, node: OnnxNode):
     epsilon = float(node.attr("epsilon", 1e-5))
     scale = _per_normalized(ctx, node.input(1), shape, "scale")
     bias = _per_normalized(ctx, node.input(2), shape, "bias")
-    y = ctx.emit("layerNormalization", [x, scale, bias], {"axes": axes, "epsilon": epsilon})
+    if int(node.attr("stash_type", 1)) == 1:  # float32 statistics (float16 loses epsilon)
+        y = in_float32(ctx, "layerNormalization", x, [scale, bias],
+                       {"axes": axes, "epsilon": epsilon})
+    else:
+        y = ctx.emit("layerNormalization", [x, scale, bias], {"axes": axes, "epsilon": epsilon})
     if all(o is None for o in node.outputs[1:]):
         return [y]
     mean, inv_std_dev = _layer_statistics(ctx, node, x, axes, epsilon)
@@ -131,7 +156,7 @@ def _layer_statistics(ctx: ImportContext, node: OnnxNode, x: Operand, axes: list
 
 
 @onnx_op("GroupNormalization", since=18,
-         webnn=("layerNormalization", "reshape", "expand", "mul", "add"))
+         webnn=("layerNormalization", "reshape", "expand", "mul", "add", "cast"))
 def group_normalization(ctx: ImportContext, node: OnnxNode):
     x = ctx.operand(node.input(0))
     if x.rank < 3:
@@ -143,8 +168,8 @@ def group_normalization(ctx: ImportContext, node: OnnxNode):
     # Statistics per (instance, group): normalize [N, G, C/G * spatial] over its last axis.
     grouped = reshape(ctx, x, (n, groups, channels // groups * _spatial_size(x.shape)),
                       "group")
-    normalized = ctx.emit("layerNormalization", [grouped, None, None],
-                          {"axes": [2], "epsilon": float(node.attr("epsilon", 1e-5))})
+    normalized = in_float32(ctx, "layerNormalization", grouped, [None, None],
+                            {"axes": [2], "epsilon": float(node.attr("epsilon", 1e-5))})
     y = reshape(ctx, normalized, x.shape, "ungroup")
     along = (1, channels) + (1,) * (x.rank - 2)
     # Opset 18 gives scale and bias per group (a spec bug fixed in 21, which gives them per
