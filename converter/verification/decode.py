@@ -52,6 +52,12 @@ class DecodeReport:
             all(p.passed for p in self.positions)
 
     @property
+    def verdict(self) -> str:
+        """"pass" or "mismatch": a stepped comparison always has a source runtime (no
+        unjudged form), named alike with VerifyReport.verdict for the callers of both."""
+        return "pass" if self.passed else "mismatch"
+
+    @property
     def worst(self) -> OutputParity:
         return max(self.positions, key=lambda p: (not p.passed, p.max_abs))
 

@@ -45,6 +45,12 @@ class StepsReport:
             step for step in self.steps)
 
     @property
+    def verdict(self) -> str:
+        """"pass" or "mismatch": a stepped comparison always has a source runtime (no
+        unjudged form), named alike with VerifyReport.verdict for the callers of both."""
+        return "pass" if self.passed else "mismatch"
+
+    @property
     def outputs(self) -> list[OutputParity]:
         """One result per output, the worst step's: its first failing step, else the step
         with the largest error (what a one-line summary of the run shows)."""

@@ -44,7 +44,7 @@ def test_verify_says_unjudged_and_checks_the_graph_against_float64(tmp_path):
     (moved,) = report.outputs
     assert moved.passed and moved.extra["decidedBy"] == "webnn vs f64 (no source runtime)"
     # the graph on the executor is MediaPipe's kernel (numpy by hand), up to float32 rounding
-    feeds, _ = converter.verification.make_inputs(converter.load(path), 0)
+    feeds, _ = converter.verification.core.make_inputs(converter.load(path), 0)
     got = converter.run(converter.load(path), feeds)["moved"]
     want = ref.transform_landmarks(feeds["landmarks"], feeds["matrix"], 2, None, 1.0)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
