@@ -24,6 +24,7 @@ from . import rules  # noqa: F401  (each op family's rules, imported as models n
 from .context import ImportContext, OnnxNode, Value
 from .dim_limits import check_dim_names, check_input_ranks, explained
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
+from ...passes.fills import compact_fills
 from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
@@ -203,6 +204,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
         error.needs_known = needs
         raise error
     announce_dropped(graph, where)
+    compact_fills(graph)  # a ConstantOfShape's value stored once, not per element
     return graph.verify()
 
 
