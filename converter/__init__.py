@@ -212,7 +212,8 @@ def check(graph: Graph | str | os.PathLike, target: str | Path | Target) -> list
 
 def save(graph: Graph | Variants, path: str | os.PathLike) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
-    `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
+    `.onnx` (the ONNX lowering; past 2 GiB with its weights in NAME.onnx.data beside it).
+    Returns the paths written; on failure nothing is left behind.
     """
     from .conversion.by_suffix import write_any
 

@@ -36,8 +36,9 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it; .onnx writes the graph's ONNX lowering, .tflite its TFLite export (verified on
-    LiteRT too with --verify), .js an ES module and page for the browser. With --dim
+    beside it; .onnx writes the graph's ONNX lowering (past 2 GiB with its weights in
+    NAME.onnx.data beside it), .tflite its TFLite export (verified on LiteRT too with
+    --verify), .js an ES module and page for the browser. With --dim
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
@@ -47,10 +48,10 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     --seed, the tolerances, --oracle, --bisect, --dump, --steps, --prompt) with its defaults
     and prints the same report; they are refused without --verify. --json prints that
     report as JSON, or without --verify the files written. Nothing OUTPUT writes (its
-    manifest, weights, page) may be a file the command reads: SOURCE, its external data, a
-    --const or --input file. Graph files named alike (NAME.webnn, NAME.json, NAME.js) share
-    NAME.manifest.json and NAME.weights, so writing one whose weights differ from those
-    another one uses is refused: name it apart.
+    manifest, weights, page, an .onnx model's data file) may be a file the command reads:
+    SOURCE, its external data, a --const or --input file. Graph files named alike
+    (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
+    one whose weights differ from those another one uses is refused: name it apart.
     """
     ctx = click.get_current_context()
     source = model_path(source, follow_symlinks)

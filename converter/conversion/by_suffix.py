@@ -69,7 +69,8 @@ def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Pa
     the caller has just verified (an import's result, untouched since).
 
     Nothing is written when any of the files it would write (the output, its manifest,
-    weights and page) is a file this command reads (converter.files.guard)."""
+    weights and page, an .onnx model's data file) is a file this command reads
+    (converter.files.guard)."""
     from ..files.guard import check_writes
 
     path = Path(path)
@@ -97,7 +98,10 @@ def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Pa
 
         with AtomicSave() as save:
             with save.open(path) as f:
-                write_onnx(graph, f)  # weights streamed from the graph's arrays, never copied
+                # weights streamed from the graph's arrays, never copied; past 2 GiB, to
+                # NAME.onnx.data beside it (opened, and checked, only then)
+                write_onnx(graph, f, data=lambda: (save.open(onnx_data_path(path)),
+                                                   onnx_data_path(path).name), where=str(path))
             return save.commit()
     if suffix == ".js":
         from ..emit.javascript import write_js
@@ -107,9 +111,17 @@ def write_any(graph: Graph, path: str | Path, *, verify: bool = True) -> list[Pa
                          fix=f"use one of {', '.join(OUTPUT_SUFFIXES)}")
 
 
+def onnx_data_path(path: Path) -> Path:
+    """The external data of an .onnx file this converter writes: NAME.onnx.data beside it."""
+    return path.with_name(path.name + ".data")
+
+
 def _with_siblings(path: Path) -> list[Path]:
-    """A file and those that go with it: a graph's manifest and weights, a .js module's page."""
+    """A file and those that go with it: a graph's manifest and weights, a .js module's page,
+    an .onnx model's external data (written only past 2 GiB)."""
     suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        return [path, onnx_data_path(path)]
     if suffix in (".webnn", ".json", ".js"):
         from ..formats import sibling_paths
 

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     constant_operands,
     data_types,
     decompose,
+    fills,
     fold_constants,
     int8_in_float,
     int_clamp,

@@ -32,7 +32,8 @@ N = 50_000_000  # float32 weights: 200 MB, a weights write long enough to be cau
 
 def _big_model(folder: Path, external_data: bool) -> tuple[Path, Path]:
     """(the model, the file its weights are mapped from)."""
-    values = np.full(N, 0.5, np.float32)
+    # not one repeated value, which the import would store as a fill (one number)
+    values = 0.5 + (np.arange(N) % 2).astype(np.float32) / 8
     w = numpy_helper.from_array(values, "w")
     if external_data:
         values.tofile(folder / "big.bin")

@@ -96,7 +96,8 @@ N = 50_000_000  # float32 weights: 200 MB
 def big_model(tmp_path_factory) -> Path:
     """y = x + w with a 200 MB float32 initializer: big enough to be caught mid-write."""
     folder = tmp_path_factory.mktemp("big")
-    w = numpy_helper.from_array(np.full(N, 0.5, np.float32), "w")
+    # not one repeated value, which the import would store as a fill (one number)
+    w = numpy_helper.from_array(0.5 + (np.arange(N) % 2).astype(np.float32) / 8, "w")
     graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "big",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N])], [w])

@@ -60,7 +60,8 @@ def _big(folder: Path, name: str, value: float) -> Path:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    w = numpy_helper.from_array(np.full(N, value, np.float32), "w")
+    # not one repeated value, which the import would store as a fill (one number)
+    w = numpy_helper.from_array(value + (np.arange(N) % 2).astype(np.float32) / 8, "w")
     graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "big",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N])], [w])
@@ -71,7 +72,7 @@ def _big(folder: Path, name: str, value: float) -> Path:
 
 @pytest.fixture(scope="module")
 def big_models(tmp_path_factory) -> tuple[Path, Path]:
-    """Two models alike but for their constant's value (0.5, 0.25)."""
+    """Two models alike but for their constant's values (0.5 and 0.625, 0.25 and 0.375)."""
     folder = tmp_path_factory.mktemp("big")
     return _big(folder, "half", 0.5), _big(folder, "quarter", 0.25)
 

@@ -303,6 +303,14 @@ class ExportContext:
         if arr is None or perm == list(range(len(perm))) or id(operand) in self._override:
             return self.transpose(self.value(operand), perm)
         key = (id(operand), "permuted", tuple(perm))
+        data = operand.constant
+        if key not in self._reads and data.fill is not None \
+                and operand.size > _SHARED_CONSTANT_SIZE:
+            # A fill permuted is the same fill: one number, broadcast at run time.
+            one = self.scalar(data.fill, compute_type(operand.data_type))
+            shape = [operand.shape[p] for p in perm]
+            self._reads[key] = self.emit("BROADCAST_TO", [one, self.int32s(shape)],
+                                         (compute_type(operand.data_type), tuple(shape)))
         if key not in self._reads:
             saved = self.op
             self.op = None

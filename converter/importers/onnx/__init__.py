@@ -25,6 +25,7 @@ from .context import ImportContext, OnnxNode, Value
 from .dim_expressions import evaluate as _evaluate_dims
 from .dim_limits import check_dim_names, check_input_ranks, explained
 from .checks import check_attribute_types, check_known_indices, check_known_top_k, check_model
+from ...passes.fills import compact_fills
 from .folding import can_fold, fold, fold_unsized, folded_bytes
 from .inference import InferenceRun, PendingType, start_inference
 from .model_file import ONNX_TO_WEBNN, onnx_dtype_name, read_model
@@ -212,6 +213,7 @@ def _import_graph(model: onnx.ModelProto, ctx: ImportContext, arrays: dict[str, 
         error.needs_known = needs
         raise error
     announce_dropped(graph, where)
+    compact_fills(graph)  # a ConstantOfShape's value stored once, not per element
     return graph.verify()
 
 

@@ -132,9 +132,12 @@ class ImportContext:
         self.producers: dict[str, onnx.NodeProto] = {}  # ONNX value -> the node that makes it
         self.graph_inputs: set[str] = set()
         # Body nodes imported by unrolling Loops and Scans, counted for the whole model: loops
-        # nested in loops multiply, so they share one budget (control_flow.MAX_UNROLLED_NODES).
+        # nested in loops multiply, so they share one budget (unroll_budget.MAX_UNROLLED_NODES).
         self.unrolled = 0
         self.unrolling = 0  # the Loops and Scans being unrolled around the current node
+        # A body's ONNX types, by the body and the types of what it reads: every copy of an
+        # unrolled body reads the same, so inference runs once per loop (control_flow.py).
+        self.body_types: dict[tuple, tuple[onnx.GraphProto, dict[str, int]]] = {}
 
     # -- looking values up --------------------------------------------------------------------
     def value(self, name: str | None) -> Value:

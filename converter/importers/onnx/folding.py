@@ -2,11 +2,14 @@
 
 A node whose inputs are all known is evaluated by the onnx package's reference evaluator (an
 implementation of the ONNX spec that we did not write), at the model's own opset, so folded
-shape arithmetic follows ONNX's semantics exactly.
+shape arithmetic follows ONNX's semantics exactly; the few ops whose numpy form is that
+semantics exactly (simple_ops.py: comparisons, logic, add/sub/mul...) are computed directly,
+as unrolled loops fold them thousands of times.
 """
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 import onnx
@@ -17,6 +20,7 @@ from .capped_fold import can_cap, fold_capped
 from .context import ImportContext, OnnxNode, unpack_known
 from .inference import isolated
 from .registry import DEFAULT_DOMAINS, Unsupported
+from .simple_ops import SIMPLE_OPS, computed
 
 __all__ = ["can_fold", "fold", "fold_unsized", "folded_bytes"]
 
@@ -251,17 +255,48 @@ def _evaluate(ctx: ImportContext, node: OnnxNode) -> list[np.ndarray]:
             arr = arr.view(np.bool_)
         feeds[name] = arr
         inputs.append(onnx.helper.make_tensor_value_info(name, v.onnx_type, v.known_shape))
-    outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.outputs if o]
-    graph = onnx.helper.make_graph([node.proto], "fold", inputs, outputs)
-    model = onnx.helper.make_model(graph, opset_imports=_evaluator_opsets(ctx, node))
-    from onnx.reference import ReferenceEvaluator  # heavy: imported when first folding
-
+    if node.domain in DEFAULT_DOMAINS and node.op_type in SIMPLE_OPS:
+        # numpy's result is ONNX's for these (simple_ops.py): no one-node model to build
+        direct = computed(node.proto, [feeds.get(n) if n else None for n in node.inputs])
+        if direct is not None:
+            return [np.asarray(direct)]
     try:
-        return [np.asarray(r) for r in ReferenceEvaluator(model).run(None, feeds)]
+        return [np.asarray(r) for r in _evaluator(ctx, node, inputs).run(None, feeds)]
     except MemoryError:
         raise
     except Exception as e:  # the reference evaluator rejects what ONNX itself rejects
         raise _failed(e) from None
+
+
+# Reference evaluators built, by their one-node model: an unrolled loop folds the same node
+# (each copy of its body binds the same names) thousands of times, and building the evaluator
+# is most of a fold's cost. Only nodes of a few KB are kept (a Constant's attribute can be big).
+_EVALUATORS: OrderedDict = OrderedDict()
+_EVALUATORS_KEPT = 256
+_KEEPABLE_NODE = 4096
+
+
+def _evaluator(ctx: ImportContext, node: OnnxNode, inputs: list):
+    """The reference evaluator of `node`'s one-node model with `inputs`, built or reused."""
+    from onnx.reference import ReferenceEvaluator  # heavy: imported when first folding
+
+    outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.outputs if o]
+    opsets = _evaluator_opsets(ctx, node)
+    key = None
+    if node.proto.ByteSize() <= _KEEPABLE_NODE:
+        key = (node.proto.SerializeToString(deterministic=True),
+               tuple(vi.SerializeToString() for vi in inputs),
+               tuple(o.SerializeToString() for o in opsets))
+        if key in _EVALUATORS:
+            _EVALUATORS.move_to_end(key)
+            return _EVALUATORS[key]
+    graph = onnx.helper.make_graph([node.proto], "fold", inputs, outputs)
+    evaluator = ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opsets))
+    if key is not None:
+        _EVALUATORS[key] = evaluator
+        if len(_EVALUATORS) > _EVALUATORS_KEPT:
+            _EVALUATORS.popitem(last=False)
+    return evaluator
 
 
 # Ops whose older versions the reference evaluator does not implement, and the version it is

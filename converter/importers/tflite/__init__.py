@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import ConverterError, UnsupportedError
 from ...ir import Graph
+from ...passes.fills import compact_fills
 from .. import REFUSAL_FIX
 from ..dropped_outputs import announce_dropped, drop_empty_output
 from . import rules  # noqa: F401  (registers every op family's rules)
@@ -90,6 +91,7 @@ def import_model(model: TfliteModel, *,
                                fix=REFUSAL_FIX)
     announce_dropped(graph, model.where)
     graph.remove_unused()  # results no output depends on (the model's dead ends)
+    compact_fills(graph)  # a constant of one repeated value stored once, not per element
     return graph.verify()
 
 

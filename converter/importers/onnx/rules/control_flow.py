@@ -11,8 +11,10 @@ as often as it runs:
     (which must be known at every iteration, as for a loop over a fixed range), or both.
     Unrolling stops with an error past MAX_UNROLLED_NODES body nodes in all, for the whole
     model: every copy a loop makes of a body counts, a loop inside a loop's body (and an If's
-    branch there) in each of its copies. A trip count that takes the unrolling past it, with a
-    condition that cannot end the loop sooner, is refused before the first copy.
+    branch there) in each of its copies (unroll_budget.py). A trip count that takes the
+    unrolling past it, with a condition that cannot end the loop sooner, is refused before the
+    first copy; so is a loop whose condition is computed, when the condition's own nodes can
+    be run here to count its iterations (loop_trips.py).
 
 A body reads outer values by name (ONNX names are unique across scopes); its own values are
 rebound on every iteration, each copy's results read out before the next copy replaces them.
@@ -22,17 +24,14 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ....errors import ConverterError
 from ....ir import Operand
 from ..context import ImportContext, OnnxNode
 from ..inference import inferred_types
 from ..tensor_data import sparse_array, tensor_array
 from ..registry import DEFAULT_DOMAINS, Invalid, Unsupported, onnx_op
+from .unroll_budget import (MAX_UNROLLED_NODES, check_predicted, check_size,  # noqa: F401
+                            condition_fixed, count_unrolled)
 from .shape_ops import known_scalar, normalize_axis
-
-# Body nodes imported by unrolling, in all, for the whole model (ImportContext.unrolled):
-# beyond this the graph grows too large, and the import takes too long.
-MAX_UNROLLED_NODES = 20000
 
 
 # -- importing a subgraph inline ------------------------------------------------------------
@@ -57,7 +56,7 @@ def import_body(ctx: ImportContext, node: OnnxNode, body: onnx.GraphProto, what:
     if types is None:
         types = body_types(ctx, body)
     if ctx.unrolling:  # a copy made by unrolling (or a branch inside one): it counts
-        _count_unrolled(ctx, body, what)
+        count_unrolled(ctx, body, what)
     outer = ctx.node
     try:
         for index, proto in enumerate(body.node):
@@ -87,7 +86,8 @@ def _onnx_type(value) -> int:
 
 def body_types(ctx: ImportContext, body: onnx.GraphProto) -> dict[str, int]:
     """ONNX element types of the body's values (so bool results stay bool), by running ONNX
-    type inference on the body with the outer values it reads as inputs."""
+    type inference on the body with the outer values it reads as inputs; once for each body
+    and set of input types."""
     made = {o for n in body.node for o in n.output} | {t.name for t in body.initializer}
     own = [vi for vi in body.input]
     read = [n for node in body.node for n in node.input
@@ -99,102 +99,23 @@ def body_types(ctx: ImportContext, body: onnx.GraphProto) -> dict[str, int]:
             continue
         dims = v.known_shape if v.known is not None else v.operand.shape
         inputs.append(onnx.helper.make_tensor_value_info(n, v.onnx_type, dims))
+    # By the body's id: protobuf gives one Python object for a message as long as one is held
+    # (the cache holds it), so the id stays the body's and is never another object's.
+    key = (id(body), tuple(vi.SerializeToString() for vi in inputs))
+    if key in ctx.body_types:
+        return ctx.body_types[key][1]
     graph = onnx.helper.make_graph(body.node, "body", inputs, body.output,
                                    initializer=body.initializer)
     opsets = [onnx.helper.make_opsetid(d, v) for d, v in ctx.opsets.items()]
     # In a child process: ONNX's C++ inference can crash on a hostile body (inference.py).
-    return inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where,
-                          ctx.isolate)
+    types = inferred_types(onnx.helper.make_model(graph, opset_imports=opsets), ctx.where,
+                           ctx.isolate)
+    ctx.body_types[key] = (body, types)
+    return types
 
 
 def _as_operand(ctx: ImportContext, value) -> Operand:
     return value if isinstance(value, Operand) else ctx.constant(value)
-
-
-def _count_unrolled(ctx: ImportContext, body: onnx.GraphProto, what: str) -> None:
-    """Count one more copy of `body` against the model's unrolling budget, or refuse it."""
-    cost = max(len(body.node), 1)  # an empty body still costs its bookkeeping
-    if ctx.unrolled + cost > MAX_UNROLLED_NODES:
-        raise Unsupported(f"one more copy of its {len(body.node)}-node {what} would take the "
-                          f"model past {MAX_UNROLLED_NODES} body nodes imported by unrolling "
-                          f"({ctx.unrolled} so far; every copy counts, loops inside loops too)")
-    ctx.unrolled += cost
-
-
-def _check_size(ctx: ImportContext, body: onnx.GraphProto, iterations: int,
-                what: str) -> None:
-    """Refuse, before any copy, a known number of iterations the budget cannot take: each
-    copy costs its body's nodes and, at the least, what its own loops and branches import."""
-    left = MAX_UNROLLED_NODES - ctx.unrolled
-    per_copy = _least_cost(ctx, body, depth=0)
-    if iterations * per_copy > left:
-        inner = "" if per_copy == max(len(body.node), 1) else \
-            f" (with what its inner loops and branches import, at least {per_copy} nodes " \
-            f"a copy)"
-        raise Unsupported(f"{what} {iterations} iterations of its {len(body.node)}-node body"
-                          f"{inner}, past the limit of {MAX_UNROLLED_NODES} body nodes "
-                          f"imported by unrolling ({left} left of it)")
-
-
-def _least_cost(ctx: ImportContext, body: onnx.GraphProto, depth: int) -> int:
-    """The body nodes one copy of `body` imports at the least: its own, for each If in it the
-    smaller branch, and for each Loop in it whose trip count is a constant and that only the
-    trip count ends, that many copies of its body (all counted the same way). Capped just
-    past the budget: nothing larger matters."""
-    cap = MAX_UNROLLED_NODES + 1
-    total = max(len(body.node), 1)
-    if depth > 32:  # deeper nesting only adds to what is already counted
-        return total
-    constants = {t.name: t for t in body.initializer}
-    for n in body.node:
-        if n.op_type == "Constant" and n.domain in DEFAULT_DOMAINS and n.output:
-            value = next((a for a in n.attribute if a.name in ("value", "value_int")), None)
-            if value is not None:
-                constants[n.output[0]] = value.t if value.name == "value" else value.i
-    for n in body.node:
-        if n.op_type == "If" and n.domain in DEFAULT_DOMAINS:  # one branch runs, either
-            branches = [a.g for a in n.attribute if a.name in ("then_branch", "else_branch")]
-            if len(branches) == 2:
-                total += min(_least_cost(ctx, b, depth + 1) for b in branches)
-        if n.op_type != "Loop" or n.domain not in DEFAULT_DOMAINS or not n.input:
-            if total >= cap:
-                return cap
-            continue
-        inner = next((a.g for a in n.attribute if a.name == "body"), None)
-        trips = _constant_int(ctx, constants, n.input[0])
-        runs = len(n.input) < 2 or not n.input[1] or _constant_int(ctx, constants,
-                                                                    n.input[1]) not in (0, None)
-        if inner is not None and trips is not None and trips > 0 and runs \
-                and _condition_fixed(inner):
-            total += trips * _least_cost(ctx, inner, depth + 1)
-        if total >= cap:
-            return cap
-    return total
-
-
-def _constant_int(ctx: ImportContext, constants: dict, name: str) -> int | None:
-    """A one-element integer or bool constant of the body, or known outside it; else None."""
-    if not name:
-        return None
-    given = constants.get(name)
-    if isinstance(given, int):
-        return given
-    if isinstance(given, onnx.TensorProto):
-        if given.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32,
-                                   onnx.TensorProto.BOOL) or any(d != 1 for d in given.dims) \
-                or given.data_location == onnx.TensorProto.EXTERNAL:
-            return None
-        try:  # one element: a damaged one is the import's to report, not the estimate's
-            value = np.asarray(tensor_array(given, where=ctx.where, budget=ctx.budget,
-                                            release=False))
-        except (ConverterError, ValueError):
-            return None
-        return int(value.reshape(-1)[0]) if value.size == 1 else None
-    if name in ctx.values:
-        value = ctx.known(name)
-        if value is not None and value.size == 1 and value.dtype.kind in "biu":
-            return int(value.reshape(-1)[0])
-    return None
 
 
 class _Unrolling:
@@ -319,8 +240,10 @@ def loop(ctx: ImportContext, node: OnnxNode):
     # A loop may end on its condition long before its trip count (M is often the largest
     # int64), so the trip count is held against the budget up front only when the body passes
     # its condition through unchanged; otherwise each copy counts as it is made.
-    if going and trips is not None and _condition_fixed(body):
-        _check_size(ctx, body, trips, "its trip count asks for")
+    if going and trips is not None and condition_fixed(body):
+        check_size(ctx, body, trips, "its trip count asks for")
+    elif going:  # its condition ends it: counted up front when its nodes can be run here
+        check_predicted(ctx, body, trips, carried)
     with _Unrolling(ctx):
         return _unroll_loop(ctx, node, body, names, trips, going, carried)
 
@@ -355,23 +278,6 @@ def _unroll_loop(ctx: ImportContext, node: OnnxNode, body: onnx.GraphProto, name
     return [*carried, *stacked]
 
 
-def _condition_fixed(body: onnx.GraphProto) -> bool:
-    """Whether the body's condition output is its condition input (directly or through
-    Identity nodes): then only the trip count ends the loop."""
-    if len(body.input) < 2 or not body.output:
-        return False
-    made = {out: n for n in body.node for out in n.output}
-    name, seen = body.output[0].name, set()
-    while name in made and name not in seen:
-        seen.add(name)
-        producer = made[name]
-        if producer.op_type != "Identity" or producer.domain not in DEFAULT_DOMAINS \
-                or not producer.input:
-            return False
-        name = producer.input[0]
-    return name == body.input[1].name
-
-
 def _declared(body: onnx.GraphProto, name: str) -> int:
     for vi in body.input:
         if vi.name == name:
@@ -397,7 +303,7 @@ def scan_8(ctx: ImportContext, node: OnnxNode):
     batch = _shape(values[0])[0]
     sequence = _shape(values[-1])[1] if len(_shape(values[-1])) > 1 else 1
     if node.attr("body") is not None:  # (without one, _scan says so)
-        _check_size(ctx, node.attr("body"), batch * sequence, "its batch and sequence give")
+        check_size(ctx, node.attr("body"), batch * sequence, "its batch and sequence give")
     per_item = []
     for b in range(batch):
         items = [_step(ctx, v, 0, b) for v in values]
@@ -437,7 +343,7 @@ def _scan(ctx: ImportContext, node: OnnxNode, states: list, scanned: list, in_di
     if len(lengths) != 1:
         raise Unsupported(f"its scan inputs have different lengths {sorted(lengths)}")
     steps = lengths.pop()
-    _check_size(ctx, body, steps, "its scan inputs give")
+    check_size(ctx, body, steps, "its scan inputs give")
     with _Unrolling(ctx):
         return _unroll_scan(ctx, node, body, states, scanned, steps, in_dirs, in_axes,
                             out_dirs, out_axes)
