@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.passes.fills import compact_fills
 

@@ -56,11 +56,15 @@ def to_onnx(graph: Graph, opset: int | None = None) -> onnx.ModelProto:
 
 
 def lower(graph: Graph, opset: int | None = None, *,
-          external_min_bytes: int | None = None) -> LoweredModel:
+          external_min_bytes: int | None = None, exact: bool = False) -> LoweredModel:
     """Lower `graph` to ONNX at `opset` (default DEFAULT_OPSET).
 
     external_min_bytes: constants of at least this many bytes are not copied into the proto;
     they are returned in `LoweredModel.external` (the arrays themselves, not copies).
+    exact: the executor's form, where an op whose ONNX kernel computes another formula than the
+    spec's is written out as the spec's, in a wider type where rounding would drift
+    (normalizations: see normalization.py). Off, the model written for people to run keeps the
+    ONNX ops runtimes fuse and accelerate (BatchNormalization folded into a Conv).
     """
     opset = DEFAULT_OPSET if opset is None else int(opset)
     newest = onnx.defs.onnx_opset_version()
@@ -72,7 +76,7 @@ def lower(graph: Graph, opset: int | None = None, *,
         if packed:
             raise UnsupportedError([f"4-bit operand '{n}' needs ONNX opset 21 or later"
                                     for n in packed[:3]], fix="lower at opset 21+")
-    ctx = LoweringContext(opset)
+    ctx = LoweringContext(opset, exact=exact)
     for name in (*graph.inputs, *graph.constants):
         ctx.reserve(name)
     output_names = {key: ctx.fresh(key if key not in graph.inputs and key not in graph.constants

@@ -91,8 +91,9 @@ def spec_cast(x: float | int, data_type: str):
 class LoweringContext:
     """Emits the ONNX nodes and initializers for one WebNN graph."""
 
-    def __init__(self, opset: int):
+    def __init__(self, opset: int, exact: bool = False):
         self.opset = opset
+        self.exact = exact  # the executor's form (lower()'s `exact`)
         self.nodes: list = []
         self.initializers: list[TensorProto] = []
         self.types: dict[str, str] = {}  # value name -> data type, where known

@@ -48,7 +48,8 @@ def prepare(graph: Graph, opset: int | None = None):
     if problems:
         raise ConverterError(problems[0], where=f"graph '{graph.name}'",
                              fix="the graph must be valid to run; see `webnn-convert validate`")
-    lowered = lower(graph, opset, external_min_bytes=_EXTERNAL_MIN_BYTES)
+    # exact: the spec's formulas where ONNX kernels compute others (a verdict's executor)
+    lowered = lower(graph, opset, external_min_bytes=_EXTERNAL_MIN_BYTES, exact=True)
     # Copying the small constants into the model faulted in their pages and, by readahead,
     # their big neighbours' (54 MB of resnet50's 91 MB): drop them before ORT reads its copy.
     release_constant_pages(graph)

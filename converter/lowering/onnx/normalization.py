@@ -9,10 +9,17 @@ x * a + (bias - mean * a) with a = scale / sqrt(variance + epsilon), which cance
 near the mean (40 ULP from the float64 value for a mean of 30, where the spec's order keeps
 within its 6-ULP budget: x - mean is exact there). Mean and variance come from ReduceMean for
 the instance and layer forms, with variance = mean((x - mean)^2) as in the spec's emulation.
-Each is computed in a wider type than its operands (_WIDE) and rounded back once.
+For the executor (lower(..., exact=True), the runtime of every verdict) each is computed in a
+wider type than its operands (_WIDE) and rounded back once. A model written for people to run
+(`-o model.onnx`) keeps ONNX BatchNormalization where the channel is on axis 1 (ONNX Runtime
+folds it into the Conv before it) and computes in the operands' type: float64 kernels are slow,
+and many execution providers have none.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ... import dtypes
 from ...ir import Operation
 from .context import LoweringContext, spec_cast
 from .registry import lowers
@@ -24,6 +31,12 @@ from .registry import lowers
 # formula's value rounded once or twice. Float16 goes through float32, as ONNX Runtime
 # computes its float16 normalizations.
 _WIDE = {"float32": "float64", "float16": "float32"}
+
+
+def _wide(ctx: LoweringContext, dt: str) -> str:
+    """The type to compute in: wider for the executor (ctx.exact), the operands' own in a
+    model written for people to run (float64 kernels are slow and many providers lack them)."""
+    return _WIDE.get(dt, dt) if ctx.exact else dt
 
 
 def _normalize(ctx: LoweringContext, x: str, mean: str, variance: str, epsilon: float,
@@ -56,6 +69,19 @@ def batch_normalization(ctx: LoweringContext, op: Operation) -> list[str]:
     x = op.input("input")
     axis, rank, dt = int(op.attr("axis")), x.rank, x.data_type
     size = x.shape[axis]
+    if axis == 1 and rank >= 2 and not ctx.exact:
+        # For people to run: ONNX BatchNormalization, which ONNX Runtime folds into the Conv
+        # before it (written out, it runs ~2x slower), within its kernel's rounding.
+        def param(name: str, fill: float) -> str:
+            operand = op.input(name)
+            if operand is not None:
+                return ctx.name_of(operand)
+            return ctx.constant(np.full(size, fill, dtype=dtypes.numpy_dtype(dt)))
+
+        return [ctx.node("BatchNormalization",
+                         [ctx.name_of(x), param("scale", 1.0), param("bias", 0.0),
+                          ctx.name_of(op.input("mean")), ctx.name_of(op.input("variance"))],
+                         epsilon=float(op.attr("epsilon")))]
 
     def per_channel(name: str) -> str | None:
         operand = op.input(name)
@@ -63,7 +89,7 @@ def batch_normalization(ctx: LoweringContext, op: Operation) -> list[str]:
 
     return [_normalize(ctx, ctx.name_of(x), per_channel("mean"), per_channel("variance"),
                        op.attr("epsilon"), per_channel("scale"), per_channel("bias"), dt,
-                       _WIDE.get(dt))]
+                       _wide(ctx, dt))]
 
 
 def _moments(ctx: LoweringContext, x: str, axes: list[int], dt: str) -> tuple[str, str]:
@@ -80,7 +106,7 @@ def instance_normalization(ctx: LoweringContext, op: Operation) -> list[str]:
     dt = x.data_type
     nhwc = op.attr("layout") == "nhwc"
     channel, spatial = (3, [1, 2]) if nhwc else (1, [2, 3])
-    wide = _WIDE.get(dt, dt)
+    wide = _wide(ctx, dt)
     xv = ctx.cast(ctx.name_of(x), wide, dt)
     mean, variance = _moments(ctx, xv, spatial, wide)
     size = x.shape[channel]
@@ -99,7 +125,7 @@ def layer_normalization(ctx: LoweringContext, op: Operation) -> list[str]:
     dt, rank = x.data_type, x.rank
     axes = op.attr("axes")
     axes = list(range(1, rank)) if axes is None else [int(a) for a in axes]
-    wide = _WIDE.get(dt, dt)
+    wide = _wide(ctx, dt)
     xv = ctx.cast(ctx.name_of(x), wide, dt)
     if axes:
         mean, variance = _moments(ctx, xv, axes, wide)
