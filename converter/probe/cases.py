@@ -1,8 +1,11 @@
 """One generated graph per (op, data type): the cases the browser suite runs in Chromium and on
-our ONNX executor, with the parity bounds each output is held to.
+our ONNX executor, and `webnn-convert probe` runs on a backend, with the parity bounds each
+output is held to.
 
 `make_case(op, data_type)` builds the graph for that op with its main operand (`input`, `a`,
-`inputs`, or `trueValue` for where) of that data type. Data operands are graph inputs; weights,
+`inputs`, or `trueValue` for where; `MAIN_OPERAND` names it) of that data type.
+`make_case(op, data_type, **options)` sets an option that `VARIANTS` lists for the op to one of
+its values (pad's mode), where a backend may take one value and refuse another. Data operands are graph inputs; weights,
 indices and quantization parameters are constants, as in converted models. Values are seeded
 and chosen inside each op's domain (positive for log and sqrt, no ties for argMax ...).
 
@@ -11,14 +14,14 @@ the budget is written next to the op with its reason. Integer results are exact.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from converter.ops.builder import GraphBuilder
-from converter.ir import Graph
-from converter.verification.parity import Bounds
+from ..ops.builder import GraphBuilder
+from ..ir import Graph
+from ..verification.parity import Bounds
 
 FLOATS = ("float32", "float16")
 
@@ -30,6 +33,7 @@ class Case:
     graph: Graph
     feeds: dict[str, np.ndarray]
     bounds: Bounds
+    options: dict[str, str] = field(default_factory=dict)  # the VARIANTS values it was made with
 
 
 CASES: dict[str, Callable[[str, str], Case]] = {}
@@ -43,14 +47,35 @@ def case(*ops: str):
     return register
 
 
-def make_case(op: str, data_type: str) -> Case:
-    from . import op_cases_layers, op_cases_shape  # noqa: F401  (they register their ops)
+# The enum options whose values a backend may refuse one by one (refusedOptions), and their
+# values: each op's case function takes them as keyword arguments.
+VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "pad": {"mode": ("constant", "edge", "reflection")},
+}
 
-    return CASES[op](op, data_type)
+
+def make_case(op: str, data_type: str, **options: str) -> Case:
+    from . import cases_layers, cases_shape  # noqa: F401  (they register their ops)
+
+    for option, value in options.items():
+        if value not in VARIANTS.get(op, {}).get(option, ()):
+            raise ValueError(f"the {op} case has no variant {option}={value!r}")
+    case = CASES[op](op, data_type, **options)
+    case.options = dict(options)
+    return case
+
+
+def main_operand(op: str, limits: dict) -> str:
+    """The operand whose data type a case of `op` is named by, as `limits` (an op's entry of
+    opSupportLimits) names it: for quantizeLinear its output (its input is always float)."""
+    name = {"where": "trueValue", "quantizeLinear": "output"}.get(op)
+    if name is None:
+        name = next(n for n in ("input", "a", "inputs") if n in limits)
+    return name
 
 
 def case_ops() -> list[str]:
-    from . import op_cases_layers, op_cases_shape  # noqa: F401
+    from . import cases_layers, cases_shape  # noqa: F401
 
     return sorted(CASES)
 
@@ -69,6 +94,25 @@ def values(r: np.random.Generator, dt: str, shape, lo=-2.0, hi=2.0) -> np.ndarra
     info = np.iinfo(np_type)
     lo, hi = max(int(lo), info.min), min(int(hi), info.max)
     return r.integers(lo, hi + 1, shape).astype(np_type)
+
+
+# (op, data type) -> (why the case's bound does not apply against the exact value, the bound
+# that does). A ULP budget of K x 2 for a sum of K products assumes no cancellation: a result
+# near zero of terms near 1 has ULPs far smaller than the terms' rounding errors. The float32
+# error of such a sum is bounded in ULPs of its terms (here |a||b| <= 1): the same K x 2
+# budget, measured at the terms' scale, as an absolute bound.
+CANCELLING_SUMS: dict[tuple[str, str], tuple[str, Bounds]] = {
+    ("matmul", "float32"): ("a [2,3,4] x b [4,5] of values in [-1, 1]: y[0,1,2] = 0.0109 is a "
+                            "sum of 4 products of size ~0.5",
+                            Bounds(atol=4 * 2 * float(np.spacing(np.float32(1))), rtol=0.0)),
+}
+
+
+def exact_bounds(case: Case) -> Bounds:
+    """The bound the case's outputs are held to against the exact (float64) result rounded to
+    their type: its own, but for the sums that cancel (CANCELLING_SUMS)."""
+    cancelling = CANCELLING_SUMS.get((case.op, case.data_type))
+    return cancelling[1] if cancelling else case.bounds
 
 
 def exact() -> Bounds:
