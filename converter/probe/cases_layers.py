@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops.builder import GraphBuilder
 
-from .cases import FLOATS, atol, built, case, exact, rng, ulp, values
+from .case_kit import FLOATS, atol, built, case, exact, rng, ulp, values
 
 # Normalizations and recurrent networks chain a mean, a variance, a square root, divisions,
 # sigmoids and tanhs; their outputs are O(1) and cross zero, so they are judged by an absolute

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ops.builder import GraphBuilder
 
-from .cases import FLOATS, built, case, exact, rng, ulp, values
+from .case_kit import FLOATS, built, case, exact, rng, ulp, values
 
 
 def _start(op, dt, shape, lo=-9, hi=9):

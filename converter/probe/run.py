@@ -69,6 +69,7 @@ class Probe:
     browser: str
     limits: dict[str, Any]
     results: list[ProbeResult] = field(default_factory=list)
+    ops: list[str] | None = None  # the ops asked for (None: every op it lists)
 
 
 def _allowed_types(op: str, operand: str) -> list[str]:
@@ -131,7 +132,7 @@ def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
     if ops is not None:
         ops = _known(ops)  # before the browser starts
     limits = op_support_limits()
-    probe = Probe(runtime, browser_version(), limits)
+    probe = Probe(runtime, browser_version(), limits, ops=ops)
     planned = plan_cases(limits, ops)
     for start in range(0, len(planned), BATCH):
         batch = planned[start:start + BATCH]

@@ -57,14 +57,21 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
         "description": f"{probe.browser}, probed by `webnn-convert probe`: its opSupportLimits() "
                        f"narrowed to what its build() takes",
         "sources": [f"opSupportLimits() of {probe.browser}, as it reports it",
-                    f"webnn-convert probe: {counts[0]} one-op cases, {counts[1]} built, "
-                    f"{counts[2]} within their bounds of the float64 reference"],
+                    f"webnn-convert probe of {_which(probe)}: {counts[0]} one-op cases, "
+                    f"{counts[1]} built, {counts[2]} within their bounds of the float64 "
+                    f"reference"],
         "refusedDataTypes": refused_types,
         "refusedOptions": refused_options,
         "notes": notes,
     }
     extension = {k: v for k, v in extension.items() if v or k == "name"}
     return {EXTENSION: extension, **copy.deepcopy(probe.limits)}
+
+
+def _which(probe: Probe) -> str:
+    if probe.ops is None:
+        return "every op it lists"
+    return "only " + ", ".join(probe.ops) + " (the other ops as it lists them)"
 
 
 def _refused_options(built) -> tuple[dict[str, Any], list[tuple]]:
