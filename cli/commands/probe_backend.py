@@ -39,6 +39,9 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
     if path.suffix.lower() != ".json":
         raise ConverterError("a probed target is written as a .json target file",
                              where=output, fix="name the output T.json")
+    if not path.parent.is_dir():  # said before the probe runs, not after
+        raise ConverterError("the folder does not exist", where=str(path.parent),
+                             fix="create it first")
     probe = run_probe(runtime, ops=ops or None)
     doc = probed_target(probe)
     write_target(doc, path)

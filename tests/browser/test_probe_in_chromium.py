@@ -111,3 +111,11 @@ def test_the_cli_writes_only_json_target_files(tmp_path):
     assert r.output.strip() == (f"error: {tmp_path / 't.webnn'}: a probed target is written as "
                                 f"a .json target file; name the output T.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_refuses_a_missing_folder_before_it_probes(tmp_path):
+    r = run("probe", "--runtime", "chromium", "-o", tmp_path / "no" / "t.json")
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {tmp_path / 'no'}: the folder does not exist; " \
+                               f"create it first"
+    assert list(tmp_path.iterdir()) == []
