@@ -20,12 +20,12 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
     """Run one-op graphs on a backend and write what it takes as a target file (-o, .json).
 
     Each op the backend's opSupportLimits() lists runs over every data type the spec allows
-    its main operand, and pad over each mode, in one browser. Each case records whether
-    build() took it and whether its outputs are within the case's bounds of the float64
-    reference. The target file is the backend's own opSupportLimits(), narrowed by
-    refusedDataTypes (a listed type no case of the op built) and refusedOptions (a value that
-    did not build where another did); `check --target T.json` and `convert --target T.json`
-    take it. Cases that build but compute outside their bounds, and unlisted types that
+    its main operand, pad over each mode, and the element-wise ops at each end of their
+    listed rank range, in one browser. Each case records whether build() took it and whether
+    its outputs are within the case's bounds of the float64 reference. The target file is the
+    backend's own opSupportLimits(), narrowed by refusedDataTypes (a listed type no case of the
+    op built), refusedOptions (a value that did not build where another did) and the rank
+    ranges build() took; `check --target T.json` and `convert --target T.json` take it. Cases that build but compute outside their bounds, and unlisted types that
     build, are named in its notes. Only --runtime chromium is probed for now.
     """
     from converter.probe import run_probe

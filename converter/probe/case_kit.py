@@ -23,6 +23,7 @@ class Case:
     feeds: dict[str, np.ndarray]
     bounds: Bounds
     options: dict[str, str] = field(default_factory=dict)  # the VARIANTS values it was made with
+    rank: int | None = None  # the rank it was made at (RANKED ops), None: its own shapes
 
 
 CASES: dict[str, Callable[[str, str], Case]] = {}
@@ -91,6 +92,11 @@ def built(op: str, dt: str, b: GraphBuilder, outputs, feeds: dict, bounds: Bound
         outputs = {"y": outputs} if not isinstance(outputs, list) else \
             {f"y{i}": o for i, o in enumerate(outputs)}
     return Case(op, dt, b.build(outputs), feeds, bounds)
+
+
+def ranked(rank: int | None, default=(2, 3, 4)) -> tuple[int, ...]:
+    """A data shape of `rank` (2 along each axis: 256 elements at rank 8), or `default`."""
+    return default if rank is None else (2,) * rank
 
 
 def unary(op, dt, lo=-2.0, hi=2.0, shape=(2, 3, 4), **options):

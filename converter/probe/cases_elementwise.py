@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.builder import GraphBuilder
-from .case_kit import FLOATS, atol, built, case, exact, rng, ulp, unary, values
+from .case_kit import FLOATS, atol, built, case, exact, ranked, rng, ulp, unary, values
 
 # -- element-wise unary ----------------------------------------------------------------------
 # Budgets (float32 / float16) from tolerances.md where it lists the op; otherwise:
@@ -32,11 +32,11 @@ _UNARY = {
 
 
 @case(*_UNARY)
-def _unary_case(op, dt):
+def _unary_case(op, dt, rank=None):
     lo, hi, bounds = _UNARY[op]
     if dt == "uint8":
         lo = 0
-    b, y, feeds = unary(op, dt, lo, hi)
+    b, y, feeds = unary(op, dt, lo, hi, shape=ranked(rank))
     return built(op, dt, b, y, feeds, bounds(dt))
 
 
@@ -62,9 +62,9 @@ _OPTIONS = {  # non-default options, so that emitting them is tested too
 
 
 @case(*_OPTIONS)
-def _with_options(op, dt):
+def _with_options(op, dt, rank=None):
     options, budget = _OPTIONS[op]
-    b, y, feeds = unary(op, dt, -4, 4, **options)
+    b, y, feeds = unary(op, dt, -4, 4, shape=ranked(rank), **options)
     return built(op, dt, b, y, feeds, ulp(dt, budget))
 
 
@@ -83,17 +83,18 @@ def _logical_not(op, dt):
 
 
 # -- element-wise binary ---------------------------------------------------------------------
-def binary(op, dt, a_range, b_range, b_shape=(3, 1)):
+def binary(op, dt, a_range, b_range, b_shape=(3, 1), a_shape=(2, 3, 4)):
     r = rng(op, dt)
     b = GraphBuilder(f"{op}_{dt}")
-    x, z = b.input("a", dt, [2, 3, 4]), b.input("b", dt, list(b_shape))
-    feeds = {"a": values(r, dt, (2, 3, 4), *a_range), "b": values(r, dt, b_shape, *b_range)}
+    x, z = b.input("a", dt, list(a_shape)), b.input("b", dt, list(b_shape))
+    feeds = {"a": values(r, dt, a_shape, *a_range), "b": values(r, dt, b_shape, *b_range)}
     return b, getattr(b, op)(x, z), feeds
 
 
 @case("add", "sub", "mul", "max", "min")
-def _arithmetic(op, dt):
-    b, y, feeds = binary(op, dt, (-20, 20), (-20, 20))
+def _arithmetic(op, dt, rank=None):
+    shapes = {} if rank is None else {"a_shape": ranked(rank), "b_shape": ranked(rank)}
+    b, y, feeds = binary(op, dt, (-20, 20), (-20, 20), **shapes)
     budget = 0 if op in ("max", "min") else 1
     return built(op, dt, b, y, feeds, ulp(dt, budget))
 
@@ -188,3 +189,8 @@ def _dequantize(op, dt):
     y = b.dequantizeLinear(x, scale, zero)
     # (x - zeroPoint) * scale: exact for these small integers and power-of-two scales.
     return built(op, dt, b, y, feeds, ulp("float32", 0))
+
+
+# Ops whose case takes `rank=N` (its data operands then have rank N), so that a backend's
+# rank limits can be probed at their ends.
+RANKED = (*_UNARY, *_OPTIONS, "add", "sub", "mul", "max", "min")

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError, OpValidationError
-from .cases import Case, case_ops, exact_bounds, main_operand, make_case, VARIANTS
+from .cases import RANKED, VARIANTS, Case, case_ops, exact_bounds, main_operand, make_case
 
 __all__ = ["Probe", "ProbeResult", "plan_cases", "run_probe", "RUNTIMES"]
 
@@ -49,15 +49,19 @@ class ProbeResult:
     computed: bool | None
     error: str = ""
     mismatch: str = ""
+    rank: int | None = None  # a case probing the op's rank limits: its data operands' rank
 
     @property
     def name(self) -> str:
         extra = "".join(f" {k}={v}" for k, v in self.options.items())
+        if self.rank is not None:
+            extra += f" rank={self.rank}"
         return f"{self.op} {self.data_type}{extra}"
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "dataType": self.data_type, "operand": self.operand,
-                "options": self.options, "listed": self.listed, "built": self.built,
+                "options": self.options, "rank": self.rank, "listed": self.listed,
+                "built": self.built,
                 "computed": self.computed, "error": self.error, "mismatch": self.mismatch}
 
 
@@ -134,19 +138,57 @@ def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
     limits = op_support_limits()
     probe = Probe(runtime, browser_version(), limits, ops=ops)
     planned = plan_cases(limits, ops)
-    for start in range(0, len(planned), BATCH):
-        batch = planned[start:start + BATCH]
-        got = run_chromium_many([(case.graph, case.feeds) for case, _, _ in batch])
-        for (case, operand, listed), outputs in zip(batch, got):
-            probe.results.append(_judged(case, operand, listed, outputs))
-        if progress is not None:
-            progress(min(start + BATCH, len(planned)), len(planned))
+
+    def run(cases) -> list[ProbeResult]:
+        judged = []
+        for start in range(0, len(cases), BATCH):
+            batch = cases[start:start + BATCH]
+            got = run_chromium_many([(case.graph, case.feeds) for case, _, _ in batch])
+            judged += [_judged(case, operand, listed, outputs)
+                       for (case, operand, listed), outputs in zip(batch, got)]
+            if progress is not None:
+                progress(len(probe.results) + len(judged), len(planned))
+        return judged
+
+    probe.results += run(planned)
+    probe.results += _rank_ends(limits, ops, run)
     return probe
+
+
+def _rank_ends(limits: dict[str, Any], ops, run) -> list[ProbeResult]:
+    """The rank limits of the RANKED ops, probed at each end of the range the browser lists
+    (on its first listed data type); an end build() refuses is stepped inward, a rank at a
+    time, until one builds (the edge of what it takes) or none is left."""
+    ends = {}  # (op, "min"|"max") -> (data type, operand, rank, the other end)
+    for op in (sorted(set(RANKED) & set(limits)) if ops is None else
+               [o for o in ops if o in RANKED and o in limits]):
+        operand = main_operand(op, limits[op])
+        entry = limits[op][operand]
+        if "rankRange" not in entry or not entry["dataTypes"]:
+            continue  # no rank limit stated: nothing to probe
+        data_type = "float32" if "float32" in entry["dataTypes"] else entry["dataTypes"][0]
+        low, high = entry["rankRange"]["min"], entry["rankRange"]["max"]
+        ends[(op, "min")] = (data_type, operand, low, high)
+        if high != low:
+            ends[(op, "max")] = (data_type, operand, high, low)
+    results = []
+    while ends:
+        keys = list(ends)
+        cases = [(make_case(op, ends[(op, end)][0], rank=ends[(op, end)][2]),
+                  ends[(op, end)][1], True) for op, end in keys]
+        judged = run(cases)
+        results += judged
+        for (op, end), result in zip(keys, judged):
+            data_type, operand, rank, other = ends.pop((op, end))
+            step = 1 if end == "min" else -1
+            if not result.built and rank != other:
+                ends[(op, end)] = (data_type, operand, rank + step, other)
+    return results
 
 
 def _judged(case: Case, operand: str, listed: bool, outputs) -> ProbeResult:
     result = ProbeResult(case.op, case.data_type, operand, dict(case.options), listed,
-                         built=True, computed=None)
+                         built=True, computed=None, rank=case.rank)
     if isinstance(outputs, ConverterError):
         result.error = outputs.what  # the case is one op: its place says nothing more
         result.built = getattr(outputs, "stage", "build") not in _BUILD_STAGES

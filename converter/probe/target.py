@@ -4,7 +4,9 @@ convert --target read (converter/targets/__init__.py):
 
 * `refusedDataTypes`: a listed data type of an op's main operand that no case of it built;
 * `refusedOptions`: an option value (VARIANTS) whose case did not build for a data type that
-  another value of the option builds.
+  another value of the option builds;
+* the rank range of an op in RANKED, where build() refused an end of the listed range: the
+  range it took, probed from each end inward (in the op's own limits: no key is needed).
 
 A case that built but computed outside its bounds is not refused (build() takes it, and the
 target says what build() takes): a note names it, with how it missed. So do a data type the
@@ -31,7 +33,7 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
     built: dict[tuple[str, str], dict[tuple, bool]] = defaultdict(dict)
     operand_of = {}
     for r in results:
-        if r.listed:
+        if r.listed and r.rank is None:
             built[(r.op, r.data_type)][tuple(sorted(r.options.items()))] = r.built
             operand_of[r.op] = r.operand
     refused_types: dict[str, dict[str, list[str]]] = {}
@@ -50,6 +52,8 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
         if r.built and not r.listed:
             notes.append(f"{r.name} builds though opSupportLimits() does not list {r.data_type} "
                          f"for {r.operand}: left out, as the browser says")
+    limits = copy.deepcopy(probe.limits)
+    notes += _narrow_ranks(limits, results)
     counts = (len(results), sum(r.built for r in results),
               sum(r.computed is True for r in results))
     extension = {
@@ -65,7 +69,36 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
         "notes": notes,
     }
     extension = {k: v for k, v in extension.items() if v or k == "name"}
-    return {EXTENSION: extension, **copy.deepcopy(probe.limits)}
+    return {EXTENSION: extension, **limits}
+
+
+def _narrow_ranks(limits: dict[str, Any], results) -> list[str]:
+    """Narrow, in `limits`, each probed op's rank range to the ranks its build() took, on every
+    operand and result listed with the main operand's range; the notes that say so."""
+    by_op: dict[str, dict[int, bool]] = defaultdict(dict)
+    operand_of = {}
+    for r in results:
+        if r.rank is not None:
+            by_op[r.op][r.rank] = r.built
+            operand_of[r.op] = r.operand
+    notes = []
+    for op, ranks in sorted(by_op.items()):
+        listed = dict(limits[op][operand_of[op]]["rankRange"])
+        # The ends were stepped inward until one built: the ranks built are the edges.
+        took = [rank for rank, ok in ranks.items() if ok]
+        if not took:
+            notes.append(f"{op}: no rank of its range built (ranks {sorted(ranks)} probed): "
+                         f"the range is left as listed")
+            continue
+        low, high = min(took), max(took)
+        if (low, high) == (listed["min"], listed["max"]):
+            continue
+        for entry in limits[op].values():
+            if entry.get("rankRange") == listed:
+                entry["rankRange"] = {"min": low, "max": high}
+        notes.append(f"{op}: build() takes ranks {low} to {high} where opSupportLimits() lists "
+                     f"{listed['min']} to {listed['max']} (probed from each end inward)")
+    return notes
 
 
 def _which(probe: Probe) -> str:

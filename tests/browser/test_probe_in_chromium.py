@@ -32,7 +32,8 @@ def probed(browser_limits, tmp_path_factory):
 
 
 def _verdicts(probe):
-    return {(r.op, r.data_type, tuple(r.options.items())): r for r in probe.results}
+    return {(r.op, r.data_type, tuple(r.options.items())): r for r in probe.results
+            if r.rank is None}
 
 
 def test_the_probe_runs_each_op_over_its_types_and_pad_over_its_modes(probed):
@@ -42,6 +43,10 @@ def test_the_probe_runs_each_op_over_its_types_and_pad_over_its_modes(probed):
         assert ("pad", "float32", (("mode", mode),)) in verdicts
     assert {dt for op, dt, _ in verdicts if op == "clamp"} >= {"float32", "float16", "int32"}
     assert {op for op, _, _ in verdicts} == set(OPS)
+    # the element-wise ops' rank limits, at each end of the range the browser lists
+    listed = probe.limits["add"]["a"]["rankRange"]
+    assert {r.rank for r in probe.results if r.op == "add" and r.rank is not None} >= \
+        {listed["min"], listed["max"]}
 
 
 def test_edge_pad_and_int32_clamp_come_out_refused(probed):
@@ -66,12 +71,14 @@ def test_check_on_the_probed_target_agrees_with_build_on_every_case(probed):
     probe, target = probed
     disagreeing = []
     for r in probe.results:
-        violations = check(make_case(r.op, r.data_type, **r.options).graph, target)
+        violations = check(make_case(r.op, r.data_type, rank=r.rank, **r.options).graph,
+                           target)
         if (not violations) != r.built:
             disagreeing.append(f"{r.name}: built {r.built}, check says "
                                f"{[v.short() for v in violations] or 'fits'}")
     assert not disagreeing, disagreeing
     assert sum(r.built for r in probe.results) >= 10  # the float cases at least
+    assert any(r.rank is not None for r in probe.results)
 
 
 def test_the_cli_writes_a_target_that_check_and_convert_take(browser_limits, tmp_path):
