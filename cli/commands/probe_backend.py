@@ -50,7 +50,8 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
         echo_json({"runtime": runtime, "browser": probe.browser, "target": str(path),
                    "refusedDataTypes": extension.get("refusedDataTypes", {}),
                    "refusedOptions": extension.get("refusedOptions", {}),
-                   "cases": [r.to_json() for r in probe.results]}, indent=1)
+                   "cases": [r.to_json() for r in probe.results],
+                   "notProbed": probe.skipped}, indent=1)
         return
     for r in probe.results:
         if r.listed and not r.built:
@@ -61,6 +62,8 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
             echo(f"{r.name}: builds, though opSupportLimits() does not list {r.data_type}")
     results = probe.results
     unlisted = sum(not r.listed for r in results)
+    for line in probe.skipped:
+        echo(f"not probed: {line}")
     echo(f"{probe.browser}: {len(results)} cases ({unlisted} of types it does not list), "
          f"{sum(r.built for r in results)} built, "
          f"{sum(r.computed is True for r in results)} within bounds; wrote {path}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -74,6 +74,9 @@ class Probe:
     limits: dict[str, Any]
     results: list[ProbeResult] = field(default_factory=list)
     ops: list[str] | None = None  # the ops asked for (None: every op it lists)
+    # what was not probed, and why: "op data type: reason" (no graph for the type, an op the
+    # browser does not list)
+    skipped: list[str] = field(default_factory=list)
 
 
 def _allowed_types(op: str, operand: str) -> list[str]:
@@ -88,16 +91,18 @@ def _allowed_types(op: str, operand: str) -> list[str]:
 
 
 def plan_cases(limits: dict[str, Any], ops: Iterable[str] | None = None
-               ) -> list[tuple[Case, str, bool]]:
+               ) -> tuple[list[tuple[Case, str, bool]], list[str]]:
     """The cases to probe against `limits` (an opSupportLimits()), as (case, main operand,
     listed): every op both list and case generator have (or `ops`), each data type the spec
-    allows its main operand and each VARIANTS value. A data type the case generator has no
-    values for (packed 4-bit graph inputs) is left out: there is no graph to probe."""
+    allows its main operand and each VARIANTS value; and what is left out, each with why: a
+    data type the case generator has no values for (packed 4-bit graph inputs), an op the
+    browser does not list (there is nothing to narrow)."""
     wanted = sorted(set(case_ops()) & set(limits)) if ops is None else _known(ops)
-    planned = []
+    planned, skipped = [], []
     for op in wanted:
         if op not in limits:
-            continue  # the browser lacks the op: nothing to narrow
+            skipped.append(f"{op}: the browser does not list it")
+            continue
         operand = main_operand(op, limits[op])
         listed = limits[op][operand]["dataTypes"]
         types = [t for t in dtypes.DATA_TYPES if t in _allowed_types(op, operand) or t in listed]
@@ -108,10 +113,14 @@ def plan_cases(limits: dict[str, Any], ops: Iterable[str] | None = None
             for options in choices:
                 try:
                     case = make_case(op, data_type, **options)
-                except (OpValidationError, KeyError, ValueError, TypeError):
-                    continue  # not a graph the spec allows, or no values for the type
+                except OpValidationError as e:  # the case's other operands' types refuse it
+                    skipped.append(f"{op} {data_type}: not a graph the spec allows ({e.what})")
+                    continue
+                except (KeyError, ValueError) as e:  # values it cannot make for the type
+                    skipped.append(f"{op} {data_type}: no case values for the type ({e})")
+                    continue
                 planned.append((case, operand, data_type in listed))
-    return planned
+    return planned, skipped
 
 
 def _known(ops: Iterable[str]) -> list[str]:
@@ -124,10 +133,9 @@ def _known(ops: Iterable[str]) -> list[str]:
     return ops
 
 
-def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> Probe:
-    """Probe `runtime` (chromium only for now) on the planned cases; `progress(done, total)`
-    is called after each batch."""
+def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None) -> Probe:
+    """Probe `runtime` (chromium only for now) on the planned cases (plan_cases), then the
+    rank limits of the RANKED ops among them."""
     if runtime not in RUNTIMES:
         raise ConverterError(f"probe runs on {', '.join(RUNTIMES)} only for now, not "
                              f"'{runtime}'", fix="use --runtime chromium")
@@ -137,7 +145,7 @@ def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
         ops = _known(ops)  # before the browser starts
     limits = op_support_limits()
     probe = Probe(runtime, browser_version(), limits, ops=ops)
-    planned = plan_cases(limits, ops)
+    planned, probe.skipped = plan_cases(limits, ops)
 
     def run(cases) -> list[ProbeResult]:
         judged = []
@@ -146,8 +154,6 @@ def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
             got = run_chromium_many([(case.graph, case.feeds) for case, _, _ in batch])
             judged += [_judged(case, operand, listed, outputs)
                        for (case, operand, listed), outputs in zip(batch, got)]
-            if progress is not None:
-                progress(len(probe.results) + len(judged), len(planned))
         return judged
 
     probe.results += run(planned)

@@ -43,6 +43,7 @@ def test_the_probe_runs_each_op_over_its_types_and_pad_over_its_modes(probed):
         assert ("pad", "float32", (("mode", mode),)) in verdicts
     assert {dt for op, dt, _ in verdicts if op == "clamp"} >= {"float32", "float16", "int32"}
     assert {op for op, _, _ in verdicts} == set(OPS)
+    assert probe.skipped == []
     # the element-wise ops' rank limits, at each end of the range the browser lists
     listed = probe.limits["add"]["a"]["rankRange"]
     assert {r.rank for r in probe.results if r.op == "add" and r.rank is not None} >= \
@@ -97,6 +98,7 @@ def test_the_cli_writes_a_target_that_check_and_convert_take(browser_limits, tmp
                           "-o", out).output)
     assert {(c["dataType"], c["built"]) for c in data["cases"]} >= {("float32", True),
                                                                     ("int32", False)}
+    assert data["notProbed"] == []  # clamp has values for every type the spec allows it
 
 
 @pytest.mark.parametrize("args, line", [
