@@ -25,8 +25,10 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
     its outputs are within the case's bounds of the float64 reference. The target file is the
     backend's own opSupportLimits(), narrowed by refusedDataTypes (a listed type no case of the
     op built), refusedOptions (a value that did not build where another did) and the rank
-    ranges build() took; `check --target T.json` and `convert --target T.json` take it. Cases that build but compute outside their bounds, and unlisted types that
-    build, are named in its notes. Only --runtime chromium is probed for now.
+    ranges build() took; `check --target T.json` and `convert --target T.json` take it. Cases
+    that build but compute outside their bounds, and unlisted types that build, are named in
+    its notes; what is not probed is listed with why. Only --runtime chromium is probed for
+    now.
     """
     from converter.probe import run_probe
     from converter.probe.run import RUNTIMES
