@@ -35,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"targets"},                                                             # 5
     {"conversion", "runtimes"},                                              # 6
     {"state"},                                                               # 7
-    {"verification"},                                                        # 8
+    {"verification", "probe"},                                               # 8
     {"__init__"},                                                            # 9 the API
     {"zoo", "testing"},                                                      # 10
     {"cli", "__main__"},              # 11: the command line (`python -m converter` runs it)

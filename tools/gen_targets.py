@@ -2,7 +2,7 @@
 
 A target file is an opSupportLimits JSON (see converter/targets/__init__.py). Five ship:
 
-* `spec`: the data types and ranks every WebNN implementation MUST support (the "required"
+* `portable`: the data types and ranks every WebNN implementation MUST support (the "required"
   columns of the spec's tensor-limits tables, from converter/ops/spec_limits.json).
 * `chromium-litert`: a real Chromium 153 dump (LiteRT/XNNPACK on Linux), copied as it is; only
   the "webnn-converter" member is added.
@@ -349,7 +349,7 @@ def directml_at(level: tuple[int, int]) -> dict:
     return backend
 
 
-def spec_target() -> dict:
+def portable_target() -> dict:
     required: set[str] = set()
     ops = {}
     for op, spec_op in sorted(spec_limits().items()):
@@ -361,14 +361,14 @@ def spec_target() -> dict:
     # Graph inputs, constants and outputs: every type some op must support, and the highest
     # required rank (5), since a tensor no op must accept is not guaranteed to be usable.
     io = tensor_limits(required, upto(5))
-    return {EXT: SPEC_EXT, "preferredInputLayout": "nchw", "maxTensorByteLength": 2**31 - 1,
+    return {EXT: PORTABLE_EXT, "preferredInputLayout": "nchw", "maxTensorByteLength": 2**31 - 1,
             "input": io, "constant": io, "output": io, **ops}
 
 
 # -- what opSupportLimits cannot say -------------------------------------------------------------
 CHROMIUM_SRC = "chromium/chromium services/webnn/"
-SPEC_EXT = {
-    "name": "spec",
+PORTABLE_EXT = {
+    "name": "portable",
     "description": "What every WebNN implementation must support (the spec's required data "
                    "types and ranks)",
     "sources": ["WebNN spec (webmachinelearning/webnn index.bs), the 'required data types' and "
@@ -499,7 +499,7 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     dump = json.loads(args.litert_dump.read_text(encoding="utf-8"))
     written = [
-        write("spec", spec_target()),
+        write("portable", portable_target()),
         write("chromium-litert", {EXT: LITERT_EXT, **dump}),
         write("coreml", backend_target(COREML, COREML_EXT)),
         write("directml", backend_target(directml_at(level), {

@@ -13,7 +13,8 @@ import click
 # command name -> its module, in the order `--help` lists them
 COMMANDS = {
     "convert": "convert_model", "verify": "verify_model", "run": "run_graph",
-    "check": "check_graph", "targets": "list_targets", "inspect": "inspect_graph",
+    "check": "check_graph", "targets": "list_targets", "probe": "probe_backend",
+    "inspect": "inspect_graph",
     "validate": "validate_graph", "ops": "list_ops", "browser-install": "browser_install",
     "zoo": "zoo",
 }

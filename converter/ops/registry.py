@@ -145,7 +145,7 @@ _LIMITS_PATH = Path(__file__).with_name("spec_limits.json")
 _SPEC_LIMITS: dict[str, dict] = json.loads(_LIMITS_PATH.read_text())
 
 # Data types Chromium accepts beyond the spec's tables (packed 4-bit weights for blockwise
-# dequantization, as MatMulNBits models use); the `spec` target still excludes them.
+# dequantization, as MatMulNBits models use); the `portable` target still excludes them.
 _EXTENSIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "dequantizeLinear": {"input": ("int4", "uint4"), "zeroPoint": ("int4", "uint4")},
     "quantizeLinear": {"zeroPoint": ("int4", "uint4"), "output": ("int4", "uint4")},

@@ -42,6 +42,7 @@ from .browser_install import find_chromium
 from .chromium_sandbox import launch
 
 __all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits",
+           "browser_version",
            "browser_page", "close_browser", "LAUNCH_ARGS"]
 
 # Sandboxed or not is chromium_sandbox.launch's choice (--no-sandbox only where it must).
@@ -184,6 +185,11 @@ def op_support_limits() -> dict[str, Any]:
     return _session().page.evaluate("window.webnnOpSupportLimits()")
 
 
+def browser_version() -> str:
+    """The browser's name and version, e.g. "Chromium 153.0.8010.0"."""
+    return f"Chromium {_session().browser.version}"
+
+
 def browser_page(path: str | Path):
     """`(page, url)`: a new Playwright page in the shared browser, and the loopback URL where
     `path` (a file, or a folder's files) is now served. For tests and screenshots: the caller
@@ -234,7 +240,15 @@ def _result(graph: Graph, raw: dict) -> dict[str, np.ndarray] | ConverterError:
 
 
 def _browser_error(graph: Graph, error: dict) -> ConverterError:
-    """The browser's exception as a ConverterError, located at the node its label names."""
+    """The browser's exception as a ConverterError, located at the node its label names. Its
+    `stage` attribute is the runner's stage that failed (import, weights, build, inputs,
+    dispatch, read, timeout, page): whether the graph was built before it failed."""
+    located = _located_error(graph, error)
+    located.stage = error["stage"]
+    return located
+
+
+def _located_error(graph: Graph, error: dict) -> ConverterError:
     # One line, as every error here: backend messages carry newlines and log decorations.
     stage, message = error["stage"], " ".join(f"{error['name']}: {error['message']}".split())
     broken = _beyond_limits(graph) if stage == "build" else None

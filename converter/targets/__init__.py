@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import ConverterError
 
-__all__ = ["Target", "load_target", "builtin_targets", "EXTENSION"]
+__all__ = ["Target", "load_target", "builtin_targets", "EXTENSION", "PORTABLE"]
 
 EXTENSION = "webnn-converter"
 _DATA = Path(__file__).with_name("data")
@@ -93,12 +93,20 @@ class Target:
         return self.emulated.get(op)
 
 
+# The target every other one is measured against comes first in listings; the rest by name.
+PORTABLE = "portable"
+# Built-in names that were renamed: a user's old name gets one line saying the new one.
+_RENAMED = {"spec": PORTABLE}
+
+
 def builtin_targets() -> list[str]:
-    return sorted(p.stem for p in _DATA.glob("*.json"))
+    """The built-in targets' names: `portable` first, then the backends by name."""
+    names = sorted(p.stem for p in _DATA.glob("*.json"))
+    return sorted(names, key=lambda name: name != PORTABLE)
 
 
 def load_target(name_or_path: "str | Path | Target") -> Target:
-    """A built-in target by name (`spec`, `chromium-litert`, ...) or a target file's path.
+    """A built-in target by name (`portable`, `chromium-litert`, ...) or a target file's path.
 
     A Target is returned as it is, so functions can take a name, a path or a loaded target.
     """
@@ -107,6 +115,10 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
     path = Path(name_or_path)
     if not path.suffix and (_DATA / f"{name_or_path}.json").is_file():
         path = _DATA / f"{name_or_path}.json"
+    if not path.is_file() and str(name_or_path) in _RENAMED:
+        new = _RENAMED[str(name_or_path)]
+        raise ConverterError(f"the target '{name_or_path}' is now called '{new}'",
+                             fix=f"use --target {new}")
     if not path.is_file():
         raise ConverterError(f"no target named '{name_or_path}'",
                              fix=f"use one of {', '.join(builtin_targets())}, or the path of an "

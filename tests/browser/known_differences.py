@@ -15,7 +15,7 @@ import numpy as np
 from converter.errors import ConverterError
 from converter.verification.parity import ulp_distance
 
-from .op_cases import Case
+from converter.probe.cases import Case
 
 ONNX_EXECUTOR = "our ONNX executor"
 CHROMIUM = "Chromium"

@@ -1,6 +1,6 @@
 """Every op of the catalogue that the browser's opSupportLimits() lists runs in Chromium's WebNN
 on a generated graph for each data type it lists, and matches our ONNX executor within the
-parity bounds of op_cases.py; where the two differ, known_differences.py says how and which
+parity bounds of converter/probe/cases.py; where the two differ, known_differences.py says how and which
 side the spec supports, and the difference is checked to be exactly that."""
 from __future__ import annotations
 
@@ -15,17 +15,13 @@ from converter.verification.parity import compare
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 
 from .known_differences import BEYOND_THE_SPEC, DIFFERENCES
-from .op_cases import case_ops, make_case
+from converter.probe.cases import case_ops, main_operand, make_case
 
 
 def listed_types(limits: dict, op: str) -> list[str]:
     """The data types the browser lists for the op's main operand (for quantizeLinear, the
     output's: its input is always float)."""
-    entry = limits[op]
-    name = {"where": "trueValue", "quantizeLinear": "output"}.get(op)
-    if name is None:
-        name = next(n for n in ("input", "a", "inputs") if n in entry)
-    return entry[name]["dataTypes"]
+    return limits[op][main_operand(op, limits[op])]["dataTypes"]
 
 
 def test_every_catalogue_op_has_a_case():

@@ -259,11 +259,11 @@ def test_zoo_takes_t_for_target(tmp_path):
     (tmp_path / "m.onnx").write_bytes(TINY_CNN.read_bytes())
     manifest = tmp_path / "zoo.json"
     manifest.write_text(json.dumps({"models": [{"id": "tiny", "path": "m.onnx"}]}))
-    r = run("zoo", manifest, "-t", "spec", "--json", "--results", tmp_path / "r.jsonl")
+    r = run("zoo", manifest, "-t", "portable", "--json", "--results", tmp_path / "r.jsonl")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert list(doc["summary"]["byTarget"]) == ["spec"]
-    assert doc["summary"]["byTarget"]["spec"]["verified"] == 1
+    assert list(doc["summary"]["byTarget"]) == ["portable"]
+    assert doc["summary"]["byTarget"]["portable"]["verified"] == 1
 
 
 # -- Ctrl-C ---------------------------------------------------------------------------------------

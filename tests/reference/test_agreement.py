@@ -1,5 +1,5 @@
 """The float64 reference interpreter agrees with the ONNX lowering (on ONNX Runtime) on every
-generated op case: one graph per (op, data type) from tests/browser/op_cases*.py, each output
+generated op case: one graph per (op, data type) from converter/probe/cases*.py, each output
 held to the case's own parity bounds (shared/reference/tolerances.md).
 
 The reference result is rounded to the output's data type first; the lowering's result may then
@@ -18,7 +18,7 @@ from converter.errors import OpValidationError, UnsupportedError
 from converter.verification.parity import Bounds, compare
 from converter.verification.reference import KERNELS, evaluate
 from converter.ops.registry import all_ops
-from tests.browser.op_cases import case_ops, make_case
+from converter.probe.cases import CANCELLING_SUMS, case_ops, make_case
 
 # (op, data type) -> why the lowering, not the reference, is wrong there (by the spec).
 KNOWN_LOWERING_BUGS: dict[tuple[str, str], str] = {}
@@ -28,20 +28,8 @@ LOWERING_REFUSES: dict[str, str] = {
     "pow_uint64": "ONNX Runtime has no CPU kernel for Pow on uint64",
 }
 
-# (op, data type) -> (why the case's bound does not apply against the exact value, the bound
-# that does). A ULP budget of K x 2 for a sum of K products assumes no cancellation: a result
-# near zero of terms near 1 has ULPs far smaller than the terms' rounding errors. The float32
-# error of such a sum is bounded in ULPs of its terms (here |a||b| <= 1): the same K x 2
-# budget, measured at the terms' scale, as an absolute bound.
-CANCELLING_SUMS: dict[tuple[str, str], tuple[str, Bounds]] = {
-    ("matmul", "float32"): ("a [2,3,4] x b [4,5] of values in [-1, 1]: y[0,1,2] = 0.0109 is a "
-                            "sum of 4 products of size ~0.5",
-                            Bounds(atol=4 * 2 * float(np.spacing(np.float32(1))), rtol=0.0)),
-}
-
-
 def _case_ids() -> list[tuple[str, str]]:
-    """Every (op, data type) for which op_cases builds a valid graph."""
+    """Every (op, data type) for which the probe cases build a valid graph."""
     ids = []
     for op in case_ops():
         for dt in DATA_TYPES:

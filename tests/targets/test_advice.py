@@ -17,7 +17,7 @@ from converter.targets.pipeline import convert_for_target
 
 
 def _spec(edit=None, **extra) -> Target:
-    spec = load_target("spec")
+    spec = load_target("portable")
     limits = copy.deepcopy(spec.limits)
     if edit:
         edit(limits)

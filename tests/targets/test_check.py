@@ -12,7 +12,7 @@ DATA = Path(__file__).resolve().parents[2] / "converter" / "targets" / "data"
 
 def _spec_without(tmp_path, edit):
     """The spec target, edited by `edit(doc)`, as a file."""
-    doc = json.loads((DATA / "spec.json").read_text())
+    doc = json.loads((DATA / "portable.json").read_text())
     doc.pop(EXTENSION)
     edit(doc)
     path = tmp_path / "custom.json"
@@ -31,7 +31,7 @@ def test_a_graph_that_fits_has_no_violations_anywhere():
                  bias=_ones(b, 4, name="bias"), name="conv")
     g = b.build({"y": b.gemm(b.reshape(b.relu(y), [1, 256]), _ones(b, 256, 2), name="fc")})
     assert check_all(g) == {name: [] for name in
-                            ("chromium-litert", "coreml", "directml", "onnxruntime", "spec")}
+                            ("chromium-litert", "coreml", "directml", "onnxruntime", "portable")}
     assert load_target("coreml").emulates("gemm")  # emulated is not a violation
 
 

@@ -21,7 +21,7 @@ FIXTURES = {
     "vit_legacy": [DYNAMIC / "vit_legacy.onnx", "--dim", "batch=1"],
     "cnn_batch": [DYNAMIC / "cnn_batch.tflite", "--dim", "batch=1"],
 }
-TARGETS = ["chromium-litert", "coreml", "directml", "onnxruntime", "spec"]
+TARGETS = ["portable", "chromium-litert", "coreml", "directml", "onnxruntime"]
 GROUP = click.Group(commands=[check_graph.command, convert_model.command])
 
 
@@ -29,7 +29,7 @@ def run(*args):
     return CliRunner().invoke(GROUP, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("target", ["spec", "coreml"])
+@pytest.mark.parametrize("target", ["portable", "coreml"])
 def test_bert_fits_spec_and_coreml_after_the_passes_that_fix_its_int64(target, tmp_path):
     r = run("check", *BERT, "--target", target)
     assert r.exit_code == 0, r.output
@@ -53,7 +53,7 @@ def test_check_all_gives_each_target_its_verdict_after_the_passes():
     r = run("check", *BERT, "--target", "all")
     assert r.exit_code == 1, r.output  # directml: int32 notEqual remains
     rows = {line.split()[0]: line.split() for line in r.output.splitlines()[1:6]}
-    assert rows["spec"][2:] == ["fits"] and rows["coreml"][2:] == ["fits"]
+    assert rows["portable"][2:] == ["fits"] and rows["coreml"][2:] == ["fits"]
     assert rows["directml"][2:4] == ["2", "violations"]
     assert r.output.splitlines()[-1] == (f"{BERT[0]}: 47 operations; does not fit directml "
                                          f"after conversion")
@@ -111,7 +111,7 @@ def test_a_constant_over_128_mib_fits_chromium_litert_once_split(tmp_path):
     pieces = sorted((c.shape, c.constant.nbytes) for c in graph.constants.values())
     assert pieces == [((1, 32769), 131076), ((1023, 32769), 134090748)]
     assert [op.op_type for op in graph.operations] == ["concat", "matmul"]
-    assert run("check", big, "--target", "spec").exit_code == 0  # the limit is LiteRT's
+    assert run("check", big, "--target", "portable").exit_code == 0  # the limit is LiteRT's
     at_limit = _big_constant_graph(tmp_path / "at.webnn", 0)
     r = run("check", at_limit, "--target", "chromium-litert")
     assert r.exit_code == 0 and "fixed by" not in r.output, r.output

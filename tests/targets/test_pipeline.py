@@ -81,7 +81,7 @@ def test_what_no_pass_can_fix_raises_with_every_violation():
 def test_the_target_can_be_a_path_or_a_target():
     graph = _nhwc_cnn()
     assert convert_for_target(graph, f"{DATA_DIR}/onnxruntime.json").target == "onnxruntime"
-    assert convert_for_target(graph, load_target("spec")).target == "spec"
+    assert convert_for_target(graph, load_target("portable")).target == "portable"
 
 
 def test_io_layout_is_checked_and_recorded():
@@ -93,7 +93,7 @@ def test_io_layout_is_checked_and_recorded():
 
 
 def test_the_report_names_the_emulated_ops_left(tmp_path):
-    doc = json.loads(Path(f"{DATA_DIR}/spec.json").read_text())
+    doc = json.loads(Path(f"{DATA_DIR}/portable.json").read_text())
     doc["webnn-converter"] = {"name": "slow-conv", "emulated": {"conv2d": "as im2col and matmul"}}
     path = tmp_path / "slow-conv.json"
     path.write_text(json.dumps(doc))

@@ -15,7 +15,7 @@ from converter.targets import EXTENSION, builtin_targets, load_target
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "converter" / "targets" / "data"
 SHARED_DUMP = ROOT.parent / "shared" / "targets" / "chromium-153-litert.opSupportLimits.json"
-BUILTIN = ["chromium-litert", "coreml", "directml", "onnxruntime", "spec"]
+BUILTIN = ["portable", "chromium-litert", "coreml", "directml", "onnxruntime"]
 
 
 def _gen():
@@ -110,7 +110,7 @@ def test_directml_and_onnxruntime_facts():
 
 
 def test_spec_target_is_the_spec_required_columns():
-    t = load_target("spec")
+    t = load_target("portable")
     for op, operands in spec_limits().items():
         for operand, entry in operands.items():
             assert t.limits[op][operand] == {"dataTypes": entry["requiredDataTypes"],
@@ -121,7 +121,7 @@ def test_spec_target_is_the_spec_required_columns():
 
 def test_generated_files_are_what_the_generator_writes():
     gen = _gen()
-    assert json.loads((DATA / "spec.json").read_text()) == gen.spec_target()
+    assert json.loads((DATA / "portable.json").read_text()) == gen.portable_target()
     assert json.loads((DATA / "coreml.json").read_text()) == gen.backend_target(
         gen.COREML, gen.COREML_EXT)
     assert json.loads((DATA / "onnxruntime.json").read_text()) == gen.backend_target(
@@ -165,7 +165,7 @@ def _write(tmp_path, doc, name="bad.json"):
 
 
 def test_malformed_target_files_name_the_json_path(tmp_path):
-    base = json.loads((DATA / "spec.json").read_text())
+    base = json.loads((DATA / "portable.json").read_text())
     bad_layout = {**base, "preferredInputLayout": "ncwh"}
     with pytest.raises(FormatError, match=r"\$\.preferredInputLayout: 'ncwh' is not one of"):
         load_target(_write(tmp_path, bad_layout))
@@ -179,7 +179,7 @@ def test_malformed_target_files_name_the_json_path(tmp_path):
 
 
 def test_constant_operands_must_name_real_ops_and_operands(tmp_path):
-    base = json.loads((DATA / "spec.json").read_text())
+    base = json.loads((DATA / "portable.json").read_text())
     unknown_op = {**base, EXTENSION: {"constantOperands": {"batchNorm": ["mean"]}}}
     with pytest.raises(FormatError, match="unknown op 'batchNorm'"):
         load_target(_write(tmp_path, unknown_op))
@@ -194,11 +194,11 @@ def test_chromium_litert_refuses_pad_in_edge_mode():
     t = load_target("chromium-litert")
     assert t.refused_options == {"pad": {"mode": ["edge"]}}
     assert t.refuses("pad", "mode", "edge") and not t.refuses("pad", "mode", "reflection")
-    assert not load_target("spec").refuses("pad", "mode", "edge")
+    assert not load_target("portable").refuses("pad", "mode", "edge")
 
 
 def test_refused_options_must_name_real_ops_enum_options_and_values(tmp_path):
-    base = json.loads((DATA / "spec.json").read_text())
+    base = json.loads((DATA / "portable.json").read_text())
     for table, message in [
             ({"padd": {"mode": ["edge"]}}, "refusedOptions names an unknown op 'padd'"),
             ({"pad": {"value": ["0"]}}, "pad has no enum option 'value'.*enum options are mode"),
@@ -237,7 +237,7 @@ def test_refused_data_types_are_taken_out_of_the_listed_ones(tmp_path):
 
 
 def test_refused_data_types_must_name_listed_ops_operands_and_types(tmp_path):
-    base = json.loads((DATA / "spec.json").read_text())
+    base = json.loads((DATA / "portable.json").read_text())
     for table, message in [
             ({"clamps": {"input": ["float16"]}}, "names 'clamps', which the file does not "
                                                 "list as an op"),

@@ -48,8 +48,8 @@ def test_changing_one_field_changes_the_key_exactly_when_it_changes_a_result(fie
 
 @pytest.mark.parametrize("what, key", [
     ("targets", lambda: _key(targets=["coreml"])),
-    ("target order", lambda: _key(targets=["coreml", "spec"]) != _key(targets=["spec", "coreml"])
-     and _key(targets=["coreml", "spec"])),
+    ("target order", lambda: _key(targets=["coreml", "portable"])
+     != _key(targets=["portable", "coreml"]) and _key(targets=["coreml", "portable"])),
     ("runtimes", lambda: _key(runtimes=["ort", "chromium"])),
     ("content", lambda: _key(content="e" * 64)),
     ("converter version", lambda: _key(version="1.0.1")),

@@ -1,105 +1,10 @@
-"""One generated graph per (op, data type): the cases the browser suite runs in Chromium and on
-our ONNX executor, with the parity bounds each output is held to.
-
-`make_case(op, data_type)` builds the graph for that op with its main operand (`input`, `a`,
-`inputs`, or `trueValue` for where) of that data type. Data operands are graph inputs; weights,
-indices and quantization parameters are constants, as in converted models. Values are seeded
-and chosen inside each op's domain (positive for log and sqrt, no ties for argMax ...).
-
-Bounds follow shared/reference/tolerances.md: ULP budgets for the ops it lists; for the others
-the budget is written next to the op with its reason. Integer results are exact.
-"""
+"""The generated cases of the element-wise ops, activations and quantization (see cases.py)."""
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from converter.ops.builder import GraphBuilder
-from converter.ir import Graph
-from converter.verification.parity import Bounds
-
-FLOATS = ("float32", "float16")
-
-
-@dataclass
-class Case:
-    op: str
-    data_type: str
-    graph: Graph
-    feeds: dict[str, np.ndarray]
-    bounds: Bounds
-
-
-CASES: dict[str, Callable[[str, str], Case]] = {}
-
-
-def case(*ops: str):
-    def register(fn):
-        for name in ops:
-            CASES[name] = fn
-        return fn
-    return register
-
-
-def make_case(op: str, data_type: str) -> Case:
-    from . import op_cases_layers, op_cases_shape  # noqa: F401  (they register their ops)
-
-    return CASES[op](op, data_type)
-
-
-def case_ops() -> list[str]:
-    from . import op_cases_layers, op_cases_shape  # noqa: F401
-
-    return sorted(CASES)
-
-
-# -- values and bounds -----------------------------------------------------------------------
-def rng(op: str, dt: str) -> np.random.Generator:
-    # A seed from the case's name (not hash(), which changes between runs).
-    return np.random.default_rng(sum(ord(c) * (i + 1) for i, c in enumerate(f"{op}/{dt}")))
-
-
-def values(r: np.random.Generator, dt: str, shape, lo=-2.0, hi=2.0) -> np.ndarray:
-    """Uniform floats in [lo, hi), or integers in [lo, hi] clipped to the type's range."""
-    np_type = np.dtype({"int4": "int8", "uint4": "uint8"}.get(dt, dt))
-    if np_type.kind == "f":
-        return r.uniform(lo, hi, shape).astype(np_type)
-    info = np.iinfo(np_type)
-    lo, hi = max(int(lo), info.min), min(int(hi), info.max)
-    return r.integers(lo, hi + 1, shape).astype(np_type)
-
-
-def exact() -> Bounds:
-    return Bounds(exact=True)
-
-
-def ulp(dt: str, f32: int, f16: int | None = None) -> Bounds:
-    if dt not in FLOATS:
-        return exact()
-    return Bounds(ulp=f32 if dt == "float32" or f16 is None else f16)
-
-
-def atol(dt: str, value: float) -> Bounds:
-    """An absolute bound, for results near zero where ULPs say nothing (rtol 0)."""
-    return Bounds(atol=value, rtol=0.0) if dt in FLOATS else exact()
-
-
-def built(op: str, dt: str, b: GraphBuilder, outputs, feeds: dict, bounds: Bounds) -> Case:
-    if not isinstance(outputs, dict):
-        outputs = {"y": outputs} if not isinstance(outputs, list) else \
-            {f"y{i}": o for i, o in enumerate(outputs)}
-    return Case(op, dt, b.build(outputs), feeds, bounds)
-
-
-def unary(op, dt, lo=-2.0, hi=2.0, shape=(2, 3, 4), **options):
-    r = rng(op, dt)
-    b = GraphBuilder(f"{op}_{dt}")
-    x = b.input("x", dt, shape)
-    feeds = {"x": values(r, dt, shape, lo, hi)}
-    return b, getattr(b, op)(x, **options), feeds
-
+from ..ops.builder import GraphBuilder
+from .case_kit import FLOATS, atol, built, case, exact, ranked, rng, ulp, unary, values
 
 # -- element-wise unary ----------------------------------------------------------------------
 # Budgets (float32 / float16) from tolerances.md where it lists the op; otherwise:
@@ -127,11 +32,11 @@ _UNARY = {
 
 
 @case(*_UNARY)
-def _unary_case(op, dt):
+def _unary_case(op, dt, rank=None):
     lo, hi, bounds = _UNARY[op]
     if dt == "uint8":
         lo = 0
-    b, y, feeds = unary(op, dt, lo, hi)
+    b, y, feeds = unary(op, dt, lo, hi, shape=ranked(rank))
     return built(op, dt, b, y, feeds, bounds(dt))
 
 
@@ -157,9 +62,9 @@ _OPTIONS = {  # non-default options, so that emitting them is tested too
 
 
 @case(*_OPTIONS)
-def _with_options(op, dt):
+def _with_options(op, dt, rank=None):
     options, budget = _OPTIONS[op]
-    b, y, feeds = unary(op, dt, -4, 4, **options)
+    b, y, feeds = unary(op, dt, -4, 4, shape=ranked(rank), **options)
     return built(op, dt, b, y, feeds, ulp(dt, budget))
 
 
@@ -178,17 +83,18 @@ def _logical_not(op, dt):
 
 
 # -- element-wise binary ---------------------------------------------------------------------
-def binary(op, dt, a_range, b_range, b_shape=(3, 1)):
+def binary(op, dt, a_range, b_range, b_shape=(3, 1), a_shape=(2, 3, 4)):
     r = rng(op, dt)
     b = GraphBuilder(f"{op}_{dt}")
-    x, z = b.input("a", dt, [2, 3, 4]), b.input("b", dt, list(b_shape))
-    feeds = {"a": values(r, dt, (2, 3, 4), *a_range), "b": values(r, dt, b_shape, *b_range)}
+    x, z = b.input("a", dt, list(a_shape)), b.input("b", dt, list(b_shape))
+    feeds = {"a": values(r, dt, a_shape, *a_range), "b": values(r, dt, b_shape, *b_range)}
     return b, getattr(b, op)(x, z), feeds
 
 
 @case("add", "sub", "mul", "max", "min")
-def _arithmetic(op, dt):
-    b, y, feeds = binary(op, dt, (-20, 20), (-20, 20))
+def _arithmetic(op, dt, rank=None):
+    shapes = {} if rank is None else {"a_shape": ranked(rank), "b_shape": ranked(rank)}
+    b, y, feeds = binary(op, dt, (-20, 20), (-20, 20), **shapes)
     budget = 0 if op in ("max", "min") else 1
     return built(op, dt, b, y, feeds, ulp(dt, budget))
 
@@ -283,3 +189,8 @@ def _dequantize(op, dt):
     y = b.dequantizeLinear(x, scale, zero)
     # (x - zeroPoint) * scale: exact for these small integers and power-of-two scales.
     return built(op, dt, b, y, feeds, ulp("float32", 0))
+
+
+# Ops whose case takes `rank=N` (its data operands then have rank N), so that a backend's
+# rank limits can be probed at their ends.
+RANKED = (*_UNARY, *_OPTIONS, "add", "sub", "mul", "max", "min")

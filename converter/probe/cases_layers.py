@@ -1,10 +1,10 @@
 """Browser cases for the layer ops: convolution, pooling, normalization, matrix products,
-recurrent networks, resampling, softmax and reductions (see op_cases.py)."""
+recurrent networks, resampling, softmax and reductions (see cases.py)."""
 from __future__ import annotations
 
-from converter.ops.builder import GraphBuilder
+from ..ops.builder import GraphBuilder
 
-from .op_cases import FLOATS, atol, built, case, exact, rng, ulp, values
+from .case_kit import FLOATS, atol, built, case, exact, rng, ulp, values
 
 # Normalizations and recurrent networks chain a mean, a variance, a square root, divisions,
 # sigmoids and tanhs; their outputs are O(1) and cross zero, so they are judged by an absolute
@@ -43,7 +43,7 @@ def _conv_transpose2d(op, dt):
     w = b.constant(values(r, dt, (2, 3, 3, 3), 0, 1))
     bias = b.constant(values(r, dt, (3,), 0, 1))
     # Padding [0, 1, 0, 1] at stride 2 is TFLite's SAME (output = input x stride), the only
-    # explicit padding Chromium's LiteRT backend takes (see known_differences.py).
+    # explicit padding Chromium's LiteRT backend takes (see tests/browser/known_differences.py).
     y = b.convTranspose2d(x, w, strides=[2, 2], padding=[0, 1, 0, 1], bias=bias)
     return built(op, dt, b, y, {"x": values(r, dt, (1, 2, 3, 3), 0, 1)},
                  ulp(dt, 3 * 3 * 2 * 2))

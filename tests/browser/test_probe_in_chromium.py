@@ -1,0 +1,130 @@
+"""`webnn-convert probe` on Chromium, over a few ops: what its build() refuses beyond its
+opSupportLimits() comes out in the target file (pad's edge mode, int32 clamp), and `check` on
+that target agrees with build() on every probed case."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+from converter.probe import probed_target, run_probe
+from converter.probe.cases import make_case
+from converter.probe.target import write_target
+from converter.targets import load_target
+from converter.targets.check import check
+
+OPS = ["pad", "clamp", "add", "conv2d"]
+TINY = Path(__file__).resolve().parents[2] / "models" / "tiny_cnn.onnx"
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+@pytest.fixture(scope="module")
+def probed(browser_limits, tmp_path_factory):
+    probe = run_probe("chromium", ops=OPS)
+    path = write_target(probed_target(probe), tmp_path_factory.mktemp("probe") / "probed.json")
+    return probe, load_target(path)
+
+
+def _verdicts(probe):
+    return {(r.op, r.data_type, tuple(r.options.items())): r for r in probe.results
+            if r.rank is None}
+
+
+def test_the_probe_runs_each_op_over_its_types_and_pad_over_its_modes(probed):
+    probe, _ = probed
+    verdicts = _verdicts(probe)
+    for mode in ("constant", "edge", "reflection"):
+        assert ("pad", "float32", (("mode", mode),)) in verdicts
+    assert {dt for op, dt, _ in verdicts if op == "clamp"} >= {"float32", "float16", "int32"}
+    assert {op for op, _, _ in verdicts} == set(OPS)
+    assert probe.skipped == []
+    # the element-wise ops' rank limits, at each end of the range the browser lists
+    listed = probe.limits["add"]["a"]["rankRange"]
+    assert {r.rank for r in probe.results if r.op == "add" and r.rank is not None} >= \
+        {listed["min"], listed["max"]}
+
+
+def test_edge_pad_and_int32_clamp_come_out_refused(probed):
+    probe, target = probed
+    verdicts = _verdicts(probe)
+    assert not verdicts[("pad", "float32", (("mode", "edge"),))].built
+    assert "edge padding mode is not supported" in \
+        verdicts[("pad", "float32", (("mode", "edge"),))].error
+    assert verdicts[("pad", "float32", (("mode", "reflection"),))].computed is True
+    assert not verdicts[("clamp", "int32", ())].built
+    assert verdicts[("clamp", "float32", ())].computed is True
+    assert target.refused_options == {"pad": {"mode": ["edge"]}}
+    assert target.refuses("pad", "mode", "edge")
+    assert not target.refuses("pad", "mode", "reflection")
+    clamp = check(make_case("clamp", "int32").graph, target)
+    assert [v.kind for v in clamp] == ["data-type", "data-type"]  # its input and its output
+    edge = check(make_case("pad", "float32", mode="edge").graph, target)
+    assert [(v.kind, v.found) for v in edge] == [("option", "mode 'edge'")]
+
+
+def test_check_on_the_probed_target_agrees_with_build_on_every_case(probed):
+    probe, target = probed
+    disagreeing = []
+    for r in probe.results:
+        violations = check(make_case(r.op, r.data_type, rank=r.rank, **r.options).graph,
+                           target)
+        if (not violations) != r.built:
+            disagreeing.append(f"{r.name}: built {r.built}, check says "
+                               f"{[v.short() for v in violations] or 'fits'}")
+    assert not disagreeing, disagreeing
+    assert sum(r.built for r in probe.results) >= 10  # the float cases at least
+    assert any(r.rank is not None for r in probe.results)
+
+
+def test_the_cli_writes_a_target_that_check_and_convert_take(browser_limits, tmp_path):
+    out = tmp_path / "probed.json"
+    r = run("probe", "--runtime", "chromium", "--op", "pad", "--op", "clamp", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "pad float32 mode=edge: refused by build():" in r.output
+    doc = json.loads(out.read_text())
+    assert doc["webnn-converter"]["refusedOptions"] == {"pad": {"mode": ["edge"]}}
+    assert "only pad, clamp" in doc["webnn-converter"]["sources"][1]
+    r = run("check", TINY, "--target", out)
+    assert r.exit_code == 0 and "fits chromium-probed" in r.output, r.output
+    r = run("convert", TINY, "--target", out, "-o", tmp_path / "tiny.webnn")
+    assert r.exit_code == 0, r.output
+    data = json.loads(run("probe", "--runtime", "chromium", "--op", "clamp", "--json",
+                          "-o", out).output)
+    assert {(c["dataType"], c["built"]) for c in data["cases"]} >= {("float32", True),
+                                                                    ("int32", False)}
+    assert data["notProbed"] == []  # clamp has values for every type the spec allows it
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--runtime", "ort"], "error: probe runs on chromium only for now, not ort; "
+                           "use --runtime chromium"),
+    (["--runtime", "chromium", "--op", "padd"],
+     "error: no probe case for op 'padd'; name ops of `webnn-convert ops` (MLGraphBuilder "
+     "method names)"),
+])
+def test_the_cli_refuses_in_one_line_and_writes_nothing(args, line, tmp_path):
+    r = run("probe", *args, "-o", tmp_path / "t.json")
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [line], r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_writes_only_json_target_files(tmp_path):
+    r = run("probe", "--runtime", "chromium", "-o", tmp_path / "t.webnn")
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == (f"error: {tmp_path / 't.webnn'}: a probed target is written as "
+                                f"a .json target file; name the output T.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_refuses_a_missing_folder_before_it_probes(tmp_path):
+    r = run("probe", "--runtime", "chromium", "-o", tmp_path / "no" / "t.json")
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"error: {tmp_path / 'no'}: the folder does not exist; " \
+                               f"create it first"
+    assert list(tmp_path.iterdir()) == []
