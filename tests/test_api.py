@@ -61,8 +61,8 @@ def test_convert_raises_what_a_target_cannot_take(tmp_path):
 
 
 def test_check_takes_a_path_or_a_graph():
-    found = converter.check(TINY_CNN, "spec")
-    assert found == converter.check(converter.load(TINY_CNN), "spec") == []
+    found = converter.check(TINY_CNN, "portable")
+    assert found == converter.check(converter.load(TINY_CNN), "portable") == []
 
 
 def test_verify_with_a_target_and_given_inputs():

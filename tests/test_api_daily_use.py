@@ -131,7 +131,7 @@ CALLS = {
     "verify": lambda missing: converter.verify(missing),
     "verify a missing graph": lambda missing: converter.verify(TINY_CNN, missing),
     "run": lambda missing: converter.run(missing, {}),
-    "check": lambda missing: converter.check(missing, "spec"),
+    "check": lambda missing: converter.check(missing, "portable"),
 }
 
 
