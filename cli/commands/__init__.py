@@ -15,7 +15,7 @@ COMMANDS = {
     "convert": "convert_model", "verify": "verify_model", "run": "run_graph",
     "check": "check_graph", "targets": "list_targets", "inspect": "inspect_graph",
     "validate": "validate_graph", "ops": "list_ops", "browser-install": "browser_install",
-    "zoo": "zoo",
+    "zoo": "zoo", "serve": "serve",
 }
 
 

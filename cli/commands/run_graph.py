@@ -12,6 +12,7 @@ from converter.errors import ConverterError
 from ..inputs import load_npy
 from ..logs import debugging, quiet_runtimes
 from .stepping import decode, is_decoder, load_with_state
+from ..device_options import runtime_options
 from ..options import decoder_options, given_inputs, source_options, target_option
 from ..terminal import echo
 
@@ -30,10 +31,7 @@ from ..terminal import echo
                    "each output's file is printed).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the inputs not given.")
-@click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
-              show_default=True,
-              help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
-                   "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
+@runtime_options
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Run N consecutive steps carrying the graph's declared state (initial "
                    "values first); each output is written stacked, [N, ...]. An input file "
@@ -47,7 +45,7 @@ from ..terminal import echo
 def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_capacity, prompt,
             target_name, inputs, output_dir, seed, runtime, steps):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
-    ONNX Runtime or in Chromium."""
+    ONNX Runtime, in Chromium, or on a device connected to `webnn-convert serve`."""
     from converter.verification import make_inputs
 
     quiet_runtimes(debugging())
@@ -75,6 +73,10 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
             raise ConverterError(f"the graph has no input '{name}'",
                                  fix=f"inputs are: {', '.join(graph.inputs)}")
         given[name] = load_npy(path, f"input '{name}'")
+    if runtime.startswith("device") and (is_decoder(graph) or prompt is not None
+                                         or steps is not None or graph.state):
+        raise ConverterError("--runtime device runs one stateless graph",
+                             fix="drop --steps and --prompt, or run it on chromium or ort")
     if is_decoder(graph) or prompt is not None:
         if given:
             raise ConverterError("a decoder's run feeds its own tokens",

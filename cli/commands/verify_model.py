@@ -11,6 +11,7 @@ from ..inputs import read_inputs
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
 from ..terminal import echo_json, echo_lines
+from ..device_options import runtime_options
 from ..options import decoder_options, given_inputs, source_options, target_option, \
     tolerance_options
 
@@ -92,10 +93,7 @@ def _number(value):
               help="A folder of NAME.npy files, one per input to give (--input wins).")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--runtime", type=click.Choice(["ort", "chromium"]), default="ort",
-              show_default=True,
-              help="Where the WebNN graph runs: ONNX Runtime (through the ONNX lowering) or a "
-                   "real headless Chromium's WebNN (`webnn-convert browser-install` first).")
+@runtime_options
 @click.option("--oracle", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True,
               help="When to judge against the graph evaluated in float64 and the source's own "
@@ -137,6 +135,11 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
                                "graph already: drop one")
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
+    if runtime.startswith("device") and (
+            steps is not None or prompt is not None or cache_capacity is not None
+            or state_patterns or (graph_path or "").lower().endswith(".js")):
+        raise click.UsageError("--runtime device runs one stateless graph: drop --steps, "
+                               "--prompt, --cache-capacity, --state and a .js --graph")
     quiet_runtimes(debugging())
     feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     say = click.get_current_context().with_resource(phases(False if as_json else None))
