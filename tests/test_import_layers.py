@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
      "builder", "reference", "summary"},
     {"catalogue", "by_suffix", "dynamic", "source_ops"},                     # 4
     {"targets"},                                                             # 5
-    {"parity", "op_budgets", "execute", "runtimes", "source_runs",           # 6
+    {"parity", "op_budgets", "execute", "runtimes", "devices", "source_runs",           # 6
      "verification", "verification_steps", "bisect", "session", "state", "generation",
      "verification_decode", "variants_conversion", "verification_notes",
      "verification_text"},

@@ -58,15 +58,16 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     `feeds`; ({output name: ndarray}, a description of where it ran). The browser's error is
     raised as ConverterError naming the device."""
     from ..ir.feeds import check_feeds
+    from ..by_suffix import write_any
     from ..runtimes.chromium import _input_bytes
-    from .. import save
 
     name, device_type = parse_runtime(runtime)
     arrays = check_feeds(graph, feeds)
     folder = Path(tempfile.mkdtemp(prefix="webnn-device-upload-"))
     try:
-        save(graph, folder / "model.webnn")
-        files = {n: (folder / n).read_bytes() for n in GRAPH_FILES}
+        write_any(graph, folder / "model.webnn")
+        # A graph without constants has no manifest and weights files.
+        files = {n: (folder / n).read_bytes() for n in GRAPH_FILES if (folder / n).is_file()}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     inputs = {}

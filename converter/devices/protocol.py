@@ -3,7 +3,7 @@
 A job is uploaded as one body (`pack`/`unpack`): a magic line, the header's length (4 bytes,
 little-endian), the header as JSON, then the files' bytes in the header's order. The header
 names the device and deviceType, lists the files ([name, size]; the names are fixed: the graph
-as model.webnn with its manifest and weights, each input as inN.bin) and maps each graph input
+as model.webnn with its manifest and weights if it has constants, each input as inN.bin) and maps each graph input
 to its file. Everything in it is checked here before the server looks at anything else: a
 client with the token is still a program that may send anything.
 """
@@ -118,9 +118,8 @@ def unpack(body: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
         offset += length
     if offset != len(body):
         raise ConverterError("the upload holds bytes its file list does not account for")
-    missing = [n for n in GRAPH_FILES if n not in files]
-    if missing:
-        raise ConverterError(f"the upload lacks {missing[0]}")
+    if GRAPH_FILES[0] not in files:
+        raise ConverterError(f"the upload lacks {GRAPH_FILES[0]}")
     inputs = header.get("inputs")
     if not isinstance(inputs, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and _FILE.fullmatch(v) and v in files
