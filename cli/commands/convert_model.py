@@ -11,6 +11,7 @@ from converter.by_suffix import OUTPUT_SUFFIXES, import_reader, load_any, refuse
 from converter.formats._files import StagedSave
 
 from .. import collector
+from ..device_options import runtime_options
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
 from ..terminal import echo
@@ -42,10 +43,11 @@ from .stepping import load_with_state
               help="With --verify: write the outputs even when verification fails.")
 @tolerance_options
 @click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
+@runtime_options
 @verbose_option
 def command(source, output, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
             prompt, target_name, io_layout, dequantize, then_verify, keep_on_mismatch, seed,
-            atol, rtol, ulp, as_json, verbose):
+            atol, rtol, ulp, as_json, runtime, verbose):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
@@ -64,6 +66,9 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         raise click.UsageError("--prompt applies to run and verify with --steps")
     if keep_on_mismatch and not then_verify:
         raise click.UsageError("--keep-on-mismatch applies with --verify")
+    if runtime != "ort" and not then_verify:
+        raise click.UsageError("--runtime applies with --verify (where the graph runs to be "
+                               "verified)")
     stateful = bool(state_patterns) or cache_capacity is not None
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"converting {source}")
@@ -73,6 +78,9 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
                                    "a decoder's cache (--state, --cache-capacity) takes one")
+        if runtime != "ort":
+            raise click.UsageError("--dim with several values verifies each on ort: drop "
+                                   "--runtime")
         from .convert_variants import convert_several
 
         convert_several(source, output, dims, input_shapes, known_inputs, target_name,
@@ -117,7 +125,8 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
             else None
         say(f"verifying against {source} on its own runtime")
         report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
-                                  known_inputs=known_inputs, graph_path=output, also=also)
+                                  known_inputs=known_inputs, graph_path=output, also=also,
+                                  runtime=runtime)
         if report.passed or keep_on_mismatch:
             written = stage.commit(staged)
             _wrote(written, graph, as_json)

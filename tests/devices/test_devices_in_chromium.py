@@ -1,0 +1,152 @@
+"""Two real devices: headless Chromium pages that open the page `webnn-convert serve` prints,
+named alpha and beta. They register (their opSupportLimits() saved as target files that
+`check --target` takes), and `verify/run --runtime device:NAME` run the graph in them, judged
+as the local runtimes are: the same numbers as `--runtime chromium`, the device named."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import converter
+from cli.main import main
+from converter.devices import client
+from converter.errors import ConverterError
+
+from .serving import Served
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "models" / "tiny_cnn.onnx"
+NAMES = ("alpha", "beta")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """The chromium runtime's own browser (the one `--runtime chromium` uses here)."""
+    from converter.runtimes import chromium
+
+    try:
+        limits = chromium.op_support_limits()
+    except ConverterError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser must run in CI: {e.line()}")
+        pytest.skip(f"no WebNN browser: {e.line()}")
+    return chromium._session().browser, limits
+
+
+@pytest.fixture(scope="module")
+def devices(browser, tmp_path_factory):
+    """A server and two pages registered on it as alpha and beta."""
+    server = Served(tmp_path_factory.mktemp("cache"), "--no-qr")
+    pages = []
+    try:
+        for name in NAMES:
+            page = browser[0].new_page()
+            pages.append(page)
+            page.goto(f"{server.url}?name={name}")
+            # Waiting on the page's text, not a script: its CSP allows no eval.
+            page.locator("#status", has_text="ready").wait_for(timeout=120_000)
+            assert page.text_content("#name") == name
+        yield server, pages
+    finally:
+        for page in pages:
+            page.close()
+        server.stop()
+
+
+@pytest.fixture
+def use_it(devices, monkeypatch):
+    server = devices[0]
+    monkeypatch.setenv("WEBNN_CONVERTER_CACHE", str(server.cache))
+    client.use_server(None)  # the record `serve` wrote
+    yield server
+    client.use_server(None)
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_registration(use_it, browser, name):
+    listed = {d["name"]: d for d in client.devices()}
+    assert set(listed) == set(NAMES)
+    device = listed[name]
+    assert device["browser"] == "HeadlessChrome 153" and device["platform"] == "Linux"
+    assert "cpu" in device["deviceTypes"]
+    assert use_it.wait_for(f"device '{name}': HeadlessChrome 153 on Linux; deviceTypes cpu")
+    target = Path(device["targets"]["cpu"])
+    saved = json.loads(target.read_text())
+    extension = saved.pop("webnn-converter")
+    assert saved == browser[1]  # what the browser says of itself, as the page reported it
+    assert extension["name"] == f"{name}-cpu"
+    result = _cli("check", TINY, "--target", target)
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"{TINY}: fits {name}-cpu after conversion (11 operations)"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_verify_on_a_device_as_on_local_chromium(use_it, name):
+    on_device = _cli("verify", TINY, "--runtime", f"device:{name}", "--json",
+                     "--oracle", "always")
+    local = _cli("verify", TINY, "--runtime", "chromium", "--json", "--oracle", "always")
+    assert on_device.exit_code == 0 and local.exit_code == 0, on_device.output + local.output
+    mine, theirs = json.loads(on_device.output), json.loads(local.output)
+    assert mine["graphRuntime"] == \
+        f"device '{name}' (HeadlessChrome 153 on Linux, deviceType cpu)"
+    assert theirs["graphRuntime"] == "chromium"
+    assert mine["passed"] and mine["outputs"] and mine["oracle"] == theirs["oracle"]
+    # The same browser build on the same inputs: the same numbers, to the last bit.
+    assert mine["outputs"] == theirs["outputs"]
+    assert mine["outputs"][0]["maxAbs"] < 1e-6
+    assert use_it.wait_for(f"sent to device '{name}' (cpu)")
+
+
+def test_verify_names_the_device_in_the_table(use_it):
+    result = _cli("verify", TINY, "--runtime", "device:beta:cpu")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == \
+        "device 'beta' (HeadlessChrome 153 on Linux, deviceType cpu) vs onnxruntime"
+    assert result.output.splitlines()[-1] == "pass"
+
+
+def test_run_on_a_device_gives_chromiums_outputs(use_it, tmp_path):
+    graph = converter.load(TINY)
+    feeds = {"image": np.random.default_rng(3).random((1, 3, 32, 32), np.float32)}
+    outputs, ran_on = client.run_on_device(graph, feeds, "device:alpha")
+    assert ran_on == "device 'alpha' (HeadlessChrome 153 on Linux, deviceType cpu)"
+    local = converter.run(graph, feeds, runtime="chromium")
+    assert np.array_equal(outputs["probabilities"], local["probabilities"])
+    assert abs(float(outputs["probabilities"].sum()) - 1.0) < 1e-5  # a softmax
+    result = _cli("run", TINY, "--runtime", "device:alpha", "--output-dir", tmp_path)
+    assert result.exit_code == 0, result.output
+    written = np.load(tmp_path / "probabilities.npy")
+    seeded = converter.run(graph, {"image": np.random.default_rng(0).random(
+        (1, 3, 32, 32), dtype=np.float64).astype(np.float32)}, runtime="chromium")
+    assert np.array_equal(written, seeded["probabilities"])
+
+
+def test_an_unknown_device_name_lists_the_connected_ones(use_it):
+    result = _cli("verify", TINY, "--runtime", "device:gamma")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].endswith("no device named 'gamma' is connected; connected: alpha, beta")
+    result = _cli("verify", TINY, "--runtime", "device")
+    assert result.exit_code == 2
+    assert "2 devices are connected, name one" in result.output
+
+
+def test_convert_verify_on_a_device(use_it, tmp_path):
+    out = tmp_path / "tiny.webnn"
+    result = _cli("convert", TINY, "-o", out, "--verify", "--runtime", "device:beta", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["graphRuntime"] == "device 'beta' (HeadlessChrome 153 on Linux, deviceType cpu)"
+    assert report["passed"] and report["outputs"][0]["maxAbs"] < 1e-6
+    assert out.is_file()
