@@ -47,6 +47,9 @@ class Device:
 
     def line(self) -> str:
         types = ", ".join(self.limits) or "no deviceType gave a context"
+        if not self.limits and self.refused:  # say why: "not a secure context" has a fix
+            kind, why = next(iter(self.refused.items()))
+            types += f" ({kind}: {why})"
         return f"device '{self.name}': {self.browser} on {self.platform or 'an unknown platform'}" \
                f"; deviceTypes {types}"
 
