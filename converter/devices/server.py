@@ -197,8 +197,10 @@ class DeviceServer:
         kind = header.get("deviceType") or next(
             (k for k in DEVICE_TYPES if k in device.limits), None)
         if kind not in device.limits:
-            return _line(400, f"device '{device.name}' has no {kind or 'WebNN'} context; its "
-                              f"deviceTypes: {', '.join(device.limits) or 'none'}")
+            why = device.refused.get(kind or "cpu")
+            return _line(400, f"device '{device.name}' has no {kind or 'WebNN'} context"
+                              + (f" ({why})" if why else "")
+                              + f"; its deviceTypes: {', '.join(device.limits) or 'none'}")
         job = self.registry.next_job()
         folder = self.work / f"j{job}"
         loop = asyncio.get_running_loop()

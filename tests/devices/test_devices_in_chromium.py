@@ -150,3 +150,34 @@ def test_convert_verify_on_a_device(use_it, tmp_path):
     assert report["graphRuntime"] == "device 'beta' (HeadlessChrome 153 on Linux, deviceType cpu)"
     assert report["passed"] and report["outputs"][0]["maxAbs"] < 1e-6
     assert out.is_file()
+
+
+def test_a_page_opened_over_the_network_says_it_needs_a_secure_context(browser, tmp_path):
+    from cli.commands.serve import _shown_host
+
+    address = _shown_host("0.0.0.0")
+    server = Served(tmp_path, "--no-qr", "--host", "0.0.0.0")
+    page = None
+    try:
+        assert server.url.startswith(f"http://{address}:")  # the address a device types
+        if address == "127.0.0.1":
+            pytest.skip("this machine has no network address but loopback")
+        page = browser[0].new_page()
+        page.goto(f"{server.url}?name=lan")
+        page.locator("#status", has_text="ready").wait_for(timeout=120_000)
+        assert page.text_content("#status") == "ready (no deviceType gave a context)"
+        line = server.wait_for("device 'lan'")
+        # (navigator.userAgentData is for secure contexts too: the platform is navigator's)
+        assert line.startswith("device 'lan': HeadlessChrome 153 on Linux")
+        assert line.endswith("; deviceTypes no deviceType gave a context (cpu: not a secure "
+                             "context: WebNN needs https or localhost); registered")
+        result = _cli("verify", TINY, "--runtime", "device:lan", "--server", server.url)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert result.output.strip().endswith(
+            "device 'lan' has no WebNN context (not a secure context: WebNN needs https or "
+            "localhost); its deviceTypes: none")
+    finally:
+        if page is not None:
+            page.close()
+        server.stop()
+        client.use_server(None)
