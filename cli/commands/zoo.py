@@ -16,6 +16,7 @@ from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS, RUNTIMES
 from converter.zoo.store import default_results_path
 
+from ..device_options import Runtime
 from ..terminal import echo, echo_json, echo_lines, shortened, shown
 
 
@@ -34,8 +35,11 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
 @click.option("--target", "targets", multiple=True, metavar="T",
               help="Convert for this target and check it (repeatable): a built-in target or "
                    "an opSupportLimits JSON file. Default: the graph as imported.")
-@click.option("--runtime", "runtimes", multiple=True, type=click.Choice(RUNTIMES),
-              help="Where the WebNN graphs run for parity (repeatable; default ort).")
+@click.option("--runtime", "runtimes", multiple=True, type=Runtime(),
+              help="Where the WebNN graphs run for parity (repeatable; default ort): "
+                   f"{', '.join(RUNTIMES)}, device:NAME (a device connected to the server "
+                   "`webnn-convert serve` started last here), or device: every connected "
+                   "device and local chromium, one report column each.")
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help=f"Write a report ({', '.join(REPORT_SUFFIXES)} by the "
                                    f"suffix; repeatable). All are written at the end, "
@@ -88,7 +92,7 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
     if ray_address and executor != "ray":
         raise click.UsageError("--ray-address applies with --executor ray")
     options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=list(targets),
-                         runtimes=list(runtimes) or ["ort"], executor=executor,
+                         runtimes=_every_device(list(runtimes)) or ["ort"], executor=executor,
                          ray_address=ray_address)
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)
@@ -114,6 +118,28 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
     if failed:
         echo_lines(failed, err=True)
         raise SystemExit(1)
+
+
+def _every_device(runtimes: list[str]) -> list[str]:
+    """`device` as device:NAME for each device connected now, and chromium (this machine's
+    own browser beside them); device:NAME:TYPE is not a zoo runtime (each device runs on its
+    default deviceType). The jobs find the server as `serve` recorded it."""
+    if any(r.count(":") > 1 for r in runtimes):
+        raise click.BadParameter("the zoo runs each device on its default deviceType: give "
+                                 "device or device:NAME", param_hint="--runtime")
+    if "device" not in runtimes:
+        return list(dict.fromkeys(runtimes))
+    from converter.devices.client import devices
+
+    names = [d["name"] for d in devices()]
+    if not names:
+        raise ConverterError("no device is connected to the device server",
+                             fix="open the URL `webnn-convert serve` printed on each device")
+    expanded = []
+    for runtime in runtimes:
+        expanded += [f"device:{n}" for n in names] + ["chromium"] if runtime == "device" \
+            else [runtime]
+    return list(dict.fromkeys(expanded))
 
 
 def _with_progress(manifest, options, only, results_path, resume):

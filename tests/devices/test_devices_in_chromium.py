@@ -181,3 +181,28 @@ def test_a_page_opened_over_the_network_says_it_needs_a_secure_context(browser, 
             page.close()
         server.stop()
         client.use_server(None)
+
+
+def test_a_zoo_over_two_devices(use_it, tmp_path):
+    import shutil
+
+    shutil.copy(TINY, tmp_path / "tiny_cnn.onnx")
+    manifest = tmp_path / "zoo.json"
+    manifest.write_text(json.dumps({"models": [{"id": "tiny_cnn", "path": "tiny_cnn.onnx"}]}))
+    result = _cli("zoo", manifest, "--runtime", "device", "--json", "--results",
+                  tmp_path / "results.jsonl", "--report", tmp_path / "zoo.html")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    runtimes = ["device:alpha", "device:beta", "chromium"]
+    assert report["options"]["runtimes"] == runtimes
+    model = report["models"][0]
+    assert model["status"] == "verified"
+    parity = model["targets"][0]["parity"]
+    assert list(parity) == runtimes and all(parity[r]["passed"] for r in runtimes)
+    # one browser build: each device's numbers are local chromium's
+    assert parity["device:alpha"]["outputs"] == parity["chromium"]["outputs"]
+    assert parity["device:beta"]["outputs"] == parity["chromium"]["outputs"]
+    assert all(model["targets"][0]["times"][f"run:{r}"] > 0 for r in runtimes)
+    page = (tmp_path / "zoo.html").read_text()
+    for runtime in runtimes:  # the model x device matrix: a column per device
+        assert f"<th data-sort>worst on {runtime}</th>" in page
