@@ -173,7 +173,10 @@ class DeviceServer:
         {type: result, id, error: {stage, name, message}}; checked, then handed to the job."""
         if not isinstance(message, dict) or message.get("type") != "result":
             raise ConverterError("a message that is not a result")
-        job = device.jobs.get(message.get("id"))
+        number = message.get("id")
+        if type(number) is not int:
+            raise ConverterError("a result without a job number")
+        job = device.jobs.get(number)
         if job is None or job.done():  # a job that timed out meanwhile
             return
         outputs, error = message.get("outputs"), message.get("error")

@@ -244,3 +244,20 @@ def test_a_registered_device_is_listed_and_its_limits_saved(use_it):
         device.close()
     use_it.wait_for("device 'listed' disconnected")
     assert "listed" not in [d["name"] for d in client.devices()]
+
+
+async def _unhashable_id(job, session, base):
+    return {"type": "result", "id": [job["id"]], "outputs": {}}
+
+
+def test_a_device_that_answers_nonsense_is_disconnected(use_it):
+    device = FakeDevice(use_it.url, "nonsense", registration(), _unhashable_id)
+    try:
+        with pytest.raises(ConverterError, match="device 'nonsense' disconnected while running"):
+            client.run_on_device(_add_graph(), {"x": np.ones((2, 3), np.float32)},
+                                 "device:nonsense")
+        assert use_it.wait_for("device 'nonsense' sent what is not a result (a result without "
+                               "a job number); disconnected")
+    finally:
+        device.close()
+    assert use_it.proc.poll() is None  # the server runs on
