@@ -22,12 +22,12 @@ class Runtime(click.ParamType):
     name = "runtime"
 
     def convert(self, value: Any, param, ctx) -> str:
-        from converter.devices.protocol import parse_runtime
-        from converter.errors import ConverterError
-
-        if value in ("ort", "chromium"):
+        if value in ("ort", "chromium"):  # (a plain conversion imports none of the below)
             return value
         if isinstance(value, str) and (value == "device" or value.startswith("device:")):
+            from converter.devices.protocol import parse_runtime
+            from converter.errors import ConverterError
+
             try:
                 parse_runtime(value)
             except ConverterError as e:

@@ -29,9 +29,14 @@ from ..ir import Graph
 from .protocol import GRAPH_FILES, check_token, pack, parse_runtime
 from .record import NO_SERVER_FIX, read_record
 
-__all__ = ["use_server", "server_url", "devices", "run_on_device", "describe"]
+__all__ = ["use_server", "server_url", "devices", "run_on_device", "describe", "last_run",
+           "forget_last_run"]
 
 _CHOSEN: str | None = None
+# What the last `run_on_device` of this process did on its device (see `last_run`).
+_LAST: dict | None = None
+# The page's stages up to a built graph: a failure in one of them means it was not built.
+_BEFORE_BUILT = ("import", "createContext", "weights", "build")
 # Long enough for a big model to load, build and run on a phone; the server has its own limit.
 _TIMEOUT = 3600
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -61,6 +66,8 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     from ..by_suffix import write_any
     from ..runtimes.chromium import _input_bytes
 
+    global _LAST
+    _LAST = None
     name, device_type = parse_runtime(runtime)
     arrays = check_feeds(graph, feeds)
     folder = Path(tempfile.mkdtemp(prefix="webnn-device-upload-"))
@@ -78,12 +85,33 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     reply = _reply(_request("api/run", body))
     device, kind = reply["device"], reply["deviceType"]
     ran_on = describe(device, kind)
-    if "error" in reply:
-        error = reply["error"]
+    error = reply.get("error")
+    times = reply.get("times") if isinstance(reply.get("times"), dict) else {}
+    built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
+    _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
+             "ran": error is None, "buildMs": _ms(times.get("buildMs")),
+             "runMs": _ms(times.get("runMs"))}
+    if error is not None:
         message = " ".join(f"{error.get('name')}: {error.get('message')}".split())
         raise ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
                              where=f"graph '{graph.name}'")
     return _outputs(graph, reply["outputs"], ran_on), ran_on
+
+
+def last_run() -> dict | None:
+    """What this process's last `run_on_device` did on the device: {device, deviceType,
+    built, ran, buildMs, runMs} (milliseconds as its page measured them, None where it did
+    not get that far), or None when it reached no device. For the zoo's per-device record."""
+    return None if _LAST is None else dict(_LAST)
+
+
+def forget_last_run() -> None:
+    global _LAST
+    _LAST = None
+
+
+def _ms(value) -> float | None:
+    return round(float(value), 3) if type(value) in (int, float) else None
 
 
 def describe(device: dict, device_type: str) -> str:
@@ -152,7 +180,8 @@ def _reply(raw: bytes) -> dict:
     except ValueError:
         reply = None
     if not isinstance(reply, dict) or not isinstance(reply.get("device"), dict) \
-            or not isinstance(reply.get("deviceType"), str):
+            or not isinstance(reply.get("deviceType"), str) \
+            or not isinstance(reply.get("error", {}), dict):
         raise ConverterError("the device server's reply is not a job's result",
                              where=_shown(server_url()))
     return reply

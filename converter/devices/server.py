@@ -170,7 +170,8 @@ class DeviceServer:
 
     def _result(self, device: Device, message: Any) -> None:
         """A job's result from the page: {type: result, id, outputs: {name: base64}} or
-        {type: result, id, error: {stage, name, message}}; checked, then handed to the job."""
+        {type: result, id, error: {stage, name, message}}, with times {buildMs, runMs};
+        checked, then handed to the job."""
         if not isinstance(message, dict) or message.get("type") != "result":
             raise ConverterError("a message that is not a result")
         number = message.get("id")
@@ -179,13 +180,17 @@ class DeviceServer:
         job = device.jobs.get(number)
         if job is None or job.done():  # a job that timed out meanwhile
             return
-        outputs, error = message.get("outputs"), message.get("error")
+        outputs, error, given = message.get("outputs"), message.get("error"), \
+            message.get("times")
+        # Milliseconds to build the graph and to run it, as the page measured them.
+        times = {k: given.get(k) if type(given.get(k)) in (int, float) else None
+                 for k in ("buildMs", "runMs")} if isinstance(given, dict) else {}
         if isinstance(outputs, dict) and all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in outputs.items()):
-            job.set_result({"outputs": outputs})
+            job.set_result({"outputs": outputs, "times": times})
         elif isinstance(error, dict):
             job.set_result({"error": {k: str(error.get(k, ""))[:2000]
-                                      for k in ("stage", "name", "message")}})
+                                      for k in ("stage", "name", "message")}, "times": times})
         else:
             raise ConverterError("a result with neither outputs nor an error")
 

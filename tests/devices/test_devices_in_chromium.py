@@ -203,6 +203,12 @@ def test_a_zoo_over_two_devices(use_it, tmp_path):
     assert parity["device:alpha"]["outputs"] == parity["chromium"]["outputs"]
     assert parity["device:beta"]["outputs"] == parity["chromium"]["outputs"]
     assert all(model["targets"][0]["times"][f"run:{r}"] > 0 for r in runtimes)
+    for name in ("alpha", "beta"):  # what each device did, as its page measured it
+        done = parity[f"device:{name}"]["device"]
+        assert done["device"] == name and done["deviceType"] == "cpu"
+        assert done["built"] and done["ran"] and done["buildMs"] > 0 and done["runMs"] > 0
+    assert "device" not in parity["chromium"]
     page = (tmp_path / "zoo.html").read_text()
     for runtime in runtimes:  # the model x device matrix: a column per device
         assert f"<th data-sort>worst on {runtime}</th>" in page
+    assert page.count(" ms, ran in ") == 2 and page.count("built in ") == 2

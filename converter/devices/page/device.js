@@ -68,6 +68,7 @@ async function fetchBytes(url) {
 async function runJob(job) {
   let stage = "import";
   let context = null, model = null, tensors = null, m = null;
+  const times = {buildMs: null, runMs: null};
   try {
     m = await import(jobUrl(job.module));
     stage = "createContext";
@@ -75,23 +76,27 @@ async function runJob(job) {
     stage = "weights";
     const weights = await m.loadWeights();
     stage = "build";
+    let started = performance.now();
     model = await m.buildGraph(context, weights);
+    times.buildMs = performance.now() - started;
     stage = "inputs";
     const feeds = {};
     for (const [name, path] of Object.entries(job.inputs)) feeds[name] = await fetchBytes(jobUrl(path));
     stage = "dispatch";
+    started = performance.now();  // inputs written, the graph run, its outputs read back
     tensors = await m.createTensors(context, model);
     m.writeInputs(context, tensors, feeds);
     m.dispatch(context, model, tensors);
     stage = "read";
     const outputs = await m.readOutputs(context, tensors);
+    times.runMs = performance.now() - started;
     const encoded = {};
     for (const [name, array] of Object.entries(outputs)) {
       encoded[name] = base64(array.buffer.slice(array.byteOffset, array.byteOffset + array.byteLength));
     }
-    return {type: "result", id: job.id, outputs: encoded};
+    return {type: "result", id: job.id, outputs: encoded, times};
   } catch (e) {
-    return {type: "result", id: job.id, error: {stage, ...described(e)}};
+    return {type: "result", id: job.id, error: {stage, ...described(e)}, times};
   } finally {
     if (tensors !== null) m.destroyTensors(tensors);
     if (model !== null) model.graph.destroy();
