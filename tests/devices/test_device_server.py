@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import stat
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -261,3 +262,28 @@ def test_a_device_that_answers_nonsense_is_disconnected(use_it):
     finally:
         device.close()
     assert use_it.proc.poll() is None  # the server runs on
+
+
+def test_a_device_type_the_device_lacks_gets_one_line(use_it):
+    device = FakeDevice(use_it.url, "cpuonly",
+                        registration(refused={"gpu": "NotSupportedError: no GPU here"}))
+    try:
+        line = _one_line(_cli("verify", TINY, "--runtime", "device:cpuonly:gpu"))
+        assert line.endswith("device 'cpuonly' has no gpu context (NotSupportedError: no GPU "
+                             "here); its deviceTypes: cpu")
+        assert device.jobs == []
+    finally:
+        device.close()
+
+
+def test_a_zoo_over_devices_needs_one_connected(use_it, tmp_path):
+    manifest = tmp_path / "zoo.json"
+    manifest.write_text(json.dumps({"models": [{"id": "m", "path": "m.onnx"}]}))
+    for _ in range(600):  # the fake devices of earlier tests are gone (their close is seen)
+        if not client.devices():
+            break
+        time.sleep(0.1)
+    line = _one_line(_cli("zoo", manifest, "--runtime", "device", "--results", tmp_path / "r.jsonl"))
+    assert line == "error: no device is connected to the device server; open the URL " \
+                   "`webnn-convert serve` printed on each device"
+    assert not (tmp_path / "r.jsonl").exists()
