@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from pathlib import Path
@@ -44,14 +45,8 @@ def command(host, port, max_upload_mb, job_timeout, targets_dir, no_qr):
     from converter.fetch import cache_dir
 
     folder = Path(targets_dir) if targets_dir else cache_dir() / "devices" / "targets"
-    try:
-        asyncio.run(_serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,
-                           not no_qr))
-    except OSError as e:  # the port is taken, the address is not this machine's
-        from converter.errors import ConverterError
-
-        raise ConverterError(f"cannot listen there ({e.strerror or e})", where=f"{host}:{port}",
-                             fix="choose another --port (0: any free one) or --host") from None
+    asyncio.run(_serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,
+                       not no_qr))
 
 
 async def _serve(host, port, token, targets_dir, max_upload, job_timeout, qr) -> None:
@@ -61,7 +56,15 @@ async def _serve(host, port, token, targets_dir, max_upload, job_timeout, qr) ->
     server = DeviceServer(token, targets_dir, max_upload=max_upload, job_timeout=job_timeout,
                           say=echo)
     try:
-        bound = await server.start(host, port)
+        try:
+            bound = await server.start(host, port)
+        except OSError as e:  # the port is taken, the address is not this machine's
+            from converter.errors import ConverterError
+
+            why = os.strerror(e.errno) if e.errno else str(e)
+            raise ConverterError(f"cannot listen there ({why})",
+                                 where=f"{host}:{port}",
+                                 fix="choose another --port (0: any free one) or --host") from None
         url = page_url(_shown_host(host), bound, token)
         echo(url)  # the first line: what a script or a test reads
         if qr:

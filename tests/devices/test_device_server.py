@@ -287,3 +287,12 @@ def test_a_zoo_over_devices_needs_one_connected(use_it, tmp_path):
     assert line == "error: no device is connected to the device server; open the URL " \
                    "`webnn-convert serve` printed on each device"
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_port_in_use_gets_one_line(served, tmp_path):
+    port = served.url.split(":")[2].split("/")[0]
+    result = _cli("serve", "--port", port, "--no-qr")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == f"error: 127.0.0.1:{port}: cannot listen there (Address " \
+                                    f"already in use); choose another --port (0: any free one) " \
+                                    f"or --host"
