@@ -32,7 +32,7 @@ async function timed(iterate, warmup, runs) {
   return median(times);
 }
 
-// Ours: the module `webnn-convert convert -o model.js` emits, used as its README says.
+// Ours: the module `webnn-convert convert -o model.js` emits, used as docs/guide/ship-image-model.md says.
 window.benchOurs = async (spec) => {
   const t0 = performance.now();
   const m = await import(spec.module);
@@ -55,15 +55,20 @@ window.benchOurs = async (spec) => {
 };
 
 // onnxruntime-web 1.30 with its WebNN execution provider on the CPU device, the ONNX model
-// loaded by URL: its documented use.
+// loaded by URL, symbolic input dims fixed by freeDimensionOverrides: its documented use (the
+// WebNN EP takes static shapes only; without the overrides ORT-web runs such a model on WASM).
+// Warnings are on, so that a node left to another provider is said in the console.
 window.benchOrt = async (spec) => {
   const ort = await import(new URL(spec.ortModule, location.href).href);
   ort.env.wasm.wasmPaths = new URL(spec.ortWasm, location.href).href;  // not relative to ort
   ort.env.wasm.numThreads = 1;  // no cross-origin isolation on this page: one wasm thread
-  ort.env.logLevel = "error";
+  ort.env.logLevel = "warning";
   const t0 = performance.now();
-  const session = await ort.InferenceSession.create(spec.onnx, {
-    executionProviders: [{name: "webnn", deviceType: "cpu"}]});
+  const options = {executionProviders: [{name: "webnn", deviceType: "cpu"}]};
+  if (Object.keys(spec.freeDimensionOverrides ?? {}).length) {
+    options.freeDimensionOverrides = spec.freeDimensionOverrides;
+  }
+  const session = await ort.InferenceSession.create(spec.onnx, options);
   const setup = performance.now() - t0;
   const feeds = {};
   for (const [name, {data, shape}] of Object.entries(feedsFor(spec.inputs))) {
@@ -75,7 +80,8 @@ window.benchOrt = async (spec) => {
     first ??= Array.from(out[session.outputNames[0]].data.slice(0, 4));
   }, spec.warmup, spec.runs);
   await session.release();
-  return {setupMs: setup, medianMs: ms, sample: first};
+  return {setupMs: setup, medianMs: ms, sample: first,
+          freeDimensionOverrides: options.freeDimensionOverrides ?? {}};
 };
 
 window.benchReady = "ml" in navigator;

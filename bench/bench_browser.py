@@ -7,7 +7,13 @@ Each model is converted with `webnn-convert convert MODEL -o model.js --target c
 (the module users ship) and run by headless Chromium 153's WebNN (`webnn-convert
 browser-install`); the same ONNX file is run in the same browser by onnxruntime-web 1.30
 (npm `onnxruntime-web@1.30.0`, installed once into ~/.cache/webnn-converter/bench/ort-web) with
-`executionProviders: [{name: 'webnn', deviceType: 'cpu'}]`, loaded by URL as a web page would.
+`executionProviders: [{name: 'webnn', deviceType: 'cpu'}]` and, for a model whose inputs have
+symbolic dims, `freeDimensionOverrides` giving each the value our conversion used: the WebNN EP
+takes only static shapes, and without the overrides ORT-web silently runs such a model on its
+WASM provider (issue 28: the PaddleOCR classifier was timed that way, and the 4x "lead" was
+ORT-web on WASM). ORT-web's warnings are collected from the page's console: a model any of
+whose nodes ORT-web did not assign to WebNN is marked in the table, so a fallback is never
+timed unnoticed. The model is loaded by URL as a web page would.
 Both are served from a stdlib HTTP server on 127.0.0.1 (no traffic leaves the machine) and
 measured by the same page code (bench/bench_browser.js): session setup (ours: import, context,
 weights, build, tensors; ORT: `InferenceSession.create`), then the median of --runs iterations
@@ -42,7 +48,7 @@ _PAGE_TIMEOUT_MS = 600_000
 
 def ort_web_dist() -> Path:
     """onnxruntime-web's dist folder, installed with npm into the cache on first use."""
-    from converter.fetch import cache_dir
+    from converter.zoo.fetch import cache_dir
 
     prefix = cache_dir() / "bench" / "ort-web"
     dist = prefix / "node_modules" / "onnxruntime-web" / "dist"
@@ -63,7 +69,7 @@ def source_model(name: str, folder: Path) -> tuple[Path, list[str]]:
         from converter.testing.light_models import light_model
 
         return light_model(name, folder, seed=0), []
-    from converter.fetch import fetch_model
+    from converter.zoo.fetch import fetch_model
 
     entry = next(m for m in json.loads((ROOT / "models" / "zoo.json").read_text())["models"]
                  if m["id"] == PUBLIC[name])
@@ -87,8 +93,41 @@ def prepare(name: str, root: Path) -> dict:
     inputs = [{"name": n, "dataType": d.data_type, "shape": list(d.shape)}
               for n, d in graph.input_descs().items()]
     # URLs relative to the page (and to bench.js beside it), so the root may be served anywhere
-    return {"module": f"./{name}/model.js", "onnx": f"./{name}/model.onnx", "inputs": inputs,
-            "ortModule": "./ort/ort.all.min.mjs", "ortWasm": "./ort/"}
+    ort_model, overrides = static_for_ort(folder / "model.onnx", inputs)
+    return {"module": f"./{name}/model.js", "onnx": f"./{name}/{ort_model.name}",
+            "inputs": inputs, "ortModule": "./ort/ort.all.min.mjs", "ortWasm": "./ort/",
+            "freeDimensionOverrides": overrides, "ortShapes": ort_model.name != "model.onnx"}
+
+
+def static_for_ort(model: Path, inputs: list[dict]) -> tuple[Path, dict[str, int]]:
+    """What ORT-web is given so that its WebNN EP (static shapes only) takes `model` at the sizes
+    our conversion used, in ORT's documented ways: `freeDimensionOverrides` (each symbolic dim
+    by name) when every open dim has a name of its own; else (dims unnamed, or one name at two
+    sizes: the PaddleOCR classifier's height and width are both '?') a copy with the input
+    shapes fixed, as ORT's docs say to do (their tool, onnxruntime.tools.make_dynamic_shape_fixed,
+    refuses this model: it fixes a dim name everywhere, so '?' cannot be 48 and 192)."""
+    import onnx
+
+    shapes = {i["name"]: i["shape"] for i in inputs}
+    proto = onnx.load(str(model), load_external_data=False)
+    found: dict[str, int] = {}
+    by_name = True
+    for value in proto.graph.input:
+        if value.name not in shapes:
+            continue  # an initializer listed as an input
+        for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
+            if dim.dim_param and dim.dim_param != "?":
+                by_name &= found.setdefault(dim.dim_param, size) == size
+            elif not dim.dim_value > 0:
+                by_name = False  # open but nameless: no override can reach it
+    if by_name:
+        return model, found
+    for value in proto.graph.input:  # each input dim set to its size (its name, if any, goes)
+        for dim, size in zip(value.type.tensor_type.shape.dim, shapes.get(value.name, [])):
+            dim.dim_value = size
+    fixed = model.with_name("model.static.onnx")
+    onnx.save(proto, str(fixed))
+    return fixed, {}
 
 
 def _shapes(options: list[str]) -> dict:
@@ -146,13 +185,19 @@ class BenchBrowser:
     def run(self, which: str, spec: dict) -> dict:
         """One runtime on one model, on a fresh page: {setupMs, medianMs, sample}."""
         page = self.browser.new_page()
+        said: list[str] = []
+        page.on("console", lambda message: said.append(message.text))
         try:
             page.goto(self.url)
             page.wait_for_function("window.benchReady !== undefined")
             page.set_default_timeout(_PAGE_TIMEOUT_MS)
-            return page.evaluate(f"(spec) => window.{which}(spec)", spec)
+            result = page.evaluate(f"(spec) => window.{which}(spec)", spec)
         finally:
             page.close()
+        # ORT's words when a node is left to another provider than the one asked for
+        result["notAllOnWebnn"] = any("not assigned to the preferred execution providers"
+                                      in line or "fallback" in line.lower() for line in said)
+        return result
 
     def close(self) -> None:
         if self._pw is not None:  # launched here
@@ -177,19 +222,25 @@ def main() -> None:
             for name in args.models:
                 spec = {**prepare(name, root), "runs": args.runs, "warmup": args.warmup}
                 ours = bench.run("benchOurs", spec)
-                ort = bench.run("benchOrt", spec)
+                ort = {**bench.run("benchOrt", spec), "ortShapes": spec["ortShapes"]}
                 rows.append((name, ours, ort))
                 print(f"{name}: ours {ours}, ort-web {ort}", file=sys.stderr)
         finally:
             bench.close()
     print(f"| model | ours ms | ORT-web WebNN ms | latency ratio | ours setup ms | "
-          f"ORT-web setup ms | setup ratio | first outputs differ by |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"ORT-web setup ms | setup ratio | first outputs differ by | ORT-web options |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, ours, ort in rows:
+        overrides = ort.get("freeDimensionOverrides") or {}
+        options = ("freeDimensionOverrides " + json.dumps(overrides)) if overrides else \
+            ("input shapes fixed in the .onnx" if ort.get("ortShapes") else "-")
+        if ort["notAllOnWebnn"]:
+            options += "; some nodes NOT on WebNN (see its warnings)"
         print(f"| {name} | {ours['medianMs']:.2f} | {ort['medianMs']:.2f} | "
               f"{ours['medianMs'] / ort['medianMs']:.2f} | {ours['setupMs']:.0f} | "
               f"{ort['setupMs']:.0f} | {ours['setupMs'] / ort['setupMs']:.2f} | "
-              f"{max(abs(a - b) for a, b in zip(ours['sample'], ort['sample'])):.1e} |")
+              f"{max(abs(a - b) for a, b in zip(ours['sample'], ort['sample'])):.1e} | "
+              f"{options} |")
 
 
 if __name__ == "__main__":

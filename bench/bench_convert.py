@@ -17,7 +17,7 @@ For each randomized light_* model (converter.testing.light_models):
   * latency: ONNX Runtime on the source model vs on the ONNX lowering of the converted graph,
     same session options (1 thread, sequential), median of --runs runs after warm-up.
     Target: <= 1.05x.
-Prints a Markdown table (paste into the README).
+Prints a Markdown table (paste into docs/reference/performance.md).
 """
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from converter.generation import generate_on_onnxruntime
+    from converter.state.generation import generate_on_onnxruntime
     from converter.testing import decoding
 
     bench_browser = _bench_browser()

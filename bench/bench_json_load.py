@@ -6,7 +6,7 @@ Writes a graph whose constants are `inlineBytes` lists (the case that was slow: 
 checked every byte, about 8 s per MB) totalling about --mb megabytes of JSON, then loads it
 with `converter.formats.load_graph` in a fresh process --runs times. Reports the file size,
 the best wall and CPU time (parse, structure check, byte check, graph build and verify) and
-MB/s, as a Markdown table (paste into the README). Target: >= 50 MB/s.
+MB/s, as a Markdown table (paste into docs/reference/performance.md). Target: >= 50 MB/s.
 """
 from __future__ import annotations
 

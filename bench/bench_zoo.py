@@ -38,7 +38,7 @@ _ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"
 
 def _warm_cache() -> None:
     sys.path.insert(0, str(ROOT))
-    from converter.fetch import fetch_model
+    from converter.zoo.fetch import fetch_model
 
     for entry in json.loads((ROOT / "models" / "zoo.json").read_text())["models"]:
         fetch_model(entry["source"])

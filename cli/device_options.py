@@ -1,28 +1,25 @@
-"""The options that choose where a graph runs: `--runtime ort|chromium|device[:NAME[:TYPE]]`
-and `--server URL` (the device server; by default the one `webnn-convert serve` started last
-on this machine)."""
+"""The values of `--runtime` (ort, chromium, device[:NAME[:TYPE]]) and `--server URL` (the
+device server; by default the one `webnn-convert serve` started last on this machine), as
+options.VOCABULARY declares them."""
 from __future__ import annotations
 
 from typing import Any
 
 import click
 
-__all__ = ["RUNTIME_HELP", "Runtime", "runtime_options"]
-
-RUNTIME_HELP = ("Where the WebNN graph runs: ort = ONNX Runtime (through the ONNX lowering); "
-                "chromium = a real headless Chromium's WebNN (`webnn-convert browser-install` "
-                "first); device[:NAME[:TYPE]] = a phone or laptop whose browser has the page "
-                "of `webnn-convert serve` open (NAME may be left out when one is connected; "
-                "TYPE is its deviceType, cpu by default).")
+__all__ = ["Runtime", "use_server"]
 
 
 class Runtime(click.ParamType):
-    """ort, chromium, device, device:NAME or device:NAME:TYPE."""
+    """One of `choices` (ort, chromium), or device, device:NAME, device:NAME:TYPE."""
 
     name = "runtime"
 
+    def __init__(self, choices: tuple[str, ...]):
+        self.choices = choices
+
     def convert(self, value: Any, param, ctx) -> str:
-        if value in ("ort", "chromium"):  # (a plain conversion imports none of the below)
+        if value in self.choices:  # (a plain conversion imports none of the below)
             return value
         if isinstance(value, str) and (value == "device" or value.startswith("device:")):
             from converter.devices.protocol import parse_runtime
@@ -33,25 +30,17 @@ class Runtime(click.ParamType):
             except ConverterError as e:
                 self.fail(e.line(), param, ctx)
             return value
-        self.fail(f"{value!r} is not one of ort, chromium, device[:NAME[:TYPE]]", param, ctx)
+        self.fail(f"{value!r} is not one of {', '.join(self.choices)}, device[:NAME[:TYPE]]",
+                  param, ctx)
 
     def get_metavar(self, param, ctx=None) -> str:
-        return "[ort|chromium|device[:NAME[:TYPE]]]"
+        return f"[{'|'.join(self.choices)}|device[:NAME[:TYPE]]]"
 
 
-def _use_server(ctx: click.Context, param, value: str | None) -> str | None:
+def use_server(ctx: click.Context, param, value: str | None) -> str | None:
+    """--server's callback: the device server the command's device runtime talks to."""
     if value is not None:
-        from converter.devices.client import use_server
+        from converter.devices.client import use_server as choose
 
-        use_server(value)
+        choose(value)
     return value
-
-
-def runtime_options(func):
-    """--runtime (above) and --server, for a command that runs a graph."""
-    func = click.option("--server", metavar="URL", callback=_use_server, expose_value=False,
-                        help="With --runtime device: the device server's URL, as `webnn-"
-                             "convert serve` printed it (default: the one it started last "
-                             "here).")(func)
-    return click.option("--runtime", type=Runtime(), default="ort", show_default=True,
-                        help=RUNTIME_HELP)(func)

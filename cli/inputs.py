@@ -1,5 +1,6 @@
 """Input values the user gives (`--input NAME=FILE.npy`, `--inputs DIR`, `--const NAME=FILE.npy`),
-read as arrays.
+read as arrays; and the path a model named on the command line is read from (`model_path`,
+`--follow-symlinks`).
 
 A .npy file's header says its shape and dtype; numpy allocates what they ask for before it finds
 the file too short (a 128-byte file claiming 10**12 elements was 4 TB asked of the allocator).
@@ -15,7 +16,7 @@ from typing import Mapping
 
 from converter.errors import ConverterError
 
-__all__ = ["read_inputs", "load_npy"]
+__all__ = ["read_inputs", "load_npy", "model_path"]
 
 _FIX = "write it with numpy.save (no pickled objects)"
 
@@ -47,7 +48,7 @@ def load_npy(path: str | Path, what: str):
     tensor may take."""
     import numpy as np
 
-    from converter.file_guard import note_read
+    from converter.files.guard import note_read
 
     where = str(path)
 
@@ -107,3 +108,12 @@ def _check_size(shape, dtype, data_bytes: int, what: str, where: str) -> None:
             fix="the file is truncated or damaged; write it again with numpy.save")
     # Reading allocates what the header says (the file's size bounds it): one tensor's limit.
     MemoryBudget().claim(nbytes, f"{what} ({described}, {format_size(nbytes)})", where=where)
+
+
+def model_path(path: str | None, follow_symlinks: bool) -> str | None:
+    """The path a command reads a model named on its command line from: as given, or with
+    --follow-symlinks, where its symbolic links lead, so that the file is read as if named
+    there (the folder rules of converter/formats/_files.py then apply to that folder)."""
+    if path is None or not follow_symlinks:
+        return path
+    return os.path.realpath(path)

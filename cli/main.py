@@ -2,7 +2,8 @@
 
 Every command reports bad input as one line on stderr (what, where, what to do) and exits
 non-zero; `--debug` adds the traceback. Exit codes: 0 success, 1 the command ran and found a
-problem (an invalid graph, a mismatch), 2 an error (bad input, bad usage).
+problem (an invalid graph, a mismatch), 2 an error (bad input, bad usage), 128 + N stopped by
+signal N (130: Ctrl-C; 143: SIGTERM), its partial outputs removed.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from converter.errors import ConverterError
 
 from . import collector
 from .commands import LazyGroup
+from .options import use
 from .terminal import echo, echo_traceback, show_warning, shown
 
 EXIT_ERROR = 2
@@ -52,8 +54,8 @@ class _Group(LazyGroup):
         return found
 
     def invoke(self, ctx: click.Context):
-        from converter.file_guard import tracking
-        from converter.mapped_files import FileChanging, guarding
+        from converter.files.guard import tracking
+        from converter.files.mapped import FileChanging, guarding
 
         try:
             # tracking: every file the command reads, so that no output replaces one;
@@ -67,10 +69,14 @@ class _Group(LazyGroup):
             raise
         except FileChanging as e:  # before Stopped: a KeyboardInterrupt too
             _report(ctx, f"error: {e.line()}")
-        except Stopped as e:  # the usual exit status of a process ended by a signal
-            echo(f"stopped by {signal.Signals(e.signum).name}; nothing was left half "
+        except KeyboardInterrupt as e:  # Stopped (SIGTERM, SIGHUP) or Ctrl-C (SIGINT)
+            # 128 + the signal: the shell's status of a process a signal ended (130 for
+            # Ctrl-C), never 1, which means "found a problem" (verify: a mismatch). The
+            # saves in progress removed their files as the exception unwound them.
+            signum = e.signum if isinstance(e, Stopped) else signal.SIGINT
+            echo(f"stopped by {signal.Signals(signum).name}; nothing was left half "
                  f"written", err=True)
-            ctx.exit(128 + e.signum)
+            ctx.exit(128 + signum)
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to report
             import os
 
@@ -102,18 +108,21 @@ def _report(ctx: click.Context, line: str) -> None:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="webnn-convert")
-@click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
+@use("debug")
 def main(debug: bool) -> None:
     """Convert models between ONNX, TFLite and W3C WebNN graphs, and verify them.
 
     Graph files are the WebNN graph format: NAME.webnn (text) or NAME.json, with
-    NAME.manifest.json and NAME.weights beside them.
+    NAME.manifest.json and NAME.weights beside them. An option means the same in every
+    command that takes it. Exit status: 0 success, 1 a problem found (a mismatch, an invalid
+    graph), 2 an error, 130 stopped by Ctrl-C (128 + N for signal N), nothing left behind.
     """
     _stop_on_signals()
     warnings.showwarning = show_warning  # the converter's warnings as one line, `shown`
 
 
-if __name__ == "__main__":
-    from .script import run
+if __name__ == "__main__":  # `python -m cli.main`: as the webnn-convert script runs the group
+    from .launch import launch
 
-    run()
+    collector.pause()  # as the script does (click is imported by now, the command is not)
+    launch(main)

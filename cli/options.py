@@ -1,183 +1,230 @@
-"""Options several commands share, defined once here and parsed into the library's arguments.
+"""The option vocabulary: every option more than one command takes, defined once.
 
-`source_options` (--dim, --input-shape, --const and the memory limits) go on every command that
-reads a source model: convert, verify, run, check, inspect and validate; `target_option` on
-those that can rewrite or check for a backend (convert, verify, run, check).
+Each entry of VOCABULARY gives an option's flags, its type, default and help; a command takes
+it with `use("target", "runtime", ...)`, so `-t/--target` or `--seed` read, default and show
+alike in every command (tests/cli/test_option_vocabulary.py walks the commands and fails on
+a drift). Help texts are the same in every command, so they say what the option means, and
+a command's docstring says what it does with it. Which commands take each option, and the
+table the documentation includes, are walked from the command group (option_table.py).
+
+Only zoo takes some options repeatedly (a run over many targets and runtimes): an entry's
+`repeatable_in` names the commands that take it that way, with the same flags and help.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
 import click
 
+from . import option_values as values
+from .device_options import Runtime, use_server
 
-INPUT_FILES = "webnn_converter.input_files"  # ctx.meta key: files the command reads
+__all__ = ["VOCABULARY", "Shared", "use",
+           "INPUT_FILES", "SEVERAL_DIMS", "given_inputs"]
 
-
-# Commands that take several values of a dim (--dim NAME=V1,V2 or NAME=LO..HI): one conversion
-# each (converter.dynamic.variants); the others take one value.
-SEVERAL_DIMS = ("convert",)
-
-
-def _dim(ctx, param, values) -> dict:
-    """NAME=V -> int; NAME=V1,V2,... -> a list; NAME=LO..HI -> a (lo, hi) tuple."""
-    dims = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        lo, dots, hi = value.partition("..")
-        parts = value.split(",")
-        if not sep or not name:
-            parts = []
-        if dots and lo.isdigit() and hi.isdigit() and 0 < int(lo) < int(hi):
-            dims[name] = (int(lo), int(hi))
-        elif parts and all(p.strip().isdigit() and int(p) > 0 for p in parts):
-            numbers = sorted({int(p) for p in parts})
-            dims[name] = numbers[0] if len(numbers) == 1 else numbers
-        else:
-            raise click.BadParameter(f"{item!r}: expected NAME=POSITIVE_INTEGER (e.g. batch=1), "
-                                     f"NAME=V1,V2,... or NAME=LO..HI with 0 < LO < HI")
-        if not isinstance(dims[name], int) and ctx.command.name not in SEVERAL_DIMS:
-            raise click.BadParameter(f"{item!r}: {ctx.command.name} takes one value of a dim; "
-                                     f"several values or a range apply to convert")
-    return dims
+INPUT_FILES = values.INPUT_FILES
+SEVERAL_DIMS = values.SEVERAL_DIMS
+given_inputs = values.given_inputs
 
 
-def _shape(ctx, param, values) -> dict[str, list[int]]:
-    shapes = {}
-    for item in values:
-        name, sep, value = item.rpartition("=")
-        parts = value.split(",") if value else []
-        if not sep or not name or not parts or not all(p.strip().isdigit() for p in parts):
-            raise click.BadParameter(f"{item!r}: expected NAME=d0,d1,..., e.g. x=1,3,224,224")
-        shapes[name] = [int(p) for p in parts]
-    return shapes
+@dataclass(frozen=True)
+class Shared:
+    """One option: click's declarations (flags, then the parameter's name) and settings."""
+
+    decls: tuple[str, ...]
+    help: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    repeatable_in: tuple[str, ...] = ()  # commands taking it several times (zoo)
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return tuple(d for d in self.decls if d.startswith("-"))
+
+    @property
+    def long(self) -> str:
+        return next(f for f in self.flags if f.startswith("--"))
+
+    def option(self, repeat: bool = False) -> Callable:
+        settings = dict(self.settings)
+        if repeat:
+            default = settings.get("default")
+            settings.update(multiple=True, default=() if default is None else (default,))
+        return click.option(*self.decls, help=self.help, **settings)
 
 
-def _const(ctx, param, values) -> dict:
-    import numpy as np
+_RUNTIMES = ("ort", "chromium")
 
-    from .inputs import load_npy
+VOCABULARY: dict[str, Shared] = {
+    "output": Shared(
+        ("-o", "--output"),
+        "The file to write; its suffix picks the format (.webnn, .json, .onnx, .tflite, .js).",
+        dict(required=True, type=click.Path(dir_okay=False))),
+    "target": Shared(
+        ("--target", "-t", "target_name"),
+        "A backend: a built-in target's name (see `webnn-convert targets`) or a target file "
+        "(an opSupportLimits JSON). The graph is rewritten by the target's passes before the "
+        "command uses it. check also takes `all`, its default: every built-in target; zoo "
+        "takes it repeatedly.",
+        dict(metavar="T"), repeatable_in=("zoo",)),
+    "io_layout": Shared(
+        ("--io-layout",),
+        "With --target: the layout of 4-D graph inputs and outputs (default: the source's). "
+        "The graph file records which it transposed, so verification feeds each side in its "
+        "own layout (--input files are in the source model's layout).",
+        dict(type=click.Choice(["nchw", "nhwc"]))),
+    "dequantize": Shared(
+        ("--dequantize",),
+        "With --target: store quantized weights as float (each dequantizeLinear's result "
+        "type) even where the target takes their type; by default they stay quantized there, "
+        "or are re-encoded exactly (uint4 -> int4 ...). check says what convert then does.",
+        dict(is_flag=True)),
+    "dim": Shared(
+        ("--dim", "dims"),
+        "Give a symbolic dimension a value (repeatable). convert also takes NAME=V1,V2,... "
+        "or NAME=LO..HI: one conversion per value (for a range: its ends and middle), "
+        "written as one .webnn/.json or .js with shared weights.",
+        dict(multiple=True, callback=values.parse_dims, metavar="NAME=VALUE")),
+    "input_shape": Shared(
+        ("--input-shape", "input_shapes"),
+        "Set a source input's whole shape (repeatable).",
+        dict(multiple=True, callback=values.parse_shapes, metavar="NAME=D0,D1,...")),
+    "const": Shared(
+        ("--const", "known_inputs"),
+        "Fix a source input's value at conversion time: a number, a list V1,V2,... or a .npy "
+        "file (repeatable). For inputs WebNN needs as plain values, such as a shape or an If "
+        "condition.",
+        dict(multiple=True, callback=values.parse_constants, metavar="NAME=VALUE")),
+    "max_tensor_bytes": Shared(
+        ("--max-tensor-bytes",),
+        "Memory one computed value may take, e.g. 2GiB (default 1GiB); bigger ones stay "
+        "graph ops or fail.",
+        dict(callback=values.set_size_limit, expose_value=False, metavar="SIZE")),
+    "max_total_bytes": Shared(
+        ("--max-total-bytes",),
+        "Memory the conversion may allocate for values it computes (default: twice the "
+        "model's weights, at least 256MiB).",
+        dict(callback=values.set_size_limit, expose_value=False, metavar="SIZE")),
+    "follow_symlinks": Shared(
+        ("--follow-symlinks",),
+        "Read a model file named on the command line that is a symbolic link (pip and npm "
+        "caches link them) from the file it points to, as if named there: the files read "
+        "beside it (manifest, weights, external data) must then lie in that file's folder. "
+        "Without it a link out of the model's folder is refused. A Hugging Face cache "
+        "(snapshots/REV/NAME linking into ../../blobs/) is read without it.",
+        dict(is_flag=True)),
+    "state": Shared(
+        ("--state", "state_patterns"),
+        "Name the KV-cache pairs by glob patterns whose '*'s match the same text, e.g. "
+        "'past_key_values.*=present.*' (repeatable; default: the names genai-builder and "
+        "optimum exports use).",
+        dict(multiple=True, metavar="PAST=PRESENT")),
+    "cache_capacity": Shared(
+        ("--cache-capacity",),
+        "Convert a decoder (.onnx) with fixed-capacity KV caches of N tokens, one token a "
+        "step: its past/present pairs become graph state of one shape.",
+        dict(type=click.IntRange(min=1), metavar="N")),
+    "steps": Shared(
+        ("--steps",),
+        "Step N times, each side carrying its own state: run writes each output stacked, "
+        "[N, ...] (an input file of shape [N, ...] gives one value a step); verification "
+        "compares every step (LiteRT keeps its variables; an ONNX source is fed its own "
+        "next-state outputs). A stateful graph steps once without it. A decoder "
+        "(--cache-capacity, or a graph converted with it) decodes N greedy tokens after "
+        "--prompt: run writes tokens.npy and logits.npy, one row a position fed; "
+        "verification wants the same tokens and each position's logits within the bounds. "
+        "--prompt on an .onnx decoder without --cache-capacity runs its concat form, "
+        "converted once per length (on ort). On --runtime chromium the state stays on the "
+        "browser's context between steps (the module's createSession).",
+        dict(type=click.IntRange(min=1), metavar="N")),
+    "prompt": Shared(
+        ("--prompt",),
+        "With --steps on a decoder: the prompt's token ids, e.g. 1,5,9; --steps N then "
+        "decodes N greedy tokens.",
+        dict(callback=values.parse_token_ids, metavar="IDS")),
+    "runtime": Shared(
+        ("--runtime",),
+        "Where the WebNN graph runs: ort (ONNX Runtime, through the graph's ONNX lowering), "
+        "chromium (a real headless Chromium's WebNN; `webnn-convert browser-install` "
+        "first), or device[:NAME[:TYPE]] (a phone or laptop whose browser has the page of "
+        "`webnn-convert serve` open; NAME may be left out when one is connected, TYPE is its "
+        "deviceType, cpu by default). zoo takes it repeatedly, device there meaning every "
+        "connected device and local chromium.",
+        dict(type=Runtime(_RUNTIMES), default="ort", show_default=True),
+        repeatable_in=("zoo",)),
+    "server": Shared(
+        ("--server",),
+        "With --runtime device: the device server's URL, as `webnn-convert serve` printed "
+        "it (default: the one it started last on this machine).",
+        dict(metavar="URL", callback=use_server, expose_value=False)),
+    "input": Shared(
+        ("--input", "given"),
+        "An input's value as a .npy file (repeatable), in the source model's layout. Inputs "
+        "given neither so nor by --inputs get seeded values that suit their names (masks "
+        "all ones, position ids a range; see --seed).",
+        dict(multiple=True, callback=values.given_inputs, metavar="NAME=FILE.npy")),
+    "inputs": Shared(
+        ("--inputs", "inputs_dir"),
+        "A folder of NAME.npy files, one per input to give (--input wins for a name in both).",
+        dict(type=click.Path(file_okay=False), metavar="DIR")),
+    "seed": Shared(
+        ("--seed",),
+        "Seed of the random values of the inputs not given (--input, --inputs); run names "
+        "each such input on stderr.",
+        dict(type=int, default=0, show_default=True)),
+    "atol": Shared(("--atol",), "Absolute tolerance override.", dict(type=float)),
+    "rtol": Shared(("--rtol",), "Relative tolerance override.", dict(type=float)),
+    "ulp": Shared(("--ulp",), "Judge float outputs by this ULP budget instead.",
+                  dict(type=click.IntRange(min=0))),
+    "oracle": Shared(
+        ("--oracle",),
+        "When to judge against the graph evaluated in float64 and the source's own noise: "
+        "auto = for outputs outside the budget of the source's run.",
+        dict(type=click.Choice(["auto", "always", "never"]), default="auto",
+             show_default=True)),
+    "bisect": Shared(
+        ("--bisect", "do_bisect"),
+        "On a mismatch, find the first operation that leaves its budget against the float64 "
+        "oracle, and the source node it came from.",
+        dict(is_flag=True)),
+    "dump": Shared(
+        ("--dump", "dump_dir"),
+        "With --bisect: write that operation as DIR/subgraph.webnn with its inputs and "
+        "expected result as .npy files.",
+        dict(type=click.Path(file_okay=False), metavar="DIR")),
+    "json": Shared(
+        ("--json", "as_json"),
+        "Print the result as JSON on stdout instead of text (no tables, no progress).",
+        dict(is_flag=True)),
+    "verbose": Shared(
+        ("--verbose", "-v"),
+        "Print what the conversion did (each pass's statistics) on stderr.",
+        dict(is_flag=True)),
+    "debug": Shared(
+        ("--debug",),
+        "Show the full traceback when something fails.",
+        dict(is_flag=True)),
+}
 
-    known = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        if not sep or not name or not value:
-            raise click.BadParameter(f"{item!r}: expected NAME=VALUE, NAME=V1,V2,... or "
-                                     f"NAME=FILE.npy")
-        if value.endswith(".npy"):
-            ctx.meta.setdefault(INPUT_FILES, []).append(value)  # never to be overwritten
-            known[name] = load_npy(value, f"--const {name}")
-            continue
-        try:
-            numbers = [float(v) if any(c in v for c in ".eEn") else int(v)
-                       for v in value.split(",")]
-        except ValueError:
-            raise click.BadParameter(f"{item!r}: {value!r} is not a number list") from None
-        known[name] = np.array(numbers[0] if len(numbers) == 1 else numbers)
-    return known
+# Groups several commands take together, in the order --help lists them.
+SOURCE = ("dim", "input_shape", "const", "max_tensor_bytes", "max_total_bytes",
+          "follow_symlinks")
+STATE = ("state", "cache_capacity")
+STEPS = ("steps", "prompt")
+TOLERANCES = ("seed", "atol", "rtol", "ulp")
+# What verification takes beyond the graph: verify, and convert --verify, take all of these.
+VERIFYING = ("runtime", "server", "input", "inputs", *TOLERANCES, "oracle", "bisect", "dump", *STEPS)
 
 
-def _size_limit(ctx, param, value):
-    """--max-tensor-bytes / --max-total-bytes: in force for the rest of this command."""
-    if value is None:
-        return
-    from converter import budget
+def use(*names: str, repeat: bool = False) -> Callable:
+    """A decorator adding the named options (VOCABULARY keys, or the groups above spread) in
+    the order given; `repeat`: each as its repeatable form (only where `repeatable_in`
+    allows, which the vocabulary test checks)."""
+    entries = [VOCABULARY[n] for n in names]
 
-    try:
-        size = budget.parse_size(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
-    token = budget.set_limits(**{param.name: size})
-    ctx.call_on_close(lambda: budget.reset_limits(token))
+    def add(f):
+        for entry in reversed(entries):  # click lists options in decorator order, top first
+            f = entry.option(repeat)(f)
+        return f
 
-
-def source_options(f):
-    """--dim, --input-shape, --const, --max-tensor-bytes, --max-total-bytes: how a source model
-    (.onnx, .tflite) is read. Given with a WebNN graph file they are an error: its shapes are
-    static."""
-    f = click.option("--max-total-bytes", callback=_size_limit, expose_value=False,
-                     metavar="SIZE",
-                     help="Memory the conversion may allocate for values it computes "
-                          "(default: twice the model's weights, at least 256MiB).")(f)
-    f = click.option("--max-tensor-bytes", callback=_size_limit, expose_value=False,
-                     metavar="SIZE",
-                     help="Memory one computed value may take, e.g. 2GiB (default 1GiB); "
-                          "bigger ones stay graph ops or fail.")(f)
-    f = click.option("--const", "known_inputs", multiple=True, callback=_const,
-                     metavar="NAME=VALUE",
-                     help="Fix a source input's value at conversion time: a number, a list "
-                          "V1,V2,... or a .npy file (repeatable). For inputs WebNN needs as "
-                          "plain values, such as a shape or an If condition.")(f)
-    f = click.option("--input-shape", "input_shapes", multiple=True, callback=_shape,
-                     metavar="NAME=D0,D1,...",
-                     help="Set a source input's whole shape (repeatable).")(f)
-    f = click.option("--dim", "dims", multiple=True, callback=_dim, metavar="NAME=VALUE",
-                     help="Give a symbolic dimension a value (repeatable). convert also "
-                          "takes NAME=V1,V2,... or NAME=LO..HI: one conversion per value "
-                          "(for a range: its ends and middle), written as one .webnn/.json "
-                          "or .js with shared weights.")(f)
-    return f
-
-
-def _prompt(ctx, param, value) -> list[int] | None:
-    if value is None:
-        return None
-    parts = [p.strip() for p in value.split(",")]
-    if not all(p.isdigit() for p in parts):
-        raise click.BadParameter(f"{value!r}: expected token ids, e.g. 1,5,9")
-    return [int(p) for p in parts]
-
-
-def decoder_options(f):
-    """--state, --cache-capacity, --prompt: a decoder's KV cache as graph state, and the
-    tokens a step-wise run starts from (converter/state/kv_cache.py)."""
-    f = click.option("--prompt", callback=_prompt, metavar="IDS",
-                     help="With --steps on a decoder: the prompt's token ids, e.g. 1,5,9; "
-                          "--steps N then decodes N greedy tokens.")(f)
-    f = click.option("--cache-capacity", type=click.IntRange(min=1), default=None,
-                     metavar="N",
-                     help="Convert a decoder (.onnx) with fixed-capacity KV caches of N "
-                          "tokens, one token a step: its past/present pairs become graph "
-                          "state of one shape.")(f)
-    f = click.option("--state", "state_patterns", multiple=True, metavar="PAST=PRESENT",
-                     help="Name the KV-cache pairs by glob patterns whose '*'s match the same "
-                          "text, e.g. 'past_key_values.*=present.*' (repeatable; default: the "
-                          "names genai-builder and optimum exports use).")(f)
-    return f
-
-
-def tolerance_options(f):
-    f = click.option("--ulp", type=click.IntRange(min=0), default=None,
-                     help="Judge float outputs by this ULP budget instead.")(f)
-    f = click.option("--rtol", type=float, default=None, help="Relative tolerance override.")(f)
-    f = click.option("--atol", type=float, default=None, help="Absolute tolerance override.")(f)
-    f = click.option("--seed", type=int, default=0, show_default=True,
-                     help="Seed of the random inputs.")(f)
-    return f
-
-
-shape_options = source_options  # the name the commands used before these options were shared
-
-
-def target_option(*, default: str | None = None, allow_all: bool = False, help: str = ""):
-    """--target T (-t): a built-in target's name (see `webnn-convert targets`) or a target file
-    (an opSupportLimits JSON); with `allow_all`, also `all`."""
-    text = ("A built-in target's name (see `webnn-convert targets`) or a target file (an "
-            "opSupportLimits JSON)" + (", or `all`" if allow_all else "") + ". " + help)
-    return click.option("--target", "-t", "target_name", default=default, metavar="T",
-                        show_default=default is not None, help=text.strip())
-
-
-def verbose_option(f):
-    return click.option("--verbose", "-v", is_flag=True,
-                        help="Print what the conversion did (each pass's statistics) on "
-                             "stderr.")(f)
-
-
-def given_inputs(ctx, param, values) -> dict[str, str]:
-    """--input NAME=FILE.npy (repeatable): input name -> the file's path."""
-    out = {}
-    for item in values:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
-        out[name] = path
-    return out
+    return add

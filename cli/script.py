@@ -2,70 +2,16 @@
 click, numpy and the converter are imported."""
 from __future__ import annotations
 
-import sys
-
 from . import collector
 
 __all__ = ["run"]
 
 
 def run() -> None:
-    """The console script: `main`, then leave without tearing the interpreter down.
-
-    A normal exit finalizes every module and collects the objects numpy, onnx and protobuf
-    made: 20-40 ms after a small model's conversion, 6 ms once start-up's objects are frozen
-    (cli/collector.py). Nothing of ours needs that teardown: files are committed or removed by
-    their `with` blocks, and the browser is closed by an exit handler. So once the command is
-    done, exit handlers run and stdout/stderr are flushed, as a normal exit does, and the
-    process ends at once. If some other non-daemon thread is still alive (a library's), the
-    normal exit runs instead, which waits for it. The garbage collector is paused while the
-    command starts (cli/collector.py).
-    """
+    """The console script: the collector paused while the command starts (cli/collector.py),
+    then the command group run as launch.py runs it, with its quick exit."""
     collector.pause()  # before click, numpy and the rest are imported
-    from .commands import command_in, load_command
+    from .launch import launch
     from .main import main
-    from .terminal import show_library_messages
 
-    show_library_messages()  # the process is ours: a library's warning is shown as ours are
-
-    # The command's module (numpy, the converter) is imported here, near the bottom of the
-    # call stack, not deep inside click's resolution of the command. CPython keeps frames in
-    # 16 KiB chunks and maps a new chunk for a call that crosses a chunk's end, unmapping it on
-    # return; numpy's typing modules, imported deep in click, made some 1,800 calls straddle
-    # such an end: 1,800 mmap/munmap pairs, 40 ms of a small model's 200 ms conversion.
-    named = command_in(sys.argv[1:])
-    if named is not None:
-        main.add_command(load_command(named))
-
-    try:
-        main(prog_name="webnn-convert")
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    _leave(code)
-
-
-def _leave(code) -> None:
-    """Exit with `code` (as SystemExit takes it) after exit handlers and flushing only."""
-    import threading
-
-    if any(t is not threading.main_thread() and t.is_alive() and not t.daemon
-           for t in threading.enumerate()):
-        sys.exit(code)
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # SystemExit("text"): the text on stderr, status 1
-        from .terminal import echo
-
-        echo(code, err=True)
-        code = 1
-    import atexit
-    import os
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: as Python's own exit, status 120
-            code = code or 120
-    os._exit(code)
+    launch(main)

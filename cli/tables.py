@@ -73,7 +73,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: st
 
 
 def _plain(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None) -> None:
-    from converter.verification_text import aligned_lines  # what str(VerifyReport) prints too
+    from converter.verification.text import aligned_lines  # what str(VerifyReport) prints too
 
     for line in aligned_lines(columns, rows, title):
         echo(line)

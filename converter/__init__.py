@@ -48,22 +48,22 @@ if "onnxruntime" in sys.modules and hasattr(sys.modules["onnxruntime"],
     sys.modules["onnxruntime"].disable_telemetry_events()
 
 if TYPE_CHECKING:
-    from .builder import GraphBuilder
-    from .session import Session
+    from .ops.builder import GraphBuilder
+    from .runtimes.session import Session
     import numpy as np
 
     from .dynamic.variants import Variants
     from .ir import ConstantData, Graph, Operand, Operation, TensorDesc
     from .targets import Target
     from .targets.check import Violation
-    from .verification import VerifyReport
-    from .verification_steps import StepsReport
+    from .verification.core import VerifyReport
+    from .verification.steps import StepsReport
 
 # Imported on first use (PEP 562), so `import converter` and `webnn-convert --version` do not
 # pay for numpy and the op catalogue.
-_LAZY = {"GraphBuilder": ".builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
-         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".session",
-         "generate": ".generation", "load_decoder": ".generation",
+_LAZY = {"GraphBuilder": ".ops.builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
+         "Operation": ".ir", "TensorDesc": ".ir", "Session": ".runtimes.session",
+         "generate": ".state.generation", "load_decoder": ".state.generation",
          "Variants": ".dynamic.variants"}
 
 
@@ -108,7 +108,7 @@ def load(path: str | os.PathLike, dims: Mapping[str, int] | None = None,
     model's weights, at least 256 MiB); see converter.budget.
     """
     from .budget import limits
-    from .by_suffix import load_any
+    from .conversion.by_suffix import load_any
 
     with limits(max_tensor_bytes, max_total_bytes):
         return load_any(path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
@@ -140,7 +140,7 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     reads (the source, its graph files, its external data), or would replace the weights of
     another graph file named alike: nothing is written then.
     """
-    from .file_guard import tracking
+    from .files.guard import tracking
 
     if io_layout is not None and target is None:
         raise ConverterError("io_layout applies with a target", fix="give target= too")
@@ -159,12 +159,12 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
              tolerances):
-    from .by_suffix import load_any, refuse_overwriting, write_any
+    from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
         refuse_overwriting([source], output)
     if dims and any(not isinstance(v, int) for v in dims.values()):
-        from .variants_conversion import convert_variants
+        from .conversion.variants import convert_variants
 
         result = convert_variants(source, dims, target=target, io_layout=io_layout,
                                   input_shapes=input_shapes, known_inputs=known_inputs,
@@ -203,7 +203,7 @@ def save(graph: Graph | Variants, path: str | os.PathLike) -> list[Path]:
     """Save a graph by the path's suffix: `.webnn` or `.json` (plus manifest and weights), or
     `.onnx` (the ONNX lowering). Returns the paths written; on failure nothing is left behind.
     """
-    from .by_suffix import write_any
+    from .conversion.by_suffix import write_any
 
     return write_any(graph, path)
 
@@ -217,8 +217,8 @@ def run(graph: Graph | Variants | str | os.PathLike, feeds: Mapping[str, np.ndar
     A bool feed is accepted for a uint8 input: WebNN has no bool, so an input that was bool in
     the source is uint8 (0 or 1) in the graph.
     """
-    from .execute import run as _run
-    from .verification import as_graph_feeds
+    from .runtimes.execute import run as _run
+    from .verification.core import as_graph_feeds
 
     if isinstance(graph, (str, os.PathLike)):
         graph = load(graph)
@@ -249,13 +249,13 @@ def verify(source: str | os.PathLike, graph: Graph | Variants | str | os.PathLik
     bool source input), the others are seeded (`seed`). Inputs and outputs the graph takes or
     gives transposed (converted with io_layout, now or earlier: the graph file records it)
     are fed and compared in the source's layout: `inputs` are in the source model's layout.
-    Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.verify.
+    Further options (atol, rtol, ulp, runtime, oracle, ...): see converter.verification.core.verify.
     `graph` may be the path of a `.webnn`/`.json` graph (loaded as `load` does) or of an
     emitted `.js` module, run in Chromium (runtime="chromium") at `dims`, or Variants (a model
     at several dims): the one at `dims` is verified. `print(report)` shows what
     `webnn-convert verify` prints; `report.passed` is the verdict.
     """
-    from .verification import verify as _verify
+    from .verification.core import verify as _verify
 
     if isinstance(graph, (str, os.PathLike)) and Path(graph).suffix.lower() != ".js":
         options.setdefault("graph_path", os.fspath(graph))
@@ -280,7 +280,7 @@ def verify(source: str | os.PathLike, graph: Graph | Variants | str | os.PathLik
 
 def verify_steps(source: str | os.PathLike, graph: Graph | None = None, steps: int = 20, seed: int = 0,
                  **options: Any) -> StepsReport:
-    """Step-wise parity of a stateful model and its graph; see converter.verification_steps."""
-    from .verification_steps import verify_steps as _verify_steps
+    """Step-wise parity of a stateful model and its graph; see converter.verification.steps."""
+    from .verification.steps import verify_steps as _verify_steps
 
     return _verify_steps(source, graph, steps=steps, seed=seed, **options)

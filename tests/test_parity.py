@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 import pytest
 
-from converter.parity import Bounds, compare, ulp_distance
+from converter.verification.parity import Bounds, compare, ulp_distance
 
 
 def f32(*v):
@@ -145,7 +145,7 @@ def test_negative_zero_matches_zero_and_denormals_are_compared_by_value():
 
 # -- the normwise rule for small outputs (issue 11) ----------------------------------------------
 def test_rho_is_the_relative_norm_error_cosine_allows():
-    from converter.parity import RHO, cosine_rho
+    from converter.verification.parity import RHO, cosine_rho
 
     # 1 - cos ~ e**2 / 2 for an orthogonal error of relative size e: e = sqrt(2 * 1e-4)
     assert RHO == pytest.approx(0.0141421356, rel=1e-8)
@@ -157,7 +157,7 @@ def test_rho_is_the_relative_norm_error_cosine_allows():
 
 
 def test_normwise_replaces_cosine_below_rms_atol_over_rho():
-    from converter.parity import default_bounds, uses_normwise
+    from converter.verification.parity import default_bounds, uses_normwise
 
     bounds = default_bounds("float32")
     # atol / rho = 1e-4 / 0.0141421 = 7.0711e-3
@@ -212,7 +212,7 @@ def test_bounds_are_immutable_values():
 
 
 def test_user_overrides_replace_their_own_part_of_the_bounds():
-    from converter.parity import default_bounds, with_overrides
+    from converter.verification.parity import default_bounds, with_overrides
 
     f32_policy = default_bounds("float32")
     assert with_overrides(f32_policy) is f32_policy
@@ -319,7 +319,7 @@ def test_the_bounds_are_inclusive():
 
 
 def test_normwise_applies_strictly_below_the_scale_and_to_one_element():
-    from converter.parity import default_bounds, uses_normwise
+    from converter.verification.parity import default_bounds, uses_normwise
 
     # cosine 0.5: rho = sqrt(2 * 0.5) = 1, so the scale is min(atol, 1e-4) / 1 = 1e-4
     half = Bounds(atol=1e-4, rtol=0.0, cosine=0.5)

@@ -1,4 +1,5 @@
-"""The README's two commands: the test command is exactly what CI runs, and the sample exists."""
+"""The README: its two commands (the test command is the line CI ends with, and the sample exists),
+its length, its links."""
 import re
 from pathlib import Path
 
@@ -23,3 +24,18 @@ def test_ci_runs_the_readme_test_command():
 def test_sample_model_named_in_readme_exists():
     for path in re.findall(r"models/[\w.]+", _commands()[0]):
         assert (ROOT / path).is_file(), path
+
+
+def test_readme_is_short():
+    """The README is the front door; the rest lives in docs/ (issue 30)."""
+    assert len((ROOT / "README.md").read_text().splitlines()) < 250
+
+
+def test_readme_links_reach_their_files():
+    """mkdocs checks docs/'s own links; the README's relative links are checked here."""
+    text = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links into docs/"
+    for link in local:
+        assert (ROOT / link).is_file(), link

@@ -170,6 +170,60 @@ def zoo_local(kind: str):
     return make
 
 
+def hub_cache(kind: str):
+    """A Hugging Face cache (ROOT/snapshots/REV/m.onnx, its external data a link into
+    ROOT/blobs/HASH): read as it is when the link lands on a single-link blob of the same
+    cache; refused when `blobs` is itself a link, the blob is not named by a hash, the link
+    goes into another cache's blobs, or the blob is a hard link to the canary."""
+    def make(folder: Path, root: Path) -> Made:
+        canary = (root / "canary.bin").read_bytes()
+        cache = folder / "hub" / "models--o--m"
+        snapshot = cache / "snapshots" / ("a" * 40)
+        snapshot.mkdir(parents=True)
+        blob_name = "b" * 64
+        if kind == "blobs-is-link":
+            (folder / "elsewhere").mkdir()
+            (folder / "elsewhere" / blob_name).write_bytes(canary)
+            (cache / "blobs").symlink_to(folder / "elsewhere", target_is_directory=True)
+        else:
+            (cache / "blobs").mkdir()
+        if kind == "ok":
+            (cache / "blobs" / blob_name).write_bytes(np.ones(16, np.float32).tobytes())
+        elif kind == "blob-not-hash":
+            blob_name = "secret"
+            (cache / "blobs" / blob_name).write_bytes(canary)
+        elif kind == "blob-hardlink":
+            os.link(root / "canary.bin", cache / "blobs" / blob_name)
+        elif kind == "other-cache":
+            other = folder / "hub" / "models--o--other" / "blobs"
+            other.mkdir(parents=True)
+            (other / blob_name).write_bytes(canary)
+        link = snapshot / "m.onnx_data"
+        target = (f"../../../models--o--other/blobs/{blob_name}" if kind == "other-cache"
+                  else f"../../blobs/{blob_name}")
+        link.symlink_to(target)
+        entry = _add(snapshot, weight=external_tensor("w", [16], "m.onnx_data", 0, 64))
+        return Made(entry, must_refuse=kind != "ok")
+    return make
+
+
+def followed_link(folder: Path, root: Path) -> Made:
+    """`--follow-symlinks` on a model that links into a folder whose external data is a hard
+    link to the canary: the link is followed, the folder rules still hold there."""
+    store, use = folder / "store", folder / "use"
+    store.mkdir()
+    use.mkdir()
+    os.link(root / "canary.bin", store / "w.bin")
+    _add(store, weight=external_tensor("w", [16], "w.bin", 8, 64))
+    (use / "m.onnx").symlink_to(store / "m.onnx")
+    follow = "--follow-symlinks"
+    return Made(use / "m.onnx", {
+        "convert.webnn": (["-o", "{out}/o.webnn", follow], []),
+        "inspect": ([follow], []), "validate": ([follow], []),
+        "run": (["--output-dir", "{out}/r", follow], []),
+    }, must_refuse=True)
+
+
 # -- 3. never overwrite what you read (zoo side) -------------------------------------------------
 def zoo_writes_over(kind: str):
     def make(folder: Path, root: Path) -> Made:
@@ -431,6 +485,12 @@ SURFACES: list[tuple[str, Callable[[Path, Path], Made]]] = [
     ("near-onnx-hardlink", near_the_model("onnx-hardlink")),
     ("near-onnx-overlong-length", near_the_model("onnx-overlong")),
     ("near-webnn-weights-hardlink", near_the_model("webnn-hardlink")),
+    ("near-hub-cache-ok", hub_cache("ok")),
+    ("near-hub-cache-blobs-is-link", hub_cache("blobs-is-link")),
+    ("near-hub-cache-blob-not-hash", hub_cache("blob-not-hash")),
+    ("near-hub-cache-blob-hardlink", hub_cache("blob-hardlink")),
+    ("near-hub-cache-other-cache", hub_cache("other-cache")),
+    ("near-followed-link-hardlink", followed_link),
     ("over-onnx-external-is-sidecar", writes_over_source("onnx-external-is-sidecar")),
     ("over-graph-is-output", writes_over_source("graph-is-output")),
     ("over-npy-input-is-output", writes_over_source("npy-input-is-output")),

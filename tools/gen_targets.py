@@ -401,9 +401,18 @@ LITERT_EXT = {
               "(the wake-word models): the int8_in_float pass concatenates int8 values in "
               "float32 between exact casts.",
               "build() refuses a constant of more than 128 MiB ('Buffer size is over inline "
-              "limit'; tests/browser/test_chromium_runtime.py), below maxTensorByteLength."],
+              "limit'; tests/browser/test_chromium_runtime.py), below maxTensorByteLength: the "
+              "split_constants pass cuts such a constant into pieces joined by concat.",
+              "build() refuses pad in edge mode ('The edge padding mode is not supported in "
+              "tflite schema'), at every rank and data type; reflection mode builds and "
+              "computes numpy's reflect (tests/browser/test_rewrites_in_chromium.py): the "
+              "pad_modes pass gathers the edge rows instead.",
+              "clamp is listed for float32 and float16 only, and build() refuses it on "
+              "integers; max and min take int8, uint8, int32 and int64: the int_clamp pass "
+              "clamps integers with them."],
     "int8InFloat": ["concat"],
     "maxConstantByteLength": 128 * 2**20,
+    "refusedOptions": {"pad": {"mode": ["edge"]}},
 }
 COREML_EXT = {
     "name": "coreml",

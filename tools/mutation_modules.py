@@ -18,13 +18,14 @@ MODEL_FILE_SECURITY = [t for t in SECURITY if not t.endswith("test_nothing_left_
 
 # module name -> (source files or folders, relative to converter/; test files or folders).
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "parity": (["parity.py"], ["tests/test_parity.py", "tests/property/test_parity_property.py",
-                               "tests/verification/test_verdict.py"]),
+    "parity": (["verification/parity.py"],
+               ["tests/test_parity.py", "tests/property/test_parity_property.py",
+                "tests/verification/test_verdict.py"]),
     # tests/verification executes every line of both files (tests/targets and
     # tests/test_parity.py executed few of them, and tests/targets cost ~16 min of baseline);
     # without test_bisect.py and test_mutations.py, whose resnet50 runs (~230 s of its 255 s)
     # test the bisection and the pipeline and kill nothing the unit tests here do not.
-    "verification": (["verification.py", "source_runs.py"],
+    "verification": (["verification/core.py", "runtimes/source_runs.py"],
                      ["tests/verification/test_inputs.py",
                       "tests/verification/test_lean_sessions.py",
                       "tests/verification/test_situations.py",

@@ -3,7 +3,7 @@
 Usage:
     python tools/onnx_backend_report.py                 # every case; summary + per-op table
     python tools/onnx_backend_report.py --op Conv --op Pad -v   # only cases using these ops
-    python tools/onnx_backend_report.py --markdown      # the summary table for the README
+    python tools/onnx_backend_report.py --markdown      # the summary table for docs/reference/performance.md
     python tools/onnx_backend_report.py --write-failures  # rewrite expected_failures.json
 
 A case is claimed when every op in it has an import rule. Outcomes: pass, fail (wrong numbers),

@@ -7,7 +7,8 @@ import click
 import converter
 from converter.dynamic.variants import one_graph
 
-from ..options import decoder_options, source_options, target_option
+from ..inputs import model_path
+from ..options import SOURCE, STATE, use
 from ..terminal import echo, echo_json
 
 _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
@@ -15,15 +16,9 @@ _REASONS_IN_TABLE = 2  # violations shown per target in the `--target all` table
 
 @click.command("check")
 @click.argument("source", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
-@target_option(default="all", allow_all=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--dequantize", is_flag=True,
-              help="Say what `convert --dequantize` does with quantized weights: float "
-                   "everywhere (default: kept, re-encoded or dequantized per target).")
-@source_options
-@decoder_options
+@use("target", "json", "dequantize", *SOURCE, *STATE)
 def command(source, target_name, as_json, dequantize, dims, input_shapes, known_inputs,
-            state_patterns, cache_capacity, prompt):
+            follow_symlinks, state_patterns, cache_capacity):
     """Say whether `convert GRAPH_OR_MODEL --target T` succeeds (.onnx, .tflite, .webnn, .json).
 
     Runs the target's passes as `convert --target T` does, then lists every violation that
@@ -32,8 +27,8 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
     Then it says what conversion does with each dequantizeLinear of constant weights (kept,
     re-encoded exactly, or dequantized; with --dequantize: dequantized) and which int8 ops
     the target computes in float32 between exact casts (its backend refuses their int8 form).
-    With `--target all`, prints one row per built-in target. Exits 0 when the graph fits every
-    target checked after its passes, 1 when violations remain.
+    Without --target (or with `--target all`), prints one row per built-in target. Exits 0
+    when the graph fits every target checked after its passes, 1 when violations remain.
     """
     from converter.passes.int8_in_float import rewritten_ops
     from converter.passes.quantized_weights import plan
@@ -42,8 +37,8 @@ def command(source, target_name, as_json, dequantize, dims, input_shapes, known_
 
     from .stepping import load_with_state
 
-    if prompt is not None:
-        raise click.UsageError("--prompt applies to run and verify with --steps")
+    source = model_path(source, follow_symlinks)
+    target_name = target_name or "all"
 
     def load():
         if state_patterns or cache_capacity is not None:

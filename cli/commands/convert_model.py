@@ -4,50 +4,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 import converter
-from converter.by_suffix import OUTPUT_SUFFIXES, import_reader, load_any, refuse_overwriting, \
-    write_any
+from converter.conversion.by_suffix import (OUTPUT_SUFFIXES, import_reader, load_any,
+                                            refuse_overwriting, write_any)
 from converter.formats._files import StagedSave
 
 from .. import collector
-from ..device_options import runtime_options
 from ..logs import debugging, quiet_runtimes
 from ..progress import phases
-from ..terminal import echo
-from ..options import INPUT_FILES, decoder_options, source_options, target_option, \
-    tolerance_options, verbose_option
+from ..terminal import echo, echo_json
+from ..checking import Checking
+from ..inputs import model_path
+from ..options import INPUT_FILES, SOURCE, STATE, VERIFYING, use
 from .stepping import load_with_state
 
 
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help=f"The file to write; its suffix picks the format ({', '.join(OUTPUT_SUFFIXES)}).")
-@source_options
-@decoder_options
-@target_option(help="Rewrite the graph for that backend: the result passes `check --target "
-                    "T`, or the command fails listing what remains.")
-@click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
-              help="With --target: the layout of 4-D graph inputs and outputs (default: the "
-                   "source's). The graph file records which it transposed, so --verify and a "
-                   "later `verify --graph` feed each side in its own layout.")
-@click.option("--dequantize", is_flag=True,
-              help="With --target: store quantized weights as float (each dequantizeLinear's "
-                   "result type) even where the target takes their type; by default they stay "
-                   "quantized there, or are re-encoded exactly (uint4 -> int4 ...).")
+@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize")
 @click.option("--verify", "then_verify", is_flag=True,
-              help="Also verify the result against the source on its own runtime; the "
-                   "outputs are written only if it passes.")
+              help="Also verify the result against the source, as `verify` does, taking "
+                   "verify's options below; the outputs are written only if it passes.")
 @click.option("--keep-on-mismatch", is_flag=True,
               help="With --verify: write the outputs even when verification fails.")
-@tolerance_options
-@click.option("--json", "as_json", is_flag=True, help="With --verify: print the report as JSON.")
-@runtime_options
-@verbose_option
-def command(source, output, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
-            prompt, target_name, io_layout, dequantize, then_verify, keep_on_mismatch, seed,
-            atol, rtol, ulp, as_json, runtime, verbose):
+@use(*VERIFYING, "json", "verbose")
+def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
+            cache_capacity, target_name, io_layout, dequantize, then_verify, keep_on_mismatch,
+            as_json, verbose, **checking):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
@@ -56,21 +41,33 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
-    they do not. Nothing OUTPUT writes (its manifest, weights, page) may be a file the
-    command reads: SOURCE, its external data, a --const file. Graph files named alike
-    (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
-    one whose weights differ from those another one uses is refused: name it apart.
+    they do not. --verify takes every option of `verify` (--runtime, --input, --inputs,
+    --seed, the tolerances, --oracle, --bisect, --dump, --steps, --prompt) with its defaults
+    and prints the same report; they are refused without --verify. --json prints that
+    report as JSON, or without --verify the files written. Nothing OUTPUT writes (its
+    manifest, weights, page) may be a file the command reads: SOURCE, its external data, a
+    --const or --input file. Graph files named alike (NAME.webnn, NAME.json, NAME.js) share
+    NAME.manifest.json and NAME.weights, so writing one whose weights differ from those
+    another one uses is refused: name it apart.
     """
-    refuse_overwriting([source, *click.get_current_context().meta.get(INPUT_FILES, [])], output)
-    if prompt is not None:
-        raise click.UsageError("--prompt applies to run and verify with --steps")
-    if keep_on_mismatch and not then_verify:
-        raise click.UsageError("--keep-on-mismatch applies with --verify")
-    if runtime != "ort" and not then_verify:
-        raise click.UsageError("--runtime applies with --verify (where the graph runs to be "
-                               "verified)")
+    ctx = click.get_current_context()
+    source = model_path(source, follow_symlinks)
+    checks = Checking.of(checking)
+    if not then_verify:
+        flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
+        given = [flags[name] for name in checking
+                 if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+        if keep_on_mismatch:
+            given.insert(0, "--keep-on-mismatch")
+        if given:
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
+                                   f" with --verify")
+    elif checks.usage_problem():
+        raise click.UsageError(checks.usage_problem())
+    reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
+    refuse_overwriting(reads, output)
     stateful = bool(state_patterns) or cache_capacity is not None
-    say = click.get_current_context().with_resource(phases(False if as_json else None))
+    say = ctx.with_resource(phases(False if as_json else None))
     say(f"converting {source}")
     import_reader(source)  # the last of start-up's imports (the onnx package for .onnx) ...
     collector.resume()  # ... so the collector, paused while they ran, skips them from now on
@@ -78,14 +75,11 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
                                    "a decoder's cache (--state, --cache-capacity) takes one")
-        if runtime != "ort":
-            raise click.UsageError("--dim with several values verifies each on ort: drop "
-                                   "--runtime")
         from .convert_variants import convert_several
 
         convert_several(source, output, dims, input_shapes, known_inputs, target_name,
-                        io_layout, dequantize, then_verify, keep_on_mismatch,
-                        dict(seed=seed, atol=atol, rtol=rtol, ulp=ulp), as_json, verbose)
+                        io_layout, dequantize, then_verify, keep_on_mismatch, checks, as_json,
+                        verbose)
         return
     if stateful:
         graph = load_with_state(source, dims=dims, input_shapes=input_shapes,
@@ -117,28 +111,29 @@ def command(source, output, dims, input_shapes, known_inputs, state_patterns, ca
         _wrote(write_any(graph, output, verify=not untouched), graph, as_json)
         return
     quiet_runtimes(debugging())
+    from .verify_model import compare, finish  # here: a plain conversion needs neither
+
     # Verified outputs are staged and committed only when they pass: a published .js or
     # .weights that does not compute what the source does must not appear by accident.
     with StagedSave(Path(output).parent, output=output) as stage:
         staged = write_any(graph, stage.path(output))
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
-        say(f"verifying against {source} on its own runtime")
-        report = converter.verify(source, graph, seed=seed, atol=atol, rtol=rtol, ulp=ulp,
-                                  known_inputs=known_inputs, graph_path=output, also=also,
-                                  runtime=runtime)
+        say(f"verifying against {source} on its own runtime, the graph on {checks.runtime}")
+        report, finding, bisected = compare(
+            source, graph, checks, graph_path=output, dims=dims, input_shapes=input_shapes,
+            known_inputs=known_inputs, state_patterns=state_patterns, also=also)
         if report.passed or keep_on_mismatch:
             written = stage.commit(staged)
-            _wrote(written, graph, as_json)
+            if not as_json:
+                _wrote(written, graph, as_json)
             if not report.passed:
                 echo(f"verification failed; kept {', '.join(map(str, written))} as "
                      f"--keep-on-mismatch asks", err=True)
         else:
             echo(f"verification failed; nothing written (--keep-on-mismatch writes "
                  f"{output} anyway)", err=True)
-    from .verify_model import finish  # here: a plain conversion needs no verification code
-
-    finish(report, as_json)
+    finish(report, finding, bisected, as_json)
 
 
 # The group leaves the collector paused for this command until its source's reader is imported.
@@ -146,7 +141,12 @@ command.resumes_collector = True
 
 
 def _wrote(written, graph, as_json: bool) -> None:
-    if not as_json:
+    """Say what was written: a line, or with --json (no verification report to print) one
+    JSON document naming the files."""
+    if as_json:
+        echo_json({"written": [str(p) for p in written],
+                   "operations": len(graph.operations)}, indent=2)
+    else:
         echo(f"wrote {', '.join(str(p) for p in written)} ({len(graph.operations)} "
              f"operations)")
 

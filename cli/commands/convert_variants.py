@@ -8,7 +8,7 @@ import click
 
 import converter
 from converter.dynamic.variants import point_text
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 
 from ..logs import debugging, quiet_runtimes
 from ..terminal import echo, echo_json
@@ -18,8 +18,16 @@ _FORMS = (".webnn", ".json", ".js")
 
 
 def convert_several(source, output, dims, input_shapes, known_inputs, target_name, io_layout,
-                    dequantize, then_verify, keep_on_mismatch, tolerances, as_json, verbose):
+                    dequantize, then_verify, keep_on_mismatch, checks, as_json, verbose):
+    """`checks` (cli.checking.Checking): --verify's options; each variant is verified with
+    its seed, tolerances, runtime and oracle. Input files, --bisect and --steps fit one shape
+    and are refused here."""
     _check_output(output)
+    if then_verify and (checks.given or checks.inputs_dir or checks.do_bisect
+                        or checks.steps is not None or checks.prompt is not None):
+        raise click.UsageError("--dim with several values verifies each variant on seeded "
+                               "inputs: --input, --inputs, --bisect, --steps and --prompt "
+                               "take one shape; give one value of each dim for them")
     if (io_layout or dequantize) and not target_name:
         raise click.UsageError("--io-layout and --dequantize apply with --target")
     target = None
@@ -42,10 +50,12 @@ def convert_several(source, output, dims, input_shapes, known_inputs, target_nam
         for point, graph in variants.entries:
             reports.append((point, converter.verify(
                 source, graph, dims={**variants.fixed, **point}, input_shapes=input_shapes,
-                known_inputs=known_inputs, graph_path=output, **tolerances)))
+                known_inputs=known_inputs, graph_path=output, seed=checks.seed,
+                atol=checks.atol, rtol=checks.rtol, ulp=checks.ulp, runtime=checks.runtime,
+                oracle=checks.oracle)))
     passed = all(r.passed for _, r in reports)
     if passed or keep_on_mismatch:
-        _write(variants, output, as_json)
+        _write(variants, output, as_json, report_follows=bool(reports))
     if not reports:
         return
     if as_json:
@@ -87,7 +97,9 @@ def _check_output(output: str) -> None:
                                f"{', '.join(_FORMS)} file; {output} holds one graph")
 
 
-def _write(variants, output: str, as_json: bool) -> None:
+def _write(variants, output: str, as_json: bool, report_follows: bool = False) -> None:
+    """Write the variants; say so in a line, or with `as_json` in one JSON document unless a
+    verification report (which is then the document) follows."""
     note = None
     if output.lower().endswith(".js"):
         from converter.dynamic.module_js import write_variants_js
@@ -95,8 +107,12 @@ def _write(variants, output: str, as_json: bool) -> None:
         written, note = write_variants_js(variants, output, convert=variants.convert)
     else:
         written = converter.save(variants, output)
-    if not as_json:
-        echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
-             f"variants: {variants.accepted_text()})")
-        if note:
-            echo(note)
+    if as_json:
+        if not report_follows:
+            echo_json({"written": [str(p) for p in written],
+                       "variants": [dict(point) for point, _ in variants.entries]}, indent=2)
+        return
+    echo(f"wrote {', '.join(map(str, written))} ({len(variants.entries)} "
+         f"variants: {variants.accepted_text()})")
+    if note:
+        echo(note)

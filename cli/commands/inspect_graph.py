@@ -10,17 +10,18 @@ from converter.dynamic.open_dims import open_summary_if_onnx
 from converter.dynamic.tflite_dims import BATCH, dynamic_batch_shapes
 from converter.dynamic.variants import Variants, point_text
 from converter.errors import OpenDimsError
-from converter.summary import summarize
+from converter.ir.summary import summarize
 
-from ..options import source_options
+from ..inputs import model_path
+from ..options import SOURCE, use
 from ..terminal import echo, echo_json
 
 
 @click.command("inspect")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@source_options
-def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
+@use("json", *SOURCE, "target")
+def command(file: str, as_json: bool, dims, input_shapes, known_inputs, follow_symlinks,
+            target_name) -> None:
     """Show a graph's inputs, outputs, op histogram, constants and transpose count.
 
     FILE is a WebNN graph (.webnn or .json, with its manifest and weights beside it) or a
@@ -28,21 +29,28 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
     dimensions take values from --dim or --input-shape. Without them, an ONNX model's inputs
     and outputs are shown with the dims' names and its ONNX op histogram (the WebNN ops need
     the values), a TFLite model with a dynamic batch at its stored batch, its signature beside;
-    a file converted at several values of a dim shows each variant.
+    a file converted at several values of a dim shows each variant. With --target, the graph
+    is shown as `convert --target T` writes it: after the target's passes (its dims need
+    values then).
     """
+    file = model_path(file, follow_symlinks)
     try:
         loaded = converter.load(file, dims=dims, input_shapes=input_shapes,
                                 known_inputs=known_inputs)
     except OpenDimsError as e:
         open_info = open_summary_if_onnx(file, dims, input_shapes)
-        if open_info is None:
+        if open_info is None or target_name:  # a target's passes need the dims' values
             raise e from None
         _show_open(open_info, as_json)
         return
+    if target_name:
+        _rewrite_for(loaded, target_name)
     if isinstance(loaded, Variants):
         _show_variants(loaded, as_json)
         return
     info = summarize(loaded)
+    if target_name:
+        info["target"] = target_name
     if Path(file).suffix.lower() == ".tflite" and BATCH not in dims and not input_shapes:
         symbolic = dynamic_batch_shapes(file)
         if symbolic:  # shown at the stored batch; the signature says it is open
@@ -52,6 +60,17 @@ def command(file: str, as_json: bool, dims, input_shapes, known_inputs) -> None:
         echo_json(info, indent=2)
         return
     _show_graph(info)
+
+
+def _rewrite_for(loaded, target_name: str) -> None:
+    """Run the target's passes on the graph (each variant's), as `convert --target` does;
+    violations left after them are an error (`check --target T` lists and explains them)."""
+    from converter.targets import load_target
+    from converter.targets.pipeline import convert_for_target
+
+    target = load_target(target_name)
+    for _, graph in (loaded.entries if isinstance(loaded, Variants) else [({}, loaded)]):
+        convert_for_target(graph, target)
 
 
 def _shape_text(shape) -> str:
@@ -103,7 +122,8 @@ def _show_graph(info: dict) -> None:
 
     echo(f"graph {info['name']}: {info['operations']} operations, "
          f"{info['constants']} constants ({_bytes(info['constantBytes'])}), "
-         f"{info['transposes']} transposes")
+         f"{info['transposes']} transposes"
+         + (f", after the passes of target {info['target']}" if "target" in info else ""))
     permuted = info.get("permuted", {})
     symbolic = info.get("symbolicShapes", {})
     if symbolic:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from converter.catalogue import catalogue
-from converter.source_ops import SOURCES, source_op, source_ops
+from converter.catalogue.webnn_ops import catalogue
+from converter.catalogue.source_ops import SOURCES, source_op, source_ops
 
+from ..options import use
 from ..terminal import echo, echo_json
 
 
@@ -17,7 +18,7 @@ def _ranks(r: dict) -> str:
 
 @click.command("ops")
 @click.argument("op", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
+@use("json")
 @click.option("--source", type=click.Choice(SOURCES), default=None,
               help="List the source ops this importer knows instead, and what each becomes.")
 def command(op: str | None, as_json: bool, source: str | None) -> None:

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..options import use
 from ..terminal import echo, echo_json
 
 
 @click.command("targets")
-@click.option("--json", "as_json", is_flag=True, help="Print the targets as JSON.")
+@use("json")
 def command(as_json: bool) -> None:
     """List the built-in targets: name, preferred layout, op count and description.
 
@@ -22,6 +23,9 @@ def command(as_json: bool) -> None:
             {"name": t.name, "preferredLayout": t.preferred_layout, "ops": len(t.ops()),
              "maxTensorByteLength": t.max_tensor_bytes, "description": t.description,
              "constantOperands": t.constant_operands, "emulated": t.emulated,
+             # what build() refuses beyond opSupportLimits(): the rewrite passes read these
+             "maxConstantByteLength": t.max_constant_bytes,
+             "refusedOptions": t.refused_options,
              "sources": t.sources} for t in targets], indent=1)
         return
     from ..tables import print_table

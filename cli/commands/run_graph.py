@@ -1,4 +1,5 @@
-"""`webnn-convert run GRAPH --input NAME=FILE.npy ... --output-dir DIR`."""
+"""`webnn-convert run GRAPH --input NAME=FILE.npy ... --output-dir DIR`: a graph or model run,
+its outputs written as .npy files, the inputs it made up named."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,56 +10,49 @@ import numpy as np
 import converter
 from converter.errors import ConverterError
 
-from ..inputs import load_npy
+from ..inputs import model_path, read_inputs
 from ..logs import debugging, quiet_runtimes
+from ..options import SOURCE, STATE, STEPS, use
+from ..terminal import echo, echo_json
 from .stepping import decode, is_decoder, load_with_state
-from ..device_options import runtime_options
-from ..options import decoder_options, given_inputs, source_options, target_option
-from ..terminal import echo
 
 
 @click.command("run")
 @click.argument("graph_file", metavar="GRAPH_OR_MODEL", type=click.Path(dir_okay=False))
-@source_options
-@decoder_options
-@target_option(help="Run the graph rewritten for that backend (its passes run first).")
-@click.option("--input", "inputs", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
-              help="An input's value as a .npy file (repeatable); missing inputs are seeded "
-                   "random values.")
+@use(*SOURCE, *STATE, "target", "input", "inputs")
 @click.option("--output-dir", required=True, type=click.Path(file_okay=False),
               help="Where to write one NAME.npy per output (characters other than letters, "
                    "digits, '.', '_', '-' become '_'; names that then clash get _2, _3 ...; "
                    "each output's file is printed).")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the inputs not given.")
-@runtime_options
-@click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="Run N consecutive steps carrying the graph's declared state (initial "
-                   "values first); each output is written stacked, [N, ...]. An input file "
-                   "of shape [N, ...] gives one value a step. A stateful graph runs one step "
-                   "without it. A decoder (--cache-capacity, or a graph converted with it) "
-                   "decodes N greedy tokens after --prompt: tokens.npy and logits.npy, one "
-                   "row a position fed. --prompt on an .onnx decoder without "
-                   "--cache-capacity runs its concat form, converted once per length (on "
-                   "ort). On --runtime chromium the state stays on the browser's context "
-                   "between steps (the module's createSession).")
-def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_capacity, prompt,
-            target_name, inputs, output_dir, seed, runtime, steps):
+@use("seed", "runtime", "server", *STEPS, "json")
+def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
+            cache_capacity, target_name, given, inputs_dir, output_dir, seed, runtime, steps,
+            prompt, as_json):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
-    ONNX Runtime, in Chromium, or on a device connected to `webnn-convert serve`."""
-    from converter.verification import make_inputs
+    ONNX Runtime, in Chromium, or on a device connected to `webnn-convert serve`; write each
+    output as a .npy file.
 
+    Inputs come from --input and --inputs; every other input is given seeded random values
+    (--seed; masks all ones, position ids a range), and each one is named on stderr with
+    how it was made and the seed, so that outputs of made-up inputs are never mistaken for
+    real ones. With --json, stdout is one JSON document: each output's file, data type and
+    shape, and the seeded inputs.
+    """
+    from converter.verification.core import make_inputs
+
+    graph_file = model_path(graph_file, follow_symlinks)
     quiet_runtimes(debugging())
+    files = read_inputs(given, inputs_dir) if given or inputs_dir else {}
     if prompt is not None and cache_capacity is None and graph_file.lower().endswith(".onnx"):
         from converter.state.concat_form import ConcatLoop
         from converter.state.kv_cache import parse_state_patterns
 
-        if target_name or input_shapes or known_inputs or inputs or runtime != "ort":
+        if target_name or input_shapes or known_inputs or files or runtime != "ort":
             raise ConverterError("the concat form runs the model itself on ort",
                                  fix="give --prompt and --steps only, or --cache-capacity N")
         loop = ConcatLoop(graph_file, patterns=parse_state_patterns(state_patterns) or None,
                           dims=dims)
-        _write(decode(loop, prompt, steps), output_dir)
+        _write(decode(loop, prompt, steps), output_dir, {}, as_json)
         return
     graph = load_with_state(graph_file, dims=dims, input_shapes=input_shapes,
                             known_inputs=known_inputs, state_patterns=state_patterns,
@@ -67,37 +61,50 @@ def command(graph_file, dims, input_shapes, known_inputs, state_patterns, cache_
         from converter.targets.pipeline import convert_for_target
 
         convert_for_target(graph, target_name)
-    given = {}
-    for name, path in inputs.items():
+    for name in files:
         if name not in graph.inputs:
             raise ConverterError(f"the graph has no input '{name}'",
+                                 where=inputs_dir if name not in given else given[name],
                                  fix=f"inputs are: {', '.join(graph.inputs)}")
-        given[name] = load_npy(path, f"input '{name}'")
+    seeded = {}
     if runtime.startswith("device") and (is_decoder(graph) or prompt is not None
                                          or steps is not None or graph.state):
         raise ConverterError("--runtime device runs one stateless graph",
                              fix="drop --steps and --prompt, or run it on chromium or ort")
     if is_decoder(graph) or prompt is not None:
-        if given:
+        if files:
             raise ConverterError("a decoder's run feeds its own tokens",
-                                 fix="give --prompt and --steps, without --input")
+                                 fix="give --prompt and --steps, without --input/--inputs")
         outputs = decode(graph, prompt, steps, runtime)
     elif steps is not None or graph.state:
         from .stepping import run_steps
 
-        outputs = run_steps(graph, given, steps, seed, runtime)
+        outputs, seeded = run_steps(graph, files, steps, seed, runtime)
+        _say_seeded(seeded, seed, stepped=steps is not None)
     else:
-        feeds, _ = make_inputs(graph, seed)
-        feeds.update(given)
+        feeds, described = make_inputs(graph, seed)
+        seeded = {name: described[name] for name in graph.inputs if name not in files}
+        feeds.update(files)
+        _say_seeded(seeded, seed, stepped=False)
         outputs = converter.run(graph, feeds, runtime=runtime)
-    _write(outputs, output_dir)
+    _write(outputs, output_dir, seeded, as_json, seed, stepped=steps is not None)
 
 
-def _write(outputs, output_dir) -> None:
+def _say_seeded(seeded: dict, seed: int, stepped: bool) -> None:
+    """One line on stderr per input given seeded values: a run on made-up inputs is said."""
+    for name, made in seeded.items():
+        echo(f"run: input '{name}' not given: {made['dataType']}{made['shape']} "
+             f"{made['made']}, seed {seed}{' + step' if stepped else ''} "
+             f"(--input {name}=FILE.npy or --inputs DIR gives it)", err=True)
+
+
+def _write(outputs, output_dir, seeded: dict, as_json: bool, seed: int = 0,
+           stepped: bool = False) -> None:
     """Save each output as its own .npy file (output_files names them) and say which holds
-    which. The files appear together or not at all, and none may replace a file the command
-    reads (an --input file in the same folder)."""
-    from converter.file_guard import check_writes
+    which, as lines or (`as_json`) one JSON document with the seeded inputs. The files appear
+    together or not at all, and none may replace a file the command reads (an --input file in
+    the same folder)."""
+    from converter.files.guard import check_writes
     from converter.formats._files import AtomicSave
 
     folder = Path(output_dir)
@@ -109,6 +116,13 @@ def _write(outputs, output_dir) -> None:
             with save.open(files[name]) as f:
                 np.save(f, value, allow_pickle=False)
         save.commit()
+    if as_json:
+        echo_json({"outputs": {name: {"file": str(files[name]), "dataType": str(value.dtype),
+                                      "shape": list(value.shape)}
+                               for name, value in outputs.items()},
+                   "seededInputs": {name: {**made, "seed": seed, "seedPerStep": stepped}
+                                    for name, made in seeded.items()}}, indent=2)
+        return
     for name, value in outputs.items():
         echo(f"{name}: {value.dtype}{list(value.shape)} -> {files[name]}")
 

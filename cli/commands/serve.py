@@ -42,7 +42,7 @@ def command(host, port, max_upload_mb, job_timeout, targets_dir, no_qr):
     --max-upload-mb; nothing listens beyond --host.
     """
     from converter.devices.protocol import new_token
-    from converter.fetch import cache_dir
+    from converter.files.cache import cache_dir
 
     folder = Path(targets_dir) if targets_dir else cache_dir() / "devices" / "targets"
     asyncio.run(_serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,

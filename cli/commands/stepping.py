@@ -9,12 +9,13 @@ from converter.errors import ConverterError
 
 
 def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
-              seed: int, runtime: str = "ort") -> dict[str, np.ndarray]:
+              seed: int, runtime: str = "ort") -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     """Run `steps` steps in a Session on `runtime` (one when None: outputs then not stacked;
     on 'chromium' the state stays in the browser between steps). A given input
     of shape [steps, *input shape] feeds one row a step; one of the input's shape feeds every
-    step; the others are seeded random values, seed + step."""
-    from converter.session import Session
+    step; the others are seeded random values, seed + step. Returns the outputs and, for
+    each seeded input, how its values are made (verification.make_inputs)."""
+    from converter.runtimes.session import Session
 
     session = Session(graph, runtime=runtime)
     try:
@@ -23,8 +24,8 @@ def run_steps(graph, given: Mapping[str, np.ndarray], steps: int | None,
         session.close()
 
 
-def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
-    from converter.verification import make_inputs
+def _stepped(session, graph, given, steps, seed):
+    from converter.verification.core import make_inputs
 
     count = steps or 1
     for name in given:
@@ -32,8 +33,10 @@ def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
             raise ConverterError(f"'{name}' is state; the run feeds it its initial value",
                                  fix=f"give only {', '.join(session.feed_names) or 'nothing'}")
     results: dict[str, list[np.ndarray]] = {}
+    seeded = {}
     for k in range(count):
-        drawn, _ = make_inputs(graph, seed + k)
+        drawn, described = make_inputs(graph, seed + k)
+        seeded = {name: described[name] for name in session.feed_names if name not in given}
         feeds = {name: drawn[name] for name in session.feed_names}
         for name, value in given.items():
             shape = graph.inputs[name].shape
@@ -44,8 +47,8 @@ def _stepped(session, graph, given, steps, seed) -> dict[str, np.ndarray]:
         for name, value in session.step(feeds).items():
             results.setdefault(name, []).append(value)
     if steps is None:
-        return {name: values[0] for name, values in results.items()}
-    return {name: np.stack(values) for name, values in results.items()}
+        return {name: values[0] for name, values in results.items()}, seeded
+    return {name: np.stack(values) for name, values in results.items()}, seeded
 
 
 def print_steps_report(report) -> None:
@@ -70,7 +73,7 @@ def print_steps_report(report) -> None:
 def load_with_state(source, *, dims, input_shapes, known_inputs, state_patterns, capacity):
     """A source read as usual, or, with --cache-capacity / --state, a decoder whose KV-cache
     pairs are declared as state (the concat form refused with what to do)."""
-    from converter.by_suffix import load_any
+    from converter.conversion.by_suffix import load_any
     from converter.state.kv_cache import declare_kv_state, match_pairs, parse_state_patterns
 
     patterns = parse_state_patterns(state_patterns) if state_patterns else None
@@ -78,7 +81,7 @@ def load_with_state(source, *, dims, input_shapes, known_inputs, state_patterns,
         if input_shapes or known_inputs:
             raise ConverterError("--cache-capacity sets the decoder's shapes itself",
                                  fix="drop --input-shape and --const")
-        from converter.generation import load_decoder
+        from converter.state.generation import load_decoder
 
         return load_decoder(source, capacity=capacity, patterns=patterns, dims=dims)
     graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
@@ -96,9 +99,9 @@ def decode(graph, prompt, steps, runtime: str = "ort") -> dict[str, np.ndarray]:
     """`run --steps N --prompt IDS` on a decoder (a fixed-capacity Graph, or a loop such as
     a ConcatLoop): N greedy tokens; the tokens and the logits row of every position fed. A
     Graph runs on `runtime` (on 'chromium' the caches stay on the browser's context)."""
-    from converter.generation import generate
+    from converter.state.generation import generate
     from converter.ir import Graph
-    from converter.session import Session
+    from converter.runtimes.session import Session
 
     if not prompt:
         raise ConverterError("a decoder starts from a prompt", fix="give --prompt IDS, e.g. "

@@ -4,22 +4,21 @@ from __future__ import annotations
 import click
 
 import converter
-from converter.by_suffix import load_any
+from converter.conversion.by_suffix import load_any
 from converter.errors import ConverterError
 
-from ..inputs import read_inputs
+from ..checking import Checking
+from ..inputs import model_path
 from ..logs import debugging, quiet_runtimes
+from ..options import SOURCE, STATE, VERIFYING, use
 from ..progress import phases
 from ..terminal import echo_json, echo_lines
-from ..device_options import runtime_options
-from ..options import decoder_options, given_inputs, source_options, target_option, \
-    tolerance_options
 
 
 def print_report(report) -> None:
-    """The report's tables and lines (converter.verification_text, which str(report) prints
+    """The report's tables and lines (converter.verification.text, which str(report) prints
     too), escaped for the terminal, warnings and the verdict in colour."""
-    from converter.verification_text import COLUMNS, note_lines, table_runs
+    from converter.verification.text import COLUMNS, note_lines, table_runs
 
     from ..tables import console as make_console, print_table
     from ..terminal import console_print
@@ -33,7 +32,7 @@ def print_report(report) -> None:
         console_print(console, line, style)
 
 
-def finish(report, as_json: bool, finding=None, bisected: bool = False) -> None:
+def finish(report, finding=None, bisected: bool = False, as_json: bool = False) -> None:
     """Print a parity report (as JSON or a table), and a bisection's finding when one ran;
     exit 1 when it did not pass."""
     if as_json:
@@ -78,74 +77,40 @@ def _number(value):
               help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
                    "(with --runtime chromium; --dim picks the dims it is built at); default: "
                    "convert SOURCE now.")
-@source_options
-@decoder_options
-@target_option(help="Verify SOURCE converted for that backend (its passes run first).")
-@click.option("--io-layout", type=click.Choice(["nchw", "nhwc"]),
-              help="With --target: the layout of 4-D graph inputs and outputs, as convert "
-                   "--io-layout makes it. Each side is fed in its own layout: --input files "
-                   "are in the source model's layout.")
-@click.option("--input", "given", multiple=True, callback=given_inputs, metavar="NAME=FILE.npy",
-              help="An input's value as a .npy file (repeatable), in SOURCE's layout; the "
-                   "inputs not given are seeded values that suit their names (masks all ones, "
-                   "position ids a range).")
-@click.option("--inputs", "inputs_dir", type=click.Path(file_okay=False),
-              help="A folder of NAME.npy files, one per input to give (--input wins).")
-@tolerance_options
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@runtime_options
-@click.option("--oracle", type=click.Choice(["auto", "always", "never"]), default="auto",
-              show_default=True,
-              help="When to judge against the graph evaluated in float64 and the source's own "
-                   "noise: auto = for outputs outside the budget of the source's run.")
-@click.option("--bisect", "do_bisect", is_flag=True,
-              help="On a mismatch, find the first operation that leaves its budget against the "
-                   "float64 oracle, and the source node it came from.")
-@click.option("--dump", "dump_dir", type=click.Path(file_okay=False),
-              help="With --bisect: write that operation as DIR/subgraph.webnn with its inputs "
-                   "and expected result as .npy files.")
-@click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="Compare N consecutive steps, each side carrying its own state (LiteRT "
-                   "keeps its variables; an ONNX source is fed its own next-state outputs). "
-                   "A stateful graph is compared over one step without it. A decoder "
-                   "(--cache-capacity, or a graph converted with it) decodes N greedy tokens "
-                   "after --prompt on both sides: the same tokens, each position's logits "
-                   "within the bounds. --prompt without --cache-capacity runs the model's "
-                   "concat form, converted once per length (on ort). With --runtime chromium "
-                   "the graph steps through the module's createSession, its state kept on "
-                   "the browser's context.")
-def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns, cache_capacity,
-            prompt, target_name, io_layout, given, inputs_dir, seed, atol, rtol, ulp, as_json,
-            runtime, oracle, do_bisect, dump_dir, steps):
+@use(*SOURCE, *STATE, "target", "io_layout", *VERIFYING, "json")
+def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlinks,
+            state_patterns, cache_capacity, target_name, io_layout, as_json, **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
-    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel error, max
-    ULP, cosine and the worst element. An output outside the budget is judged against the
-    graph evaluated in float64 and the source runtime's own noise (see the README's verdict
-    rules). A graph converted with --io-layout takes some inputs (gives some outputs)
-    transposed: inputs are made, and --input files given, in SOURCE's layout and transposed
-    for the graph; its outputs are transposed back before comparison. Exit 0 pass, 1
-    mismatch, 2 error.
+    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and
+    rel error, max ULP, cosine and the worst element. An output outside the budget is judged
+    against the graph evaluated in float64 and the source runtime's own noise (see the
+    verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
+    outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
+    transposed for the graph; its outputs are transposed back before comparison. --steps
+    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. Exit 0 pass,
+    1 mismatch, 2 error.
     """
-    if dump_dir and not do_bisect:
-        raise click.UsageError("--dump writes what --bisect finds: give --bisect too")
+    checks = Checking.of(checking)
+    source = model_path(source, follow_symlinks)
+    graph_path = model_path(graph_path, follow_symlinks)
+    if checks.usage_problem():
+        raise click.UsageError(checks.usage_problem())
     if graph_path and target_name:
         raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
                                "graph already: drop one")
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
-    if runtime.startswith("device") and (
-            steps is not None or prompt is not None or cache_capacity is not None
-            or state_patterns or (graph_path or "").lower().endswith(".js")):
-        raise click.UsageError("--runtime device runs one stateless graph: drop --steps, "
-                               "--prompt, --cache-capacity, --state and a .js --graph")
+    if checks.runtime.startswith("device") and (state_patterns or cache_capacity is not None):
+        raise click.UsageError("--runtime device runs one stateless graph: drop --state and "
+                               "--cache-capacity")
     quiet_runtimes(debugging())
-    feeds = read_inputs(given, inputs_dir) if given or inputs_dir else None
     say = click.get_current_context().with_resource(phases(False if as_json else None))
-    say(f"verifying {source}: the source on its own runtime, the graph on {runtime}")
+    say(f"verifying {source}: the source on its own runtime, the graph on {checks.runtime}")
     module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
-    if module and (runtime != "chromium" or do_bisect or steps is not None):
+    if module and (checks.runtime != "chromium" or checks.do_bisect
+                   or checks.steps is not None):
         raise click.UsageError("a .js module runs in the browser: give --runtime chromium, "
                                "without --bisect or --steps")
     graph = load_any(graph_path, variants=True) if graph_path and not module else None
@@ -167,51 +132,71 @@ def command(source, graph_path, dims, input_shapes, known_inputs, state_patterns
     elif target_name:
         graph = converter.convert(source, target=target_name, io_layout=io_layout, dims=dims,
                                   input_shapes=input_shapes, known_inputs=known_inputs)
-    if prompt is not None and graph is None and not module:  # the concat form, converted once per length
+    if checks.prompt is not None and graph is None and not module:
+        # the concat form, converted once per length
         from converter.state.concat_form import ConcatLoop
         from converter.state.kv_cache import parse_state_patterns
 
         graph = ConcatLoop(source, patterns=parse_state_patterns(state_patterns) or None,
                            dims=dims)
-    if graph is not None and (prompt is not None or (steps and _decoder(graph))):
-        if feeds or known_inputs or do_bisect:
+    finish(*compare(source, graph if graph is not None else module, checks,
+                    graph_path=graph_path, dims=dims, input_shapes=input_shapes,
+                    known_inputs=known_inputs, state_patterns=state_patterns), as_json)
+
+
+def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, input_shapes=None,
+            known_inputs=None, state_patterns=(), also=None):
+    """Verify `graph` (a Graph, a decoder loop, the path of a .js module, or None: SOURCE
+    converted now) against SOURCE as `checks` say: a decoder from --prompt, a stateful graph
+    or --steps step by step, else one run, bisected on a mismatch with --bisect. Returns
+    (report, bisect finding or None, whether a bisection ran), for `finish`."""
+    dims, input_shapes, known_inputs = dims or {}, input_shapes or {}, known_inputs or {}
+    feeds = checks.feeds()
+    module = graph if isinstance(graph, str) else None
+    graph = None if module else graph
+    if graph is not None and (checks.prompt is not None or (checks.steps and _decoder(graph))):
+        if feeds or known_inputs or checks.do_bisect:
             raise ConverterError("a decoder is verified from --prompt alone",
                                  fix="drop --input/--inputs, --const and --bisect")
-        if not prompt:
+        if not checks.prompt:
             raise ConverterError("a decoder starts from a prompt",
                                  fix="give --prompt IDS, e.g. --prompt 1,5,9")
         from converter.state.kv_cache import parse_state_patterns
-        from converter.verification_decode import verify_decoding
+        from converter.verification.decode import verify_decoding
 
-        report = verify_decoding(source, graph, prompt=prompt, steps=steps or 1,
+        report = verify_decoding(source, graph, prompt=checks.prompt, steps=checks.steps or 1,
                                  patterns=parse_state_patterns(state_patterns) or None,
-                                 dims=dims, atol=atol, rtol=rtol, ulp=ulp,
-                                 graph_path=graph_path, runtime=runtime)
-        finish(report, as_json)
-        return
-    elif graph is None and not module and (do_bisect or (steps is None and not known_inputs)):
-        graph = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
-    if steps is not None or (graph is not None and graph.state):
+                                 dims=dims, atol=checks.atol, rtol=checks.rtol, ulp=checks.ulp,
+                                 graph_path=graph_path, runtime=checks.runtime)
+        return report, None, False
+    if graph is None and not module and (checks.do_bisect or (checks.steps is None
+                                                              and not known_inputs)):
+        graph = load_any(source, dims=dims, input_shapes=input_shapes,
+                         known_inputs=known_inputs)
+    if checks.steps is not None or (graph is not None and graph.state):
         if feeds:
             raise ConverterError("step-wise verification draws its inputs a step at a time",
                                  fix="drop --input/--inputs for --steps")
-        if known_inputs or do_bisect:
+        if known_inputs or checks.do_bisect:
             raise ConverterError("step-wise verification runs without --const or --bisect",
                                  fix="drop --const and --bisect for --steps")
-        from converter.verification_steps import verify_steps
+        from converter.verification.steps import verify_steps
 
-        report = verify_steps(source, graph, steps=steps or 1, seed=seed, dims=dims,
-                              input_shapes=input_shapes, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path, runtime=runtime)
-        finish(report, as_json)
-        return
-    report = converter.verify(source, module or graph, seed=seed, dims=dims, input_shapes=input_shapes,
-                              known_inputs=known_inputs, atol=atol, rtol=rtol, ulp=ulp,
-                              graph_path=graph_path, runtime=runtime, oracle=oracle, feeds=feeds)
+        report = verify_steps(source, graph, steps=checks.steps or 1, seed=checks.seed,
+                              dims=dims, input_shapes=input_shapes, atol=checks.atol,
+                              rtol=checks.rtol, ulp=checks.ulp, graph_path=graph_path,
+                              runtime=checks.runtime)
+        return report, None, False
+    report = converter.verify(source, module or graph, seed=checks.seed, dims=dims,
+                              input_shapes=input_shapes, known_inputs=known_inputs,
+                              atol=checks.atol, rtol=checks.rtol, ulp=checks.ulp,
+                              graph_path=graph_path, runtime=checks.runtime,
+                              oracle=checks.oracle, feeds=feeds, also=also)
     finding = None
-    if do_bisect and not report.passed:
-        from converter.bisect import bisect
+    bisected = checks.do_bisect and not report.passed
+    if bisected:
+        from converter.verification.bisect import bisect
 
-        finding = bisect(source, graph, seed=seed, feeds=feeds, known_inputs=known_inputs,
-                         dump=dump_dir)
-    finish(report, as_json, finding, bisected=do_bisect and not report.passed)
+        finding = bisect(source, graph, seed=checks.seed, feeds=feeds,
+                         known_inputs=known_inputs, dump=checks.dump_dir)
+    return report, finding, bisected

@@ -13,10 +13,10 @@ from converter.zoo.baseline import DEFAULT_GROWTH, load_baseline
 from converter.zoo.files import check_outputs
 from converter.zoo.job import MODEL_FILE
 from converter.zoo.report_json import format_number
-from converter.zoo.runner import EXECUTORS, RUNTIMES
+from converter.zoo.runner import EXECUTORS
 from converter.zoo.store import default_results_path
 
-from ..device_options import Runtime
+from ..options import use
 from ..terminal import echo, echo_json, echo_lines, shortened, shown
 
 
@@ -32,14 +32,7 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                                       "recorded as `timeout`.")
 @click.option("--memory", type=click.IntRange(min=64), default=4096, show_default=True,
               metavar="MB", help="Address-space limit of each model's process, in MB.")
-@click.option("--target", "targets", multiple=True, metavar="T",
-              help="Convert for this target and check it (repeatable): a built-in target or "
-                   "an opSupportLimits JSON file. Default: the graph as imported.")
-@click.option("--runtime", "runtimes", multiple=True, type=Runtime(),
-              help="Where the WebNN graphs run for parity (repeatable; default ort): "
-                   f"{', '.join(RUNTIMES)}, device:NAME (a device connected to the server "
-                   "`webnn-convert serve` started last here), or device: every connected "
-                   "device and local chromium, one report column each.")
+@use("target", "runtime", repeat=True)
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help=f"Write a report ({', '.join(REPORT_SUFFIXES)} by the "
                                    f"suffix; repeatable). All are written at the end, "
@@ -65,11 +58,16 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "'webnn-converter[ray]'`).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the cluster to join "
                                                     "(default: start a local one).")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout; no "
-                                                      "progress bar.")
-def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results_path, resume,
-            baseline, error_growth, only, executor, ray_address, as_json):
+@use("json")
+def command(manifest, jobs, timeout, memory, target_name, runtime, reports, results_path,
+            resume, baseline, error_growth, only, executor, ray_address, as_json):
     """Convert and verify every model of MANIFEST (.json or .toml) for every --target.
+
+    -t/--target T (repeatable): convert for T and check it too; without it each model's
+    graph is verified as imported. --runtime (repeatable, default ort): where the graphs run
+    for parity; device: on every device connected to the server `webnn-convert serve`
+    started last here, and on local chromium, one report column each (a model x device
+    matrix: built, ran, verified, and the build and run times each page measured).
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
     meets its manifest entry's `expect` or misses it (an entry without `expect` expects
@@ -91,8 +89,9 @@ def command(manifest, jobs, timeout, memory, targets, runtimes, reports, results
                                  fix="create it first")
     if ray_address and executor != "ray":
         raise click.UsageError("--ray-address applies with --executor ray")
-    options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=list(targets),
-                         runtimes=_every_device(list(runtimes)) or ["ort"], executor=executor,
+    targets = list(target_name)
+    options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=targets,
+                         runtimes=_every_device(list(runtime)), executor=executor,
                          ray_address=ray_address)
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)

@@ -63,8 +63,7 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     `feeds`; ({output name: ndarray}, a description of where it ran). The browser's error is
     raised as ConverterError naming the device."""
     from ..ir.feeds import check_feeds
-    from ..by_suffix import write_any
-    from ..runtimes.chromium import _input_bytes
+    from ..conversion.by_suffix import write_any
 
     global _LAST
     _LAST = None
@@ -112,6 +111,15 @@ def forget_last_run() -> None:
 
 def _ms(value) -> float | None:
     return round(float(value), 3) if type(value) in (int, float) else None
+
+
+def _input_bytes(graph: Graph, name: str, array: np.ndarray) -> bytes:
+    """An input's bytes as WebNN reads them: little-endian, 4-bit types packed two a byte."""
+    if dtypes.info(graph.inputs[name].data_type).bits == 4:
+        from ..ir.operand import pack4
+
+        return pack4(array).tobytes()
+    return np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
 def describe(device: dict, device_type: str) -> str:

@@ -19,7 +19,7 @@ NO_SERVER_FIX = "start one with `webnn-convert serve` (or give --server URL)"
 
 
 def record_path() -> Path:
-    from ..fetch import cache_dir
+    from ..files.cache import cache_dir
 
     return cache_dir() / "devices" / "server.json"
 

@@ -241,7 +241,7 @@ def _prepare(folder: Path, files: dict[str, bytes], inputs: dict[str, str]) -> N
     model.js (with its weights) by write_js, and the inputs, each checked against the graph's
     input of that name."""
     from .. import dtypes
-    from ..by_suffix import load_any
+    from ..conversion.by_suffix import load_any
     from ..emit.javascript import write_js
 
     source = folder / "upload"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import dtypes
 from ..errors import ConverterError
 from ..formats._files import AtomicSave
 from ..formats.document import unique_name
@@ -354,11 +355,20 @@ class _PolymorphicWriter(_SharingWriter):
         shape = _shape(_exprs(form.shape))
         if form.kind == "fill":
             return self.constant_call(operand.name, form.data, shape=shape)
-        # corner: the largest variant's value, sliced to the dims' size
-        full = self.constant_call(operand.name, form.data)
-        starts = _shape([0] * len(form.shape))
-        label = js_string(f"{operand.name} (leading corner)")
-        return f"builder.slice({full}, {starts}, {shape}, {{label: {label}}})"
+        # corner: the largest variant's value, cut to the dims' size when the graph is built
+        # (a constant still: a slice op would make it computed, and some operands, such as
+        # Chromium's gatherElements indices, must be constants)
+        data = form.data
+        if dtypes.info(data.data_type).bits < 8:
+            raise ConverterError("a 4-bit constant that differs between the dims' values has "
+                                 "no corner form", where=f"constant '{operand.name}'",
+                                 fix="convert at one value of each dim")
+        key = self._weight_key(operand.name, data)
+        whole = (f"weights.bytes({js_string(key)}, {js_string(data.data_type)}, "
+                 f"{list(data.shape)})")
+        desc = f"{{dataType: {js_string(data.data_type)}, shape: {shape}}}"
+        return (f"builder.constant({desc}, corner({whole}, {js_string(data.data_type)}, "
+                f"{list(data.shape)}, {shape}))")
 
     def _call(self, op: Operation) -> str:
         varying = self.poly.attrs.get(self._index[id(op)])

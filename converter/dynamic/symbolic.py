@@ -15,8 +15,9 @@ raises when any shape or option disagrees there. Listed values that are every va
 dim's range need no check: nothing is extrapolated.
 
 Constants that differ between the values (a position table sliced to the sequence length and
-folded, a causal mask) are kept as one constant, the largest variant's, and sliced by the
-builder: every variant's value must be its leading corner (checked on the variants and on the
+folded, a causal mask) are kept as one constant, the largest variant's, and cut to their
+leading corner when the graph is built (still a constant: module_js's `corner`): every
+variant's value must be its leading corner (checked on the variants and on the
 held-out value). Anything else that differs is a structural difference: `StructureDiffers`,
 and the emitter writes one builder per value instead.
 """

@@ -1,6 +1,7 @@
 """One model converted at several values of its symbolic dims: `Variants`.
 
-    variants = convert_variants("bert.onnx", dims={"sequence": [8, 16, 32]})  # variants_conversion.py
+    # convert_variants: converter/conversion/variants.py
+    variants = convert_variants("bert.onnx", dims={"sequence": [8, 16, 32]})
     variants = convert_variants("bert.onnx", dims={"sequence": (8, 128), "batch": 1})
     graph = variants.at({"sequence": 16})
 

@@ -21,7 +21,10 @@ Every variant's weights go to the one NAME.weights: a constant whose data type, 
 equal one already written is a reference to that tensor, so the file is one model's weights plus
 only the constants that truly differ. A constant that is the leading corner of the same
 constant in a larger variant (the position rows sliced to the sequence length) is written as
-that constant and a `slice` node, so its bytes are not written again.
+that constant and a `slice` node, so its bytes are not written again; the record's `corners`
+names them, and this reader turns each such slice back into a constant (the graph read is the
+graph written: an operand that must be constant, such as Chromium's gatherElements indices,
+stays one).
 """
 from __future__ import annotations
 
@@ -93,9 +96,11 @@ def save_variants(variants, path: Path, module, sibling_paths, *, verify: bool =
         if verify:
             graph.verify()
         docs.append(doc_from_graph(graph))
-    _share_corners(docs)
+    corners = _share_corners(docs)
     tensors = _share_weights(docs)
     record: dict[str, Any] = {"dims": list(variants.dims)}
+    if corners:
+        record["corners"] = corners
     if variants.ranges:
         record["ranges"] = {n: list(r) for n, r in variants.ranges.items()}
     if variants.fixed:
@@ -134,10 +139,13 @@ def _share_weights(docs: list[GraphDoc]) -> list:
     return tensors
 
 
-def _share_corners(docs: list[GraphDoc]) -> None:
+def _share_corners(docs: list[GraphDoc]) -> list[str]:
     """A constant whose value in every variant is the leading corner of its value in the
     largest (position rows sliced to the sequence length, a mask cut to size) becomes, in every
-    variant, that largest value and a `slice` node: exact, and its bytes are written once."""
+    variant, that largest value and a `slice` node: exact, and its bytes are written once.
+    Returns the names of those constants (the record's `corners`: a reader turns each slice
+    back into a constant, see _restore_corners)."""
+    shared = []
     by_name: dict[str, list] = {}
     for doc in docs:
         for decl in doc.consts:
@@ -160,6 +168,8 @@ def _share_corners(docs: list[GraphDoc]) -> None:
             doc.nodes.insert(0, NodeDecl("slice", [full], {"starts": [0] * len(decl.shape),
                                                           "sizes": list(decl.shape)},
                                          [name], name))
+        shared.append(name)
+    return shared
 
 
 def _is_corner(small, big) -> bool:
@@ -280,4 +290,32 @@ def variants_from_record(doc: GraphDoc, record: dict, path: str, open_weights,
     from ..formats.graph_from_doc import graph_from_doc
 
     graphs = [graph_from_doc(d, weights, verify=verify) for d in docs]
+    for graph in graphs:
+        _restore_corners(graph, record.get("corners", []), where)
     return Variants(dims, [(dict(e["at"]), g) for e, g in zip(entries, graphs)], ranges, fixed)
+
+
+def _restore_corners(graph: Graph, corners: list[str], where: str) -> None:
+    """Each constant the writer stored as a corner (`_share_corners`) a constant again: the
+    slice of the shared whole becomes a view of the whole's leading corner, so the graph read
+    is the graph written (a slice would make it computed, and some operands must be constants:
+    Chromium's gatherElements indices). The whole goes when nothing else reads it."""
+    from ..passes.cleanup import replace_results
+
+    producers = graph.producers()
+    for name in corners:
+        op = producers.get(name)
+        whole = op.inputs[0] if op is not None and op.op_type == "slice" else None
+        if whole is None or whole.constant is None or any(op.attrs.get("starts", [])) or \
+                any(s != 1 for s in op.attrs.get("strides") or []):
+            raise FormatError(f"'{name}' is listed as a corner but is not the leading-corner "
+                              f"slice of a constant", where=where)
+        if any(v is op.output for v in graph.outputs.values()):
+            continue  # an output must stay an op's result: the slice is kept
+        sizes = op.attrs["sizes"]
+        value = np.ascontiguousarray(whole.constant.numpy()[tuple(slice(0, n) for n in sizes)])
+        corner = graph.add_constant(graph.fresh_name(f"{name}/corner"), value,
+                                    whole.data_type)
+        replace_results(graph, op, [corner], take_names=True)
+        if not whole.uses() and not whole.is_graph_output():
+            graph.remove_operand(whole)

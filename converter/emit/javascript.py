@@ -53,7 +53,7 @@ _RESERVED = frozenset("""
     true try typeof var void while with yield let static implements interface package private
     protected public await async arguments eval undefined NaN Infinity
     builder context weights graph inputs outputs used
-    filled byteLength MLGraphBuilder Object Uint8Array dims inputsAt outputsAt checkDims
+    filled corner byteLength MLGraphBuilder Object Uint8Array dims inputsAt outputsAt checkDims
 """.split())  # keywords, and every name a builder function's body reads besides its operands
 
 # op name -> emitter(writer, op) returning the call expression (without the assignment).

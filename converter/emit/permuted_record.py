@@ -1,10 +1,10 @@
-"""The boundary permutations (converter/io_permutations.py) in an emitted JavaScript module's
+"""The boundary permutations (converter/ir/io_permutations.py) in an emitted JavaScript module's
 header: written by the emitters, read back by `verify --graph MODULE.js`."""
 from __future__ import annotations
 
 from ..errors import ConverterError
 from ..formats._files import parse_json
-from ..io_permutations import described
+from ..ir.io_permutations import described
 
 __all__ = ["permuted_lines", "module_permutations"]
 

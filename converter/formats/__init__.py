@@ -52,7 +52,7 @@ def load_graph(path: str | Path, *, verify: bool = True) -> Graph:
 
     A file that also records the model at other values of its dims (converter/dynamic/
     variants_file.py) is read here as the plain graph it is: its own graph, the first variant.
-    `converter.load` (converter/by_suffix.py) reads the variants too.
+    `converter.load` (converter/conversion/by_suffix.py) reads the variants too.
 
     Args:
         path: a `.webnn` or `.json` file.
@@ -106,7 +106,7 @@ def write_graph_files(path: Path, text: str, tensors: list) -> list[Path]:
     The manifest and weights are named after the graph file (NAME.manifest.json and
     NAME.weights, where every `.webnn` reader looks for them). When another graph file of the
     same NAME (NAME.webnn, NAME.json, NAME.js) already uses them and they would change, nothing
-    is written (file_guard.refuse_shared_sidecars); writing the same path again is fine."""
+    is written (files.guard.refuse_shared_sidecars); writing the same path again is fine."""
     manifest_path, weights_path = sibling_paths(path)
     with AtomicSave() as files:
         if tensors:

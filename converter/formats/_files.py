@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConverterError, FormatError, MissingFileError, ParseError
-from ..file_guard import check_shared_sidecars, check_writes, note_read
+from ..files.guard import check_shared_sidecars, check_writes, note_read
+from .hub_cache import hub_cache_blob
 
 __all__ = ["open_model_file", "check_sidecar", "read_text", "parse_json", "check_nesting",
            "AtomicSave", "StagedSave", "signals_held", "MAX_NESTING", "LONE_SURROGATE"]
@@ -34,20 +35,24 @@ def open_model_file(path: Path, what: str, *, folder: Path | None = None,
 
     A model file is untrusted, and so is whatever sits next to it, so the file must be a
     regular file inside `folder` (default: its own folder) once every symlink is resolved: a
-    link out of the folder, a FIFO or device (which would block or never end) and a folder are
+    link out of the folder (but for one into the Hugging Face cache the folder is a snapshot
+    of, `hub_cache_blob`), a FIFO or device (which would block or never end) and a folder are
     refused with one line. The open itself does not block (O_NONBLOCK: a FIFO swapped in after
     the check cannot hang us) and does not follow a final symlink swapped in after the check.
     A `sidecar` (a file found by the model's name, not named by the user: a manifest, a
     weights file) must also have one link only (`check_sidecar`). The file is recorded as read
-    (file_guard), so that no output of the command replaces it.
+    (files/guard.py), so that no output of the command replaces it.
     """
     path = Path(path)
     where = str(path)
     home = os.path.realpath(folder if folder is not None else path.parent)
     real = os.path.realpath(path)
-    if os.path.commonpath([home, real]) != home:
+    if os.path.commonpath([home, real]) != home and not hub_cache_blob(home, real):
+        named = folder is None and not sidecar  # the file the user named, not one it names
         raise error(f"the {what} is a link to {real}, outside the model's folder {home}",
-                    where=where, fix="copy the file into the model's folder instead of linking")
+                    where=where, fix="copy the file into the model's folder instead of linking"
+                    + (", or name the file it links to (webnn-convert: --follow-symlinks)"
+                       if named else ""))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
         | getattr(os, "O_BINARY", 0)
     try:
@@ -224,7 +229,7 @@ class AtomicSave:
 
     def open(self, final: Path) -> BinaryIO:
         """A binary file that becomes `final` on commit; refused (before anything is created)
-        when `final` is a file this command reads (file_guard)."""
+        when `final` is a file this command reads (files/guard.py)."""
         check_writes([final])
         folder = final.parent
         if not folder.is_dir():
@@ -269,7 +274,7 @@ class AtomicSave:
         """Make every file durable, then rename each into place and make the renames durable
         (the folders' entries); return the final paths. Nothing is renamed when a graph's
         manifest and weights would replace, with other bytes, those of another graph file
-        named alike (file_guard.check_shared_sidecars)."""
+        named alike (files.guard.check_shared_sidecars)."""
         for stream in self._open:
             if not stream.closed:
                 stream.close()
@@ -277,7 +282,7 @@ class AtomicSave:
             _fsync_all([tmp for tmp, _ in self._pending])
         except OSError as e:  # leaving the block removes the temporary files still there
             raise self._sync_error(e) from None
-        # Another graph's weights named alike are not replaced by other bytes (file_guard).
+        # Another graph's weights named alike are not replaced by other bytes (files/guard.py).
         check_shared_sidecars({final: tmp for tmp, final in self._pending})
         for _, final in self._pending:
             # The one rename failure we can foresee; checked before any file moves.
@@ -424,7 +429,7 @@ class StagedSave:
 
     def commit(self, staged: list[Path]) -> list[Path]:
         """Move the staged files to the outputs' folder; refused, with nothing moved, when one
-        would replace a file this command reads or another graph's weights (file_guard)."""
+        would replace a file this command reads or another graph's weights (files/guard.py)."""
         finals = [self.folder / p.name for p in staged]
         check_writes(finals)
         check_shared_sidecars(dict(zip(finals, staged)))
@@ -445,7 +450,7 @@ class StagedSave:
 
 
 # Windows has no SIGHUP; SIGIO stops a command whose mapped file another program is changing
-# (converter/mapped_files.py), held only while that handler is set (its default ends us).
+# (converter/files/mapped.py), held only while that handler is set (its default ends us).
 _HELD = ("SIGINT", "SIGTERM", "SIGHUP", "SIGIO")
 
 

@@ -13,7 +13,7 @@ Two comment forms carry what the syntax cannot, and other readers skip them as c
     #@state "input" "output" INIT   a state pair (state_doc.py); anywhere in the file.
     #@permuted input|output "name" [PERM]
                                     that input/output is the source model's value transposed
-                                    by PERM (io_permutations.py); anywhere in the file.
+                                    by PERM (ir/io_permutations.py); anywhere in the file.
 
 The file is hostile, so what one token, and the whole text, can make the lexer hold is bounded
 before it is matched: a name, string, @word or directive of more than MAX_TOKEN_CHARS, a number
@@ -25,12 +25,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ParseError
 from ._files import LONE_SURROGATE
 
-__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote",
+if TYPE_CHECKING:
+    from .document import ConstDecl
+
+__all__ = ["Token", "Directive", "tokenize", "IDENT", "is_identifier", "quote", "number_text",
+           "init_text",
            "STRING", "MAX_TOKEN_CHARS", "MAX_NUMBER_CHARS", "MAX_TOKENS", "MAX_TEXT_CHARS"]
 
 # A name, string, @word or directive line: real ones are far shorter (ONNX names run to a few
@@ -89,6 +93,24 @@ class Token:
         if self.kind == "eof":
             return "the end of the file"
         return f"'{self.text}'" if len(self.text) <= 40 else f"'{self.text[:37]}...'"
+
+
+def number_text(v: int | float) -> str:
+    """A number as the text form writes it: ints as they are, floats by repr."""
+    if isinstance(v, bool):
+        raise TypeError("a boolean is not a number")
+    if isinstance(v, int):
+        return str(v)
+    return repr(float(v))
+
+
+def init_text(c: ConstDecl) -> str:
+    """A constant's init as the text form writes it (@weights, @scalar, @bytes)."""
+    if c.kind == "weights":
+        return f"@weights({quote(c.key)})"
+    if c.kind == "scalar":
+        return f"@scalar({number_text(c.value)})"
+    return f"@bytes([{', '.join(str(b) for b in c.data)}])"
 
 
 def tokenize(text: str, path: str) -> tuple[list[Token], list[Directive]]:

@@ -22,8 +22,8 @@ from ..ir import ConstantData, Graph, Operation
 from ..ir.operand import TensorDesc
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, non_finite_name,
                        unique_name)
-from ..io_permutations import described
-from .state_doc import doc_state
+from ..ir.io_permutations import described
+from .state_doc import StateDecl
 from .weights import safe_key
 
 __all__ = ["doc_from_graph", "INLINE_LIMIT"]
@@ -73,6 +73,18 @@ def _constant(name: str, data: ConstantData | None, keys: set[str]) -> ConstDecl
     decl.key = unique_name(safe_key(name), keys)
     decl.source = data
     return decl
+
+
+def doc_state(graph, keys: set[str]) -> list[StateDecl]:
+    """The graph's state as declarations; constant initial values get weights keys from `keys`
+    (shared with the constants, so no key is used twice)."""
+    decls = []
+    for var in graph.state:
+        init = None
+        if var.initial is not None:
+            init = _constant(f"{var.input}/initial", var.initial, keys)
+        decls.append(StateDecl(var.input, var.output, init))
+    return decls
 
 
 def _node(op: Operation, doc: GraphDoc, taken: set[str]) -> NodeDecl:

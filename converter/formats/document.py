@@ -6,17 +6,19 @@ concat's list, defaults for skipped operands, weight keys) live in one place:
 `graph_from_doc.py` and `doc_from_graph.py`.
 
 Every declaration keeps `where`, the place in the file it came from (`path:line:column` for
-text, `path $.nodes[3]` for JSON), so errors point at it.
+text, `path $.nodes[3]` for JSON), so errors point at it (`file_error`, `located`: here, below
+every reader of a doc, so that none of them imports another for its errors).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ConverterError, FormatError
 from ..ir.operand import ConstantData
 
 __all__ = ["Ref", "InputDecl", "ConstDecl", "NodeDecl", "OutputDecl", "GraphDoc",
-           "NON_FINITE", "non_finite_name", "unique_name"]
+           "NON_FINITE", "non_finite_name", "unique_name", "file_error", "located"]
 
 # JSON and the text form have no literal for these numbers; both spell them as strings.
 NON_FINITE = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
@@ -149,3 +151,20 @@ class GraphDoc:
         decls = [c for c in self.consts if c.kind == "weights"]
         return decls + [s.init for s in self.state if s.init is not None and
                         s.init.kind == "weights"]
+
+
+def located(error: ConverterError, where: str) -> ConverterError:
+    """The same error (same class), its location prefixed with `where`, unless it already
+    points into the file: errors the reader raises itself carry the exact token's place."""
+    if where and not getattr(error, "located", False):
+        error.where = f"{where}: {error.where}" if error.where else where
+        error.args = (error.line(),)
+    error.located = True  # type: ignore[attr-defined]
+    return error
+
+
+def file_error(what: str, *, where: str, fix: str | None = None) -> FormatError:
+    """A FormatError at an exact place in the file (not to be prefixed again)."""
+    error = FormatError(what, where=where, fix=fix)
+    error.located = True  # type: ignore[attr-defined]
+    return error

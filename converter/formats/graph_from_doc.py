@@ -28,29 +28,12 @@ from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operatio
 from ..ir import ConstantData, Graph, Operand
 from ..ir.graph import shape_problem
 from ..ops.registry import OpDef, Param, get_op
-from .document import NON_FINITE, ConstDecl, GraphDoc, NodeDecl, Ref
+from .document import NON_FINITE, ConstDecl, GraphDoc, NodeDecl, Ref, file_error, located
 from .permuted_doc import add_permuted
 from .state_doc import add_state
 from .weights import check_key
 
-__all__ = ["graph_from_doc", "located"]
-
-
-def located(error: ConverterError, where: str) -> ConverterError:
-    """The same error (same class), its location prefixed with `where`, unless it already
-    points into the file: errors the reader raises itself carry the exact token's place."""
-    if where and not getattr(error, "located", False):
-        error.where = f"{where}: {error.where}" if error.where else where
-        error.args = (error.line(),)
-    error.located = True  # type: ignore[attr-defined]
-    return error
-
-
-def _file_error(what: str, *, where: str, fix: str | None = None) -> FormatError:
-    """A FormatError at an exact place in the file (not to be prefixed again)."""
-    error = FormatError(what, where=where, fix=fix)
-    error.located = True  # type: ignore[attr-defined]
-    return error
+__all__ = ["graph_from_doc"]
 
 
 def graph_from_doc(doc: GraphDoc, weights=None, *, verify: bool = True) -> Graph:
@@ -113,7 +96,7 @@ class _Reader:
     # -- declarations -------------------------------------------------------------------------
     def claim(self, name: str, where: str) -> bool:
         if name in self.defined:
-            self.problems.append(_file_error(
+            self.problems.append(file_error(
                 f"duplicate name '{name}'", where=where,
                 fix=f"it is already defined at {self.defined[name]}; every input, constant "
                     f"and result needs its own name"))
@@ -166,14 +149,14 @@ class _Reader:
             if key in opdef.operand_options:
                 continue
             if key in opdef.operands and not opdef.variadic:
-                raise _file_error(f"'{key}' is a positional operand of {node.op}",
-                                  where=node.option_location(key),
-                                  fix=f"write the operands in order: {', '.join(opdef.operands)}")
+                raise file_error(f"'{key}' is a positional operand of {node.op}",
+                                 where=node.option_location(key),
+                                 fix=f"write the operands in order: {', '.join(opdef.operands)}")
             attrs[key] = _attr_value(params.get(key), value)
         for i, name in enumerate(node.outputs):
             if name in self.defined:
-                raise _file_error(f"duplicate name '{name}'", where=node.output_location(i),
-                                  fix=f"it is already defined at {self.defined[name]}")
+                raise file_error(f"duplicate name '{name}'", where=node.output_location(i),
+                                 fix=f"it is already defined at {self.defined[name]}")
         self.graph.add_operation(node.op, operands, attrs, name=node.id,
                                  output_names=list(node.outputs))
         for i, name in enumerate(node.outputs):
@@ -187,19 +170,19 @@ class _Reader:
                 where = where * len(positional[0])
                 positional = positional[0]
             elif any(isinstance(v, list) for v in positional):
-                raise _file_error(f"{node.op} takes its operands as one list or spread out, "
-                                  f"not both", where=node.where,
-                                  fix=f"write {node.op}([a, b], ...)")
+                raise file_error(f"{node.op} takes its operands as one list or spread out, "
+                                 f"not both", where=node.where,
+                                 fix=f"write {node.op}([a, b], ...)")
             return self.resolve(positional, where, index)
         for v, w in zip(positional, where):
             if isinstance(v, list):
-                raise _file_error(f"{node.op} takes its operands one by one, not as a list",
-                                  where=w)
+                raise file_error(f"{node.op} takes its operands one by one, not as a list",
+                                 where=w)
         slots = opdef.slots
         if len(positional) > len(slots):
-            raise _file_error(f"{node.op} takes at most {len(slots)} operands "
-                              f"({', '.join(slots)}), got {len(positional)}", where=node.where,
-                              fix="write non-operand arguments as name=value")
+            raise file_error(f"{node.op} takes at most {len(slots)} operands "
+                             f"({', '.join(slots)}), got {len(positional)}", where=node.where,
+                             fix="write non-operand arguments as name=value")
         values: list[Any] = positional + [None] * (len(slots) - len(positional))
         where += [node.where] * (len(slots) - len(where))
         for name in opdef.operand_options:
@@ -211,11 +194,11 @@ class _Reader:
             if ref is None:
                 if node.options[name] is None:
                     continue
-                raise _file_error(f"option '{name}' of {node.op} is an operand; give its name",
-                                  where=at)
+                raise file_error(f"option '{name}' of {node.op} is an operand; give its name",
+                                 where=at)
             if values[slot] is not None:
-                raise _file_error(f"'{name}' is given both as a trailing operand and by name",
-                                  where=at, fix="give it one way")
+                raise file_error(f"'{name}' is given both as a trailing operand and by name",
+                                 where=at, fix="give it one way")
             values[slot], where[slot] = ref, at
         return self.resolve(values, where, index)
 
@@ -246,14 +229,14 @@ class _Reader:
             if cycle:
                 if len(cycle) > 8:  # keep the message one readable line
                     cycle = [*cycle[:4], f"... ({len(cycle) - 7} more)", *cycle[-3:]]
-                raise _file_error(f"cycle: {' -> '.join(cycle)}", where=where,
-                                  fix="a graph has no cycles; a node reads only earlier names")
-            raise _file_error(f"'{name}' is used before it is defined", where=where,
-                              fix=f"it is defined at {self.doc.nodes[later].where}; "
-                                  f"put nodes in dependency order")
+                raise file_error(f"cycle: {' -> '.join(cycle)}", where=where,
+                                 fix="a graph has no cycles; a node reads only earlier names")
+            raise file_error(f"'{name}' is used before it is defined", where=where,
+                             fix=f"it is defined at {self.doc.nodes[later].where}; "
+                                 f"put nodes in dependency order")
         close = difflib.get_close_matches(name, list(self.defined), n=1)
-        raise _file_error(f"no input, constant or result is named '{name}'", where=where,
-                          fix=f"did you mean '{close[0]}'?" if close else None)
+        raise file_error(f"no input, constant or result is named '{name}'", where=where,
+                         fix=f"did you mean '{close[0]}'?" if close else None)
 
     def cycle(self, start: int, later: int) -> list[str] | None:
         """Result names along a dependency path from node `start` through node `later` back
@@ -284,7 +267,7 @@ class _Reader:
         keys: dict[str, str] = {}
         for out in self.doc.outputs:
             if out.key in keys:
-                self.problems.append(_file_error(
+                self.problems.append(file_error(
                     f"duplicate output name '{out.key}'", where=out.where,
                     fix=f"it is already an output at {keys[out.key]}"))
                 continue
@@ -292,7 +275,7 @@ class _Reader:
             if out.operand in self.failed:
                 continue
             if not self.graph.has_operand(out.operand) or out.operand not in self.defined:
-                self.problems.append(_file_error(
+                self.problems.append(file_error(
                     f"output '{out.key}' names '{out.operand}', which is not defined",
                     where=out.where))
                 continue

@@ -1,4 +1,4 @@
-"""The boundary permutations a conversion made (`--io-layout`, converter/io_permutations.py) in
+"""The boundary permutations a conversion made (`--io-layout`, converter/ir/io_permutations.py) in
 graph files, where readers without the feature skip them and still see a valid graph.
 
 Text form: one `#@permuted` comment an input or output, right after the header:
@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from ..errors import ParseError
+from .document import file_error
 
 __all__ = ["parse_directive", "render_directives", "add_permuted", "from_json", "to_json"]
 
@@ -71,14 +72,13 @@ def to_json(table: dict[str, dict[str, list[int]]]) -> dict[str, Any]:
 def add_permuted(reader, table: dict[str, dict[str, list[int]]], where: str) -> None:
     """Record the doc's permutations on the graph being read (after its inputs and outputs);
     a record that does not fit the graph goes to the reader's problems."""
-    from ..io_permutations import KEY, check_declared
-    from .graph_from_doc import _file_error
+    from ..ir.io_permutations import KEY, check_declared
 
     if not table:
         return
     problems = check_declared(reader.graph, table)
     for what in problems:
-        reader.problems.append(_file_error(what, where=where,
-                                           fix="fix or drop the permuted record"))
+        reader.problems.append(file_error(what, where=where,
+                                          fix="fix or drop the permuted record"))
     if not problems:
         reader.graph.metadata[KEY] = {side: dict(entries) for side, entries in table.items()}

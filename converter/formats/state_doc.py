@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParseError
-from ._text_lexer import STRING
-from .document import ConstDecl
+from ._text_lexer import STRING, init_text
+from .document import ConstDecl, file_error, located
 
 __all__ = ["StateDecl", "parse_directive", "render_directive", "state_from_json",
-           "state_to_json", "add_state", "doc_state"]
+           "state_to_json", "add_state"]
 
 _STRING = STRING  # the lexer's: linear, whatever the line holds
 _NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\"(?:Infinity|-Infinity|NaN)\""
@@ -95,9 +95,7 @@ def parse_directive(rest: str, path: str, line: int, column: int) -> StateDecl:
 
 
 def render_directive(decl: StateDecl) -> str:
-    from .webnn_text import _init  # the constant annotations, written one way
-
-    init = "zeros" if decl.init is None else _init(decl.init)
+    init = "zeros" if decl.init is None else init_text(decl.init)  # as constants' inits
     return f"#@state {json.dumps(decl.input, ensure_ascii=False)} " \
            f"{json.dumps(decl.output, ensure_ascii=False)} {init}"
 
@@ -141,35 +139,20 @@ def state_to_json(decls: list[StateDecl]) -> list[dict[str, Any]]:
 
 
 # -- Graph <-> doc --------------------------------------------------------------------------------
-def doc_state(graph, keys: set[str]) -> list[StateDecl]:
-    """The graph's state as declarations; constant initial values get weights keys from `keys`
-    (shared with the constants, so no key is used twice)."""
-    from .doc_from_graph import _constant
-
-    decls = []
-    for var in graph.state:
-        init = None
-        if var.initial is not None:
-            init = _constant(f"{var.input}/initial", var.initial, keys)
-        decls.append(StateDecl(var.input, var.output, init))
-    return decls
-
-
 def add_state(reader, decls: list[StateDecl]) -> None:
     """Declare the doc's state on the graph being read (after its inputs and outputs);
     problems go to the reader's list, located at the declaration."""
-    from .graph_from_doc import _file_error, located
     from ..errors import ConverterError
 
     graph = reader.graph
     for decl in decls:
         operand = graph.inputs.get(decl.input)
         if operand is None:
-            reader.problems.append(_file_error(
+            reader.problems.append(file_error(
                 f"state input '{decl.input}' is not an input of the graph", where=decl.where))
             continue
         if decl.output not in graph.outputs:
-            reader.problems.append(_file_error(
+            reader.problems.append(file_error(
                 f"state output '{decl.output}' is not an output of the graph", where=decl.where))
             continue
         initial = None

@@ -36,7 +36,8 @@ from .. import dtypes
 from ..errors import ConverterError, ParseError
 from ..ir import Graph
 from ._files import MAX_NESTING
-from ._text_lexer import Directive, Token, is_identifier, quote, tokenize
+from ._text_lexer import (Directive, Token, init_text, is_identifier, number_text, quote,
+                          tokenize)
 from .document import (ConstDecl, GraphDoc, InputDecl, NodeDecl, OutputDecl, Ref,
                        non_finite_name, unique_name)
 from . import permuted_doc
@@ -390,7 +391,7 @@ def render(doc: GraphDoc) -> str:
     if doc.consts:
         out.append("  consts {")
         for c in doc.consts:
-            declare(c.name, f"{idents[c.name]}: {_type(c.data_type, c.shape)} {_init(c)};")
+            declare(c.name, f"{idents[c.name]}: {_type(c.data_type, c.shape)} {init_text(c)};")
         out.append("  }")
     if doc.nodes:
         out.append("  nodes {")
@@ -445,26 +446,10 @@ def _type(data_type: str, shape) -> str:
     return f"{dtypes.info(data_type).token}[{', '.join(str(int(d)) for d in shape)}]"
 
 
-def _init(c: ConstDecl) -> str:
-    if c.kind == "weights":
-        return f"@weights({quote(c.key)})"
-    if c.kind == "scalar":
-        return f"@scalar({_number(c.value)})"
-    return f"@bytes([{', '.join(str(b) for b in c.data)}])"
-
-
 def _operand_arg(value: Any, idents: dict[str, str]) -> str:
     if isinstance(value, list):  # concat's operand list
         return "[" + ", ".join(idents[v] for v in value) + "]"
     return idents[value]
-
-
-def _number(v: int | float) -> str:
-    if isinstance(v, bool):
-        raise TypeError("a boolean is not a number")
-    if isinstance(v, int):
-        return str(v)
-    return repr(float(v))
 
 
 def _value(v: Any) -> str:
@@ -475,7 +460,7 @@ def _value(v: Any) -> str:
     if isinstance(v, (int, float)):
         if isinstance(v, float) and not (v == v and abs(v) != float("inf")):
             return quote(non_finite_name(v))
-        return _number(v)
+        return number_text(v)
     if isinstance(v, str):
         return quote(v)
     if isinstance(v, (list, tuple)):

@@ -26,7 +26,7 @@ from .. import dtypes
 from ..errors import WeightsError
 from ..ir.graph import shape_problem
 from ..ir.operand import ConstantData
-from ..mapped_files import map_file
+from ..files.mapped import map_file
 from ..schemas import validate
 from ._files import LONE_SURROGATE, open_model_file, parse_json, read_text
 

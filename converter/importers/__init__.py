@@ -3,7 +3,8 @@
 __all__ = ["REFUSAL_FIX", "importer_tables"]
 
 # Each importer's registry records here what it imports each source op to:
-# format name -> {source op -> [WebNN ops]}, for the op catalogue (converter/catalogue.py).
+# format name -> {source op -> [WebNN ops]}, for the op catalogue as data
+# (converter/catalogue/webnn_ops.py).
 importer_tables: dict[str, dict[str, list[str]]] = {}
 
 # The fix of an import's UnsupportedError. Its reasons are of every kind (an op with no WebNN

@@ -1,4 +1,6 @@
-"""The WebNN graph IR: operands, operations, graphs."""
+"""The WebNN graph IR: operands, operations, graphs; and what is read off a graph alone: the
+transposes a conversion recorded at its boundary (io_permutations.py), its numbers for
+`inspect` (summary.py)."""
 from .graph import Graph
 from .operand import ConstantData, Operand, TensorDesc, Use
 from .operation import Operation

@@ -102,10 +102,16 @@ def pipeline_for(target: "Target") -> list[str]:
 
     Folding and cleanup first (fewer ops to rewrite), then quantized weights (kept, re-encoded or
     dequantized before decompose would expand a dequantizeLinear the target lacks), then what
-    changes ops (decomposition of ops the target lacks, constant-only operands (whose rewrites
-    add scalars and reshapes the rank pass must see), ranks, data types, int8 ops the backend
-    refuses computed in float32), then layout (it sees the final set of ops), then folding and
-    cleanup again (transposes of constants fold, identities and dead ops go).
+    changes ops (decomposition of ops the target lacks, pads in a mode it refuses as gathers,
+    integer clamps it refuses as max/min, constant-only operands (whose rewrites add scalars
+    and reshapes the rank pass must see), ranks, data types, integer clamps again (an int64
+    clamp the data types pass narrowed to int32, where max and min take no int64), int8 ops
+    the backend refuses computed in float32), then layout (it sees the final set of ops), then
+    folding and cleanup again (transposes of constants fold, identities and dead ops go), and
+    last the split of constants over the target's limit (folding would join the pieces again).
+    Rewriting integer clamps before the data types pass keeps an int64 clamp exact where max
+    and min take int64 (chromium-litert): that pass would narrow it to int32.
     """
-    return ["fold_constants", "cleanup", "quantized_weights", "decompose", "constant_operands", "rank",
-            "data_types", "int8_in_float", "layout", "fold_constants", "cleanup"]
+    return ["fold_constants", "cleanup", "quantized_weights", "decompose", "pad_modes",
+            "int_clamp", "constant_operands", "rank", "data_types", "int_clamp",
+            "int8_in_float", "layout", "fold_constants", "cleanup", "split_constants"]

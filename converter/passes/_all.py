@@ -6,7 +6,10 @@ from . import (  # noqa: F401
     decompose,
     fold_constants,
     int8_in_float,
+    int_clamp,
     layout,
+    pad_modes,
     quantized_weights,
     rank,
+    split_constants,
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..ir import Operand, Operation
+from ..ops.activation import cast_number
 from .decompositions import Emitter, decomposition
 
 
@@ -97,15 +98,17 @@ def sigmoid(e: Emitter, op: Operation) -> Operand:
 
 @decomposition("clamp")
 def clamp(e: Emitter, op: Operation) -> Operand:
-    """min(max(x, minValue), maxValue), each bound only when given."""
+    """min(max(x, minValue), maxValue), each bound only when given, cast to the input's type
+    as the spec casts an MLNumber (an integer bound rounds half to even and saturates: 1.5 is
+    2, -Infinity the type's lowest value)."""
     x = op.input("input")
     dt = x.data_type
     low, high = op.attrs.get("minValue"), op.attrs.get("maxValue")
     y = x
     if low is not None:
-        y = e.max(y, e.scalar(low, dt))
+        y = e.max(y, e.scalar(cast_number(low, dt), dt))
     if high is not None:
-        y = e.min(y, e.scalar(high, dt))
+        y = e.min(y, e.scalar(cast_number(high, dt), dt))
     return y if y is not x else e.identity(x)
 
 

@@ -24,6 +24,7 @@ from ..errors import ConverterError
 from ..ir import Graph, Operand, Operation
 from . import PassContext, PassResult, graph_pass
 from .cleanup import replace_results
+from .target_fit import operand_slots
 
 __all__ = ["EXACT_IN_FLOAT", "MOVES_VALUES", "int8_in_float", "lacks_int8", "rewritten_ops"]
 
@@ -37,19 +38,6 @@ MOVES_VALUES = frozenset({"concat", "slice", "reshape", "transpose", "expand", "
 EXACT_IN_FLOAT = MOVES_VALUES | {"maxPool2d"}
 
 
-def _operands(op: Operation) -> list[tuple[str, Operand]]:
-    """(name in opSupportLimits, operand) for every present input and every result."""
-    opdef = op.opdef
-    names = [opdef.operands[0]] * len(op.inputs) if opdef.variadic else list(opdef.slots)
-    pairs = [(n, x) for n, x in zip(names, op.inputs) if x is not None]
-    results = op.opdef.limits
-    for i, out in enumerate(op.outputs):
-        name = "output" if "output" in results else "outputs" if "outputs" in results \
-            else f"output{i}"
-        pairs.append((name, out))
-    return pairs
-
-
 def lacks_int8(op: Operation, target) -> bool:
     """Whether `target` refuses `op`'s int8 operands but takes every one of them as float32:
     an op of EXACT_IN_FLOAT whose results are int8 (an operand the file does not list is taken
@@ -59,7 +47,7 @@ def lacks_int8(op: Operation, target) -> bool:
             or not all(o.data_type == "int8" for o in op.outputs):
         return False
     refused = False
-    for name, operand in _operands(op):
+    for name, operand in operand_slots(op):
         types = (target.operand_limits(op.op_type, name) or {}).get("dataTypes")
         if types is None or operand.data_type != "int8" or "int8" in types:
             continue

@@ -5,7 +5,7 @@ transposes as it takes.
    differs is presented in that layout: its shape is permuted and a transpose to (from) the
    source layout put next to it. A state pair (graph.state) moves as one, its initial value
    permuted alike, and only when both its ends were traced to one layout. Each permuted
-   input and output is recorded in graph.metadata (io_permutations.py), so verification
+   input and output is recorded in graph.metadata (ir/io_permutations.py), so verification
    feeds the source and the graph each in its own layout. Without io_layout, the interface
    stays exactly as it is.
 2. Conversion. Each layout-bearing op (conv2d, convTranspose2d, the pools, instanceNormalization,
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConverterError
 from ..ir import ConstantData, Graph, Operand
-from ..io_permutations import record
+from ..ir.io_permutations import record
 from ..ir.operand import pack4
 from . import PassContext, PassResult, graph_pass
 from .layout_chains import collapse_chains

@@ -100,7 +100,7 @@ class ConcatLoop:
 
     def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
         """Feed `tokens` in one step; the logits row of each."""
-        from ..execute import run
+        from ..runtimes.execute import run
         from .kv_cache import check_tokens
 
         spec = self.spec

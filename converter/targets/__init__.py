@@ -10,6 +10,11 @@ rank range), optionally with a member `"webnn-converter"` for what opSupportLimi
       "emulated": {"gemm": "as matmul, mul and add"},
       "maxConstantByteLength": 134217728,   (where build() refuses smaller constants than
                                              maxTensorByteLength says: chromium-litert)
+      "refusedOptions": {"pad": {"mode": ["edge"]}},   (option values build() refuses:
+                                             opSupportLimits() lists types and ranks only)
+      "refusedDataTypes": {"clamp": {"input": ["int32"]}},   (types opSupportLimits() lists
+                                             for an operand but build() refuses: taken out of
+                                             the limits when the file is loaded)
       "sources": ["where the facts come from"], "notes": ["..."]
     }
 
@@ -49,6 +54,8 @@ class Target:
     # the most bytes one constant may hold, where the backend's build() allows less than
     # maxTensorByteLength (None: that limit alone)
     max_constant_bytes: int | None = None
+    # option values the backend's build() refuses, by op and option: {"pad": {"mode": ["edge"]}}
+    refused_options: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     source: str = ""
     sources: list[str] = field(default_factory=list)  # where the file's facts come from
 
@@ -76,6 +83,10 @@ class Target:
 
     def must_be_constant(self, op: str) -> list[str]:
         return list(self.constant_operands.get(op, []))
+
+    def refuses(self, op: str, option: str, value: Any) -> bool:
+        """Whether build() refuses `op` with `option` set to `value` (refusedOptions)."""
+        return value in self.refused_options.get(op, {}).get(option, ())
 
     def emulates(self, op: str) -> str | None:
         """How the backend composes `op` from other ops, or None when it runs it natively."""
@@ -107,7 +118,9 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
     validate(data, "target", str(path))
     ext = data.get(EXTENSION, {})
     _check_constant_operands(ext.get("constantOperands", {}), str(path))
+    _check_refused_options(ext.get("refusedOptions", {}), str(path))
     limits = {k: v for k, v in data.items() if k != EXTENSION}
+    limits = _without_refused_types(limits, ext.get("refusedDataTypes", {}), str(path))
     # A browser dump is often saved as NAME.opSupportLimits.json: its name is NAME.
     default_name = path.name.removesuffix(".json").removesuffix(".opSupportLimits")
     return Target(name=ext.get("name", default_name), limits=limits,
@@ -116,6 +129,7 @@ def load_target(name_or_path: "str | Path | Target") -> Target:
                   emulated=ext.get("emulated", {}), notes=ext.get("notes", []),
                   int8_in_float=ext.get("int8InFloat", []),
                   max_constant_bytes=ext.get("maxConstantByteLength"),
+                  refused_options=ext.get("refusedOptions", {}),
                   source=str(path), sources=ext.get("sources", []))
 
 
@@ -135,3 +149,63 @@ def _check_constant_operands(table: dict[str, list[str]], where: str) -> None:
             raise FormatError(f"constantOperands: {op_name} has no operand "
                               f"{', '.join(map(repr, unknown))}", where=where,
                               fix=f"{op_name}'s operands are {', '.join(ops[op_name].slots)}")
+
+
+def _check_refused_options(table: dict[str, dict[str, list[str]]], where: str) -> None:
+    """Every op, option and value named in refusedOptions exists (enum options only: a typo
+    would silently refuse nothing)."""
+    from ..errors import FormatError
+    from ..ops.registry import all_ops
+
+    ops = all_ops()
+    for op_name, options in table.items():
+        if op_name not in ops:
+            raise FormatError(f"refusedOptions names an unknown op '{op_name}'", where=where,
+                              fix="use MLGraphBuilder method names")
+        params = ops[op_name].params()
+        for option, values in options.items():
+            param = params.get(option)
+            if param is None or param.kind != "enum":
+                enums = [p.name for p in params.values() if p.kind == "enum"]
+                raise FormatError(f"refusedOptions: {op_name} has no enum option '{option}'",
+                                  where=where, fix=f"{op_name}'s enum options are "
+                                                   f"{', '.join(enums) or 'none'}")
+            unknown = [v for v in values if v not in param.choices]
+            if unknown:
+                raise FormatError(f"refusedOptions: {op_name} {option} has no value "
+                                  f"{', '.join(map(repr, unknown))}", where=where,
+                                  fix=f"its values are {', '.join(param.choices)}")
+
+
+def _without_refused_types(limits: dict, table: dict[str, dict[str, list[str]]],
+                           where: str) -> dict:
+    """`limits` with the data types refusedDataTypes names taken out of their operands' lists,
+    so check, its advice and the passes all see what build() takes. Each op and operand named
+    must be listed with those types: a typo would silently refuse nothing."""
+    from ..errors import FormatError
+
+    if not table:
+        return limits
+    limits = dict(limits)
+    for op_name, operands in table.items():
+        listed = limits.get(op_name)
+        if not isinstance(listed, dict) or op_name in _GLOBAL_KEYS:
+            raise FormatError(f"refusedDataTypes names '{op_name}', which the file does not "
+                              f"list as an op", where=where,
+                              fix="name ops the file lists (MLGraphBuilder method names)")
+        listed = dict(listed)
+        for operand, types in operands.items():
+            entry = listed.get(operand)
+            if not isinstance(entry, dict) or "dataTypes" not in entry:
+                raise FormatError(f"refusedDataTypes: {op_name} lists no data types for "
+                                  f"'{operand}'", where=where,
+                                  fix=f"{op_name}'s operands here are {', '.join(listed)}")
+            unlisted = [t for t in types if t not in entry["dataTypes"]]
+            if unlisted:
+                raise FormatError(f"refusedDataTypes: {op_name} {operand} does not list "
+                                  f"{', '.join(unlisted)}", where=where,
+                                  fix="name only types the file lists there")
+            listed[operand] = {**entry, "dataTypes": [t for t in entry["dataTypes"]
+                                                      if t not in types]}
+        limits[op_name] = listed
+    return limits

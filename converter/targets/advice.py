@@ -11,9 +11,10 @@ begins "no pass". So `check` never names a pass for a case that pass leaves alon
 advice asks the rank pass's own planner (`passes.rank.plan_rank`); the decompose and
 constant_operands advice expands a copy of the op the way those passes would (`trial_expand`);
 the int64 advice checks that constants fit int32; the quantized weights advice asks that pass's
-own `decide`. tests/targets/test_advice.py builds a graph
-for every entry and runs the target pipeline to prove the named pass fixes it (and that what
-no pass fixes stays).
+own `decide`; the pad_modes and int_clamp advice build the rewrite on a copy (`trial_expand`),
+and the split_constants advice asks that pass's `split_problem`. tests/targets/test_advice.py
+builds a graph for every entry and runs the target pipeline to prove the named pass fixes it
+(and that what no pass fixes stays).
 """
 from __future__ import annotations
 
@@ -217,6 +218,28 @@ def _int8_in_float(s: Situation) -> str | None:
             f"(exact: its int8 values are float32 values)")
 
 
+@advice("data-type", "int-clamp", fixed_by=("int_clamp",),
+        when="an integer clamp the target refuses, whose max and min with constant bounds fit "
+             "the target")
+def _int_clamp(s: Situation) -> str | None:
+    from ..passes.int_clamp import refused_int_clamp
+
+    if s.op is None or not refused_int_clamp(s.op, s.target) \
+            or _int_clamp_problem(s) is not None:
+        return None
+    return (f"the 'int_clamp' pass clamps {s.data_type} with max and min by constant bounds "
+            f"(exact)")
+
+
+def _int_clamp_problem(s: Situation) -> str | None:
+    """Why the int_clamp pass cannot rewrite the clamp (None: it can), tried on a copy."""
+    from ..passes.decompositions import get_decomposition
+    from ..passes.int_clamp import fits
+
+    return trial_expand(s.op, rule=get_decomposition("clamp"), acceptable=fits(s.target),
+                        available=s.target.supports)
+
+
 @advice("data-type", "no-type-change", fixed_by=(), when="otherwise")
 def _no_type_change(s: Situation) -> str:
     why = " (its values do not fit int32)" if s.data_type == "int64" and "int32" in s.allowed \
@@ -378,8 +401,62 @@ def _stays_computed(s: Situation) -> str:
             f"give it a constant in the source model")
 
 
+# -- option values -----------------------------------------------------------------------------
+def _pad_problem(s: Situation) -> str | None:
+    """Why the pad_modes pass cannot rewrite the pad (None: it can), tried on a copy."""
+    from ..passes.pad_modes import fits, pad_rule
+
+    return trial_expand(s.op, rule=pad_rule(s.target), acceptable=fits(s.target),
+                        available=s.target.supports)
+
+
+@advice("option", "pad-as-gathers", fixed_by=("pad_modes",),
+        when="a pad in a mode the target refuses (edge, reflection) whose gathers with constant "
+             "indices fit the target")
+def _pad_as_gathers(s: Situation) -> str | None:
+    from ..passes.pad_modes import REWRITTEN_MODES, refused_pad
+
+    op = s.op
+    if not refused_pad(op, s.target) or op.attr("mode") not in REWRITTEN_MODES \
+            or _pad_problem(s) is not None:
+        return None
+    return (f"the 'pad_modes' pass copies the {op.attr('mode')} rows with gathers by constant "
+            f"indices (exact)")
+
+
+@advice("option", "option-stays", fixed_by=(), when="otherwise")
+def _option_stays(s: Situation) -> str:
+    op = s.op
+    why = f" ({_pad_problem(s)})" if op.op_type == "pad" else ""
+    return (f"no pass rewrites this {op.op_type}{why}: the source model must use an option "
+            f"value {s.target.name} takes")
+
+
 # -- tensor size -------------------------------------------------------------------------------
+def _constant_over_limit(s: Situation) -> bool:
+    from ..passes.split_constants import over_limit
+
+    return s.operand is not None and over_limit(s.operand, s.target)
+
+
+@advice("tensor-size", "split-constant", fixed_by=("split_constants",),
+        when="a graph constant over the target's maxConstantByteLength (but not its "
+             "maxTensorByteLength) whose pieces the target's concat joins")
+def _split_constant(s: Situation) -> str | None:
+    from ..passes.split_constants import split_problem
+
+    if not _constant_over_limit(s) or split_problem(s.operand, s.target) is not None:
+        return None
+    return (f"the 'split_constants' pass cuts it into constants of at most "
+            f"{s.target.max_constant_bytes} bytes joined by concat (exact)")
+
+
 @advice("tensor-size", "too-big", fixed_by=(), when="always")
 def _too_big(s: Situation) -> str:
+    if _constant_over_limit(s):
+        from ..passes.split_constants import split_problem
+
+        return (f"no pass splits this constant ({split_problem(s.operand, s.target)}): give "
+                f"smaller dimensions (--dim, --input-shape) or split the model")
     return ("no pass splits a tensor: give smaller dimensions (--dim, --input-shape) or split "
             "the model")

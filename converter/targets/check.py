@@ -9,7 +9,8 @@ The rules, in the order they are reported:
      `constant` and `output` limits;
   2. per operation, in graph order: the op exists on the target; each operand's and result's
      data type and rank within the op's limits; the operands the target needs constant are
-     graph constants;
+     graph constants; no option value the target refuses (`refusedOptions`: chromium-litert
+     refuses pad's edge mode);
   3. every tensor's byte length within `maxTensorByteLength`, and every graph constant's within
      the target's `maxConstantByteLength` where it has one (Chromium's LiteRT backend refuses a
      constant over 128 MiB).
@@ -30,9 +31,9 @@ from ..ir import Graph, Operand, Operation
 from . import Target, builtin_targets, load_target
 from .advice import Situation, advise
 
-__all__ = ["Violation", "KINDS", "check", "check_all"]
+__all__ = ["Violation", "KINDS", "check", "check_all", "operation_violations"]
 
-KINDS = ("unsupported-op", "data-type", "rank", "tensor-size", "not-constant")
+KINDS = ("unsupported-op", "data-type", "rank", "tensor-size", "not-constant", "option")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Violation:
 
     kind: one of KINDS. op/node: the operation (None for graph inputs, constants, outputs).
     operand: the op's operand name in the spec (`input`, `filter`, `output`...), or `input`,
-    `constant`, `output` for the graph's own. tensor: the graph operand's name. found: what
+    `constant`, `output` for the graph's own (None for an `option` violation, whose `found`
+    names the option and its value: "mode 'edge'"). tensor: the graph operand's name. found: what
     the graph has. rule: what the target allows. fix: the pass or option that would fix it.
     advice: the key of the advice table's entry `fix` comes from.
     """
@@ -142,6 +144,13 @@ def _result_name(op: Operation, index: int) -> str:
     return f"output{index}"
 
 
+def operation_violations(op: Operation, target: Target) -> list[Violation]:
+    """Every way one operation breaks `target`'s per-op rules (rule 2 above). The rewrite
+    passes test the ops they build with passes/target_fit.misfit, held to the same verdicts
+    by tests/passes/test_target_fit.py."""
+    return _operation(target, op)
+
+
 def _operation(target: Target, op: Operation) -> list[Violation]:
     if not target.supports(op.op_type):
         entry, fix = advise(Situation(target, "unsupported-op", op))
@@ -164,6 +173,14 @@ def _operation(target: Target, op: Operation) -> list[Violation]:
         operand = op.input(name)
         if operand is not None and not operand.is_constant:
             found.append(_not_constant(target, op, name, operand))
+    for option in target.refused_options.get(op.op_type, {}):
+        value = op.attr(option)
+        if target.refuses(op.op_type, option, value):
+            entry, fix = advise(Situation(target, "option", op))
+            found.append(Violation(
+                target.name, "option", f"{option} '{value}'",
+                f"{target.name} refuses {op.op_type} with {option} '{value}'", fix,
+                op=op.op_type, node=op.name, advice=entry.key))
     return found
 
 

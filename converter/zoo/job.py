@@ -100,7 +100,7 @@ def _locate(spec: dict, result: dict) -> Path:
     import hashlib
 
     from ..errors import ConverterError
-    from ..fetch import fetch_model
+    from .fetch import fetch_model
     from .files import open_local_model
 
     t = time.perf_counter()
@@ -131,7 +131,7 @@ def _locate(spec: dict, result: dict) -> Path:
 
 
 def _load(spec: dict, source: Path):
-    from ..by_suffix import load_any
+    from ..conversion.by_suffix import load_any
 
     if source.suffix.lower() != f".{spec['format']}":  # the readers pick by suffix
         from ..errors import ConverterError
@@ -190,7 +190,7 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
         t = time.perf_counter()
         try:
             if graph.state:  # stateful: every step compared, each side keeping its state
-                from ..verification_steps import verify_steps
+                from ..verification.steps import verify_steps
 
                 report = verify_steps(source, graph, steps=STATE_STEPS,
                                       seed=spec.get("seed", 0), runtime=runtime,

@@ -6,7 +6,7 @@
 
 A model is a local file (`path`, relative to the manifest's folder and inside it; `sha256`
 optional, checked when given) or a file inside a pip package's wheel (`source`: package,
-version, path, sha256), downloaded once into the cache by `converter.fetch`. The document
+version, path, sha256), downloaded once into the cache by `converter.zoo.fetch`. The document
 follows `schemas/zoo-manifest.schema.json`; an id appears once; an entry without `expect`
 expects `verified`.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConverterError, FormatError
-from ..fetch import SHA256, check_source
+from .fetch import SHA256, check_source
 from ..schemas import validate
 from .files import MAX_MANIFEST_BYTES, local_model_path, parse_document, read_bounded
 

@@ -1,6 +1,7 @@
 """The zoo's jobs on a Ray cluster: `webnn-convert zoo MANIFEST --executor ray`.
 
-Each model is one Ray task that calls `runner.run_isolated` on the worker, so the job still
+Each model is one Ray task that calls `runner.run_isolated` on the worker (the runner hands it
+over, so that this module and the runner do not import each other), so the job still
 runs in its own process there with the same time and memory limits, and a segfault costs one
 model, not the Ray worker. Results stream back as tasks finish (`ray.wait`) and go into the
 same store and reports as a local run's.
@@ -31,8 +32,9 @@ def _import_ray():
     return ray
 
 
-def run_on_ray(entries, options):
-    """(entry, result) pairs as the cluster finishes them."""
+def run_on_ray(entries, options, run_isolated):
+    """(entry, result) pairs as the cluster finishes them; each task is `run_isolated` (the
+    runner's) on one entry."""
     if not entries:
         return
     ray = _import_ray()
@@ -48,8 +50,6 @@ def run_on_ray(entries, options):
             path = os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH")) if p)
             ray.init(num_cpus=options.jobs, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": path}})
-    from .runner import run_isolated
-
     task = ray.remote(num_cpus=1, max_retries=0)(run_isolated)
     # The worker enforces the timeout itself; the extra minute here only guards a lost task.
     pending = {task.remote(e.spec(), options.targets, options.runtimes, options.timeout,

@@ -132,7 +132,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     if options.executor == "ray":
         from .ray_executor import run_on_ray
 
-        stream = run_on_ray(todo, options)
+        stream = run_on_ray(todo, options, run_isolated)
     else:
         stream = _run_local(todo, options, workers)
     try:
@@ -155,7 +155,7 @@ def longest_first(entries: list[ZooEntry]) -> list[ZooEntry]:
     (a file's size stands for its cost; a file not yet fetched counts as small). A big model
     started last keeps one worker busy while the others idle; started first, the small ones
     fill in around it (the longest-processing-time rule). Ties keep the manifest's order."""
-    from ..fetch import cached_model_path
+    from .fetch import cached_model_path
 
     def size(entry: ZooEntry) -> int:
         path = cached_model_path(entry.source) if entry.source is not None else entry.path

@@ -48,7 +48,7 @@ def default_results_path(manifest: str | Path) -> Path:
     manifest (its stem and a hash of its absolute path). Never the working directory: a run
     from a source checkout must not leave files in it, and `--resume` must find the file again
     from any directory."""
-    from ..fetch import cache_dir
+    from .fetch import cache_dir
 
     where = Path(manifest).resolve()
     digest = hashlib.sha256(str(where).encode()).hexdigest()[:12]

@@ -171,8 +171,11 @@ def _import_everything(targets: bool = True) -> None:
     import onnx.reference.ops._op_list  # noqa: F401  (folding's evaluator and its ops)
     import onnxruntime  # noqa: F401
 
-    from .. import by_suffix, convert, execute, session, verification  # noqa: F401
-    from .. import verification_steps  # noqa: F401
+    from .. import convert  # noqa: F401
+    from ..verification import core as verification  # noqa: F401
+    from ..conversion import by_suffix  # noqa: F401
+    from ..runtimes import execute, session  # noqa: F401
+    from ..verification import steps as verification_steps  # noqa: F401
     from ..importers import onnx as onnx_importer, tflite as tflite_importer  # noqa: F401
     from ..importers.onnx import wire  # noqa: F401
     from ..ir import feeds, verify  # noqa: F401

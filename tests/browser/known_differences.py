@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from converter.errors import ConverterError
-from converter.parity import ulp_distance
+from converter.verification.parity import ulp_distance
 
 from .op_cases import Case
 

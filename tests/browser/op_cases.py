@@ -16,9 +16,9 @@ from typing import Callable
 
 import numpy as np
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir import Graph
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 
 FLOATS = ("float32", "float16")
 

@@ -2,7 +2,7 @@
 recurrent networks, resampling, softmax and reductions (see op_cases.py)."""
 from __future__ import annotations
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .op_cases import FLOATS, atol, built, case, exact, rng, ulp, values
 

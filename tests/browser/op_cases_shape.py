@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .op_cases import FLOATS, built, case, exact, rng, ulp, values
 

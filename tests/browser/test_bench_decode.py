@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
 from converter.testing import decoding
 
@@ -29,7 +29,7 @@ def test_bench_page_decodes_the_tiny_llama_once(browser_limits, tmp_path):
     root = tmp_path / "served"
     root.mkdir()
     spec = {**bench.prepare("fp32", root), "runs": 1, "warmup": 0}
-    from converter.fetch import cache_dir
+    from converter.zoo.fetch import cache_dir
 
     found = cache_dir() / "bench" / "ort-web" / "node_modules" / "onnxruntime-web" / "dist"
     dist = found if (found / "ort.all.min.mjs").exists() else None

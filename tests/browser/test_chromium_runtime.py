@@ -11,10 +11,10 @@ import onnxruntime as ort
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.ir import ConstantData
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.browser_install import ENV_VAR, find_chromium
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 from converter.targets.check import check
@@ -188,7 +188,7 @@ def test_a_missing_browser_says_how_to_install_it(tmp_path, monkeypatch):
         find_chromium()
     # The runtime reports the same (in a fresh process: this one may have a browser running).
     env = {**os.environ, ENV_VAR: str(tmp_path)}
-    code = ("import numpy as np; from converter.builder import GraphBuilder; "
+    code = ("import numpy as np; from converter.ops.builder import GraphBuilder; "
             "from converter.runtimes.chromium import run_chromium; b = GraphBuilder(); "
             "g = b.build({'y': b.relu(b.input('x', 'float32', [1]))}); "
             "run_chromium(g, {'x': np.ones(1, np.float32)})")

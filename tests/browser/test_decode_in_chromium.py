@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target
 from converter.testing import decoding

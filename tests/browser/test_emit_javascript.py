@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.emit.javascript import module_source, write_js
 from converter.errors import ConverterError
 from converter.ir import ConstantData

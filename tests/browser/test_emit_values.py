@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.emit.escape import html_text, js_comment, js_string
 from converter.emit.javascript import js_op, js_value, module_source
 from converter.errors import ConverterError

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.emit.javascript import write_js
 
 # Each one sets globalThis.CANARY if any part of it is parsed as code or markup.

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, OpValidationError
 from converter.ops.registry import all_ops
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 
 from .known_differences import BEYOND_THE_SPEC, DIFFERENCES

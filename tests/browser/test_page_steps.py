@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.emit.javascript import write_js
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.runtimes.chromium import browser_page
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.chromium import run_chromium, run_chromium_many
 from converter.targets.pipeline import convert_for_target
 from tests.importers.tflite import mediapipe_reference as ref

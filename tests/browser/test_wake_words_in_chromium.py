@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import converter
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.targets import load_target
 from converter.targets.pipeline import convert_for_target
 

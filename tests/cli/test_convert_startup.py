@@ -18,7 +18,7 @@ TINY_CNN = ROOT / "models" / "tiny_cnn.onnx"
 # helpers (`secrets` brings hmac, hashlib, base64), the graph-file reader, weight hashing
 # (variants only). (tempfile and shutil, which only staged
 # saves use, are not listed: the onnx package's own start-up imports them.)
-NOT_FOR_A_PLAIN_CONVERSION = ("converter.verification", "converter.parity",
+NOT_FOR_A_PLAIN_CONVERSION = ("converter.verification.core", "converter.verification.parity",
                               "cli.commands.verify_model", "onnxruntime", "secrets",
                               "jsonschema", "hashlib", "converter.formats.graph_from_doc")
 
@@ -53,13 +53,13 @@ def test_convert_with_verify_still_loads_and_runs_verification(tmp_path):
     out = tmp_path / "tiny.webnn"
     loaded = _modules_after("convert", str(TINY_CNN), "-o", str(out), "--verify")
     assert out.is_file()
-    assert {"converter.verification", "cli.commands.verify_model"} <= loaded
+    assert {"converter.verification.core", "cli.commands.verify_model"} <= loaded
     assert not list(tmp_path.glob(".webnn-convert.*"))  # the staging folder is gone
 
 
 _PRELOAD_THEN_LOAD = """
 import json, sys
-from converter.by_suffix import import_reader, load_any
+from converter.conversion.by_suffix import import_reader, load_any
 import_reader(sys.argv[1])
 before = set(sys.modules)
 load_any(sys.argv[1])
@@ -73,7 +73,7 @@ def test_the_preloaded_reader_is_the_one_each_suffix_is_read_with(tmp_path):
     # `convert` imports the source's reader before it resumes the collector
     # (by_suffix.import_reader, from a table of its own); a table that drifted from load_any's
     # dispatch would leave the reader to be imported after, unseen but slower.
-    from converter.by_suffix import _READERS, load_any, write_any
+    from converter.conversion.by_suffix import _READERS, load_any, write_any
 
     graph = load_any(TINY_CNN)
     sources = [TINY_CNN]

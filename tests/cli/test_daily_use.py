@@ -43,7 +43,7 @@ def test_every_command_that_reads_a_model_takes_the_source_options(command):
     assert r.exit_code == 0
     for option in SOURCE_OPTIONS:
         assert option in r.output, (command, option)
-    assert ("--target" in r.output) == (command in ("convert", "verify", "run", "check"))
+    assert ("--target" in r.output) == (command in ("convert", "verify", "run", "check", "inspect"))
 
 
 @pytest.mark.parametrize("command", ["inspect", "validate", "run"])

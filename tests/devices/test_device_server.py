@@ -155,8 +155,12 @@ def test_no_server_running_says_how_to_start_one(tmp_path, monkeypatch):
     (tmp_path / "devices").mkdir()
     (tmp_path / "devices" / "server.json").write_text(
         json.dumps({"url": "http://127.0.0.1:9/" + "t" * 22 + "/"}))
-    line = _one_line(_cli("run", TINY, "--runtime", "device:x", "--output-dir", tmp_path / "o"))
-    assert "no device server answers" in line and "webnn-convert serve" in line
+    result = _cli("run", TINY, "--runtime", "device:x", "--output-dir", tmp_path / "o")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    # (run names its seeded input on stderr first)
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "no device server answers" in errors[0] and "webnn-convert serve" in errors[0]
     assert not (tmp_path / "o").exists()
 
 

@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 import converter
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 from converter.dynamic.module_js import write_variants_js
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "dynamic"

@@ -13,7 +13,7 @@ import converter
 from converter.dynamic.symbolic import (Expr, HeldOutMismatch, StructureDiffers, _steps, fit,
                                         held_out_point, held_out_points, polymorphic)
 from converter.dynamic.variants import Variants
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 
 from .tiny_bert import build
 

@@ -11,7 +11,7 @@ import pytest
 
 import converter
 from converter.dynamic.variants import MAX_VARIANTS, Variants, range_values, split_dims
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 from converter.errors import ConverterError
 from converter.formats import load_graph, webnn_text
 

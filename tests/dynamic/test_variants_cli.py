@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
-from converter.variants_conversion import convert_variants
+from converter.conversion.variants import convert_variants
 from converter.errors import FormatError
 
 from .tiny_bert import build

@@ -13,7 +13,7 @@ import converter
 from cli.main import main
 from converter.errors import ConverterError
 from converter.formats import load_graph, save_graph
-from converter.io_permutations import permutations
+from converter.ir.io_permutations import permutations
 
 TINY_CNN = Path(__file__).parents[2] / "models" / "tiny_cnn.onnx"
 RECORD = {"inputs": {"image": [0, 2, 3, 1]}, "outputs": {}}

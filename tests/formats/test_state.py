@@ -14,7 +14,7 @@ from converter.errors import ConverterError, FormatError, GraphInvalidError, Par
 from converter.formats import load_graph, save_graph
 from converter.formats.weights import read_manifest
 from converter.ir import ConstantData, Graph
-from converter.session import Session
+from converter.runtimes.session import Session
 
 
 def _counter() -> Graph:

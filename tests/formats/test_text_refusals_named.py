@@ -55,11 +55,12 @@ def test_an_output_naming_nothing_declared_is_still_written():
 
 
 def test_values_the_text_has_no_form_for_are_refused():
-    from converter.formats.webnn_text import _number, _value
+    from converter.formats._text_lexer import number_text
+    from converter.formats.webnn_text import _value
 
     with pytest.raises(TypeError, match="a boolean is not a number"):
-        _number(True)
+        number_text(True)
     with pytest.raises(TypeError, match=r"cannot write \{1\} in the .webnn text"):
         _value({1})
-    assert (_number(3), _number(0.5), _value([True, None, "a"])) == ("3", "0.5",
+    assert (number_text(3), number_text(0.5), _value([True, None, "a"])) == ("3", "0.5",
                                                                       '[true, null, "a"]')

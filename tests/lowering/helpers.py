@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.builder import GraphBuilder
-from converter.execute import run
+from converter.ops.builder import GraphBuilder
+from converter.runtimes.execute import run
 
 
 def execute(b: GraphBuilder, outputs: dict, feeds: dict | None = None) -> dict[str, np.ndarray]:

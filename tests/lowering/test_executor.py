@@ -7,9 +7,9 @@ import numpy as np
 import onnx
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.ir import ConstantData
 from converter.lowering.onnx import lower, to_onnx
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .helpers import assert_exact, assert_ulp, execute, run1
 
@@ -153,7 +153,7 @@ def test_sigmoid_is_written_out_in_float32_only(dtype, kernel):
     kinds = [n.op_type for n in to_onnx(g).graph.node]
     assert ("Sigmoid" in kinds) == kernel and ("Exp" in kinds) == (not kernel)
     xs = np.array([-5.3, 0, 2], dtype)
-    from converter.execute import run
+    from converter.runtimes.execute import run
 
     got = run(g, {"x": xs})["y"]
     np.testing.assert_allclose(got.astype(np.float64), 1 / (1 + np.exp(-xs.astype(np.float64))),
@@ -178,7 +178,7 @@ def test_gelu_is_onnx_gelu_from_opset_20(opset, gelu_node):
     ("float32", [2, 1], [2, 3], False),
 ])
 def test_prelu_uses_onnx_prelu_only_where_it_means_the_same(dtype, x_shape, slope_shape, kernel):
-    from converter.execute import run
+    from converter.runtimes.execute import run
     from converter.lowering.onnx import to_onnx
 
     rng = np.random.default_rng(3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from . import references as ref
 from .helpers import assert_exact, assert_ulp, run1
@@ -141,8 +141,8 @@ def test_conv_transpose2d_filter_layouts_and_nhwc(layout, perm):
 def test_options_given_as_none_lower_as_the_spec_s_defaults(op_type, options):
     # None in an operation's attrs means "not given" (an importer may write it so): the
     # lowering then uses the spec's defaults, and the numbers are those of the plain call
-    from converter.builder import GraphBuilder
-    from converter.execute import run
+    from converter.ops.builder import GraphBuilder
+    from converter.runtimes.execute import run
 
     xs = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     ws = np.array([[[[1, -2], [3, 0.5]]]], np.float32)

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.lowering.onnx import to_onnx
 from converter.lowering.onnx.context import LoweringContext
 from converter.lowering.onnx.registry import lowering_for, lowers

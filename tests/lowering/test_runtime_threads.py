@@ -34,7 +34,7 @@ def _threads_now() -> int:
 def test_onnx_runtime_runs_as_many_threads_as_it_is_told(monkeypatch, count):
     # ONNX Runtime's intra-op pool is `count` threads, the caller's own among them: a session
     # made under the setting adds count - 1 threads to the process while it lives.
-    from converter.builder import GraphBuilder
+    from converter.ops.builder import GraphBuilder
     from converter.lowering.onnx.executor import prepare
 
     monkeypatch.setenv(THREADS_ENV, str(count))

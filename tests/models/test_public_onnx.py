@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import converter
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 
 ZOO = json.loads((Path(__file__).resolve().parents[2] / "models" / "zoo.json").read_text())
 ONNX_MODELS = {m["id"]: m for m in ZOO["models"] if m["format"] == "onnx"}

@@ -80,7 +80,7 @@ def _as_webnn_array(value):
 
 
 def run_case(case) -> tuple[str, str]:
-    from converter.execute import run
+    from converter.runtimes.execute import run
 
     inputs, expected = case.data_sets[0]
     for vi in (*case.model.graph.input, *case.model.graph.output):

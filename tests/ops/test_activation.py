@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.ops.activation import cast_number
 from converter.ops.registry import REQUIRED, get_op

@@ -4,7 +4,7 @@ import json
 from click.testing import CliRunner
 
 from cli.main import main
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops import all_ops
 
 # The operator methods of MLGraphBuilder in index.bs @ c515210 (2026-06-27), written out here

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 
 @pytest.mark.parametrize("op, dtype", [("logicalNot", "uint8"), ("isNaN", "float32"),

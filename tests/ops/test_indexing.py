@@ -6,7 +6,7 @@ with the shape arithmetic written out next to each.
 from __future__ import annotations
 
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.registry import get_op
 
 from .helpers import fails

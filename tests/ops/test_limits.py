@@ -3,7 +3,7 @@ elements), a long's range (triangular's diagonal), the largest index an int32 ar
 the 8192-output split, and operands of two types."""
 from __future__ import annotations
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .helpers import fails
 

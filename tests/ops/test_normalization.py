@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.registry import get_op
 
 from .helpers import const, fails

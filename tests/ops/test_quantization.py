@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir.operand import TensorDesc
 from converter.ops.quantization import blockwise_broadcastable
 from converter.ops.registry import get_op

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir.operand import TensorDesc
 from converter.ops.reduction import REDUCE_OPS, reduced_shape
 from converter.ops.registry import REQUIRED, get_op, infer

@@ -6,7 +6,7 @@ the implementation's own helpers.
 from __future__ import annotations
 
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.registry import REQUIRED, get_op
 
 from .helpers import fails

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import numpy as np
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.targets import Target
 
@@ -99,7 +99,7 @@ def cnn(layout: str, features: bool = False):
 def channel_shuffle():
     """conv, then a channel shuffle (reshape to groups, swap groups and channels, reshape back)
     between two nchw convolutions."""
-    from converter.builder import GraphBuilder
+    from converter.ops.builder import GraphBuilder
 
     b = GraphBuilder("shuffle")
     x = b.input("x", "float32", [1, 6, 5, 3])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.passes.cleanup import collapse_reshape_chains, exactly_holds
 from converter.formats.webnn_text import dumps

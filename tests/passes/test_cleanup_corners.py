@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.passes import PassContext, run_passes
 from converter.passes.cleanup import collapse_reshape_chains, replace_results
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from converter import dtypes
-from converter.builder import GraphBuilder
-from converter.execute import run
+from converter.ops.builder import GraphBuilder
+from converter.runtimes.execute import run
 from converter.ops.registry import all_ops
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.passes import PassContext, run_passes
 from converter.passes.constant_operands import computed_operands, constant_rooted
 from converter.targets import Target

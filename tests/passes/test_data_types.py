@@ -6,7 +6,7 @@ import pytest
 
 import converter
 from converter import dtypes
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.registry import all_ops
 from converter.passes import PassContext, run_passes
 from converter.targets import Target

@@ -3,7 +3,7 @@
 Every table entry is checked twice over: on small inputs whose results are worked out by hand
 from the spec's formulas, and on seeded random inputs against the original op, both through
 converter.run. Comparisons use tolerances.md's float32 budget (|d| <= 1e-4 + 1e-3 |want|,
-cosine >= 0.9999; integers exact), via converter.parity.compare.
+cosine >= 0.9999; integers exact), via converter.verification.parity.compare.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from converter import dtypes
-from converter.builder import GraphBuilder
-from converter.execute import run
+from converter.ops.builder import GraphBuilder
+from converter.runtimes.execute import run
 from converter.ir import ConstantData
 from converter.ops.registry import all_ops
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.passes import PassContext, run_passes
 from converter.passes.decompose import CannotExpand, Expander
 from converter.passes.decompositions import decomposable_ops

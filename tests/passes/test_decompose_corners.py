@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.passes import decompositions
 from converter.passes.decompose import CannotExpand, Expander
 from converter.passes.decompositions import Emitter, decomposition, detaching

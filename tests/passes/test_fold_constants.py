@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.budget import limits
 from converter.ir import ConstantData

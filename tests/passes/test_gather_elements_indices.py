@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from converter import dtypes
-from converter.builder import GraphBuilder
-from converter.execute import run
+from converter.ops.builder import GraphBuilder
+from converter.runtimes.execute import run
 from converter.ops.registry import all_ops
 from converter.passes import PassContext, run_passes
 from converter.targets import Target, load_target

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.targets import Target, load_target
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.passes.int8_in_float import lacks_int8
 from converter.targets import Target, load_target

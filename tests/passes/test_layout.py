@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes, source_layouts

@@ -3,7 +3,7 @@ straight to a graph output that composes to the identity (the output must stay a
 own), and one whose reshapes regroup axes unevenly (no single transpose is equivalent)."""
 from __future__ import annotations
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .layout_helpers import check_numbers, seeded, types
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ir import ConstantData
 
 from .layout_helpers import check_numbers, conv, seeded, types

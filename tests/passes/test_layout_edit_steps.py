@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.passes.layout_edit import LayoutEditor, merged_attrs
 from converter.targets import Target

@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.importers.onnx import import_model
 from converter.passes import PassContext, run_passes
 from converter.passes.layout import count_transposes

@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.importers.onnx import import_model
 from converter.passes.layout import count_transposes
 from converter.passes.layout_order_free import _boundary, _covers_sample, _per_sample, _reshape_like

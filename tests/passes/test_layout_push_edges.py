@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes.layout_push import _LOOKAHEAD
 
 from .layout_helpers import check_numbers, conv, layout_pass, same_values, seeded, types

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
-from converter.op_budgets import op_ulp_budget
+from converter.ops.builder import GraphBuilder
+from converter.verification.op_budgets import op_ulp_budget
 
 from .layout_helpers import (NCHW_TO_NHWC, NHWC_TO_NCHW, check_numbers, conv, feeds_for,
                              layout_pass, same_values, seeded, types)

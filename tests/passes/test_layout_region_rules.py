@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .layout_helpers import check_numbers, conv, seeded, types
 

@@ -3,7 +3,7 @@ permutation, checked on a shape with no two axes alike, before/after and numeric
 from __future__ import annotations
 import numpy as np
 import pytest
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.formats.webnn_text import dumps
 
 from .layout_helpers import (NHWC_TO_NCHW, assert_in_layout, check_numbers, conv, only, seeded,

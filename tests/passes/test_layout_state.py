@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
-from converter.fetch import fetch_model
+from converter.ops.builder import GraphBuilder
+from converter.zoo.fetch import fetch_model
 from converter.ir.state import initial_value
 from converter.passes.layout import count_transposes, source_layouts
 from converter.targets.pipeline import convert_for_target

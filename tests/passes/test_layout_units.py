@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.passes import layout_rules
 from converter.passes.layout_ops import (filter_layout_for, input_perm, is_depthwise, layout_of,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError, GraphInvalidError
 from converter.passes import (PassContext, PassResult, _PASSES, all_passes, get_pass,
                               graph_pass, run_passes)

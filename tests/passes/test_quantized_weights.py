@@ -15,7 +15,7 @@ from onnx import numpy_helper
 
 from converter import budget
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 from converter.ir import ConstantData
 from converter.passes import PassContext, run_passes
@@ -244,7 +244,7 @@ def test_tflite_per_channel_int8_weights_match_litert(target, action, stored):
 
 def _runtime_scale_graph():
     """dequantizeLinear(uint4 constant weights, a scale given at run time, uint4 zero point)."""
-    from converter.builder import GraphBuilder
+    from converter.ops.builder import GraphBuilder
     from converter.ir.operand import pack4
 
     b = GraphBuilder("runtime_scale")

@@ -5,9 +5,9 @@ import numpy as np
 
 import converter
 from converter import dtypes
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.registry import get_op
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 from converter.passes import PassContext, run_passes
 from converter.targets import Target
 from converter.formats.webnn_text import dumps

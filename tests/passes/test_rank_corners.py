@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
 from converter.passes import rank_rules
 from converter.passes.rank_limits import rank_problems, rank_window, type_allowed

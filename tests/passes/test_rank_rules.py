@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.ops.elementwise import BINARY, COMPARISON, LOGICAL_BINARY, PREDICATES, UNARY
 from converter.passes.rank_limits import rank_problems
 from converter.passes.rank_rules import RULES

@@ -16,10 +16,10 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 from converter.importers.tflite import import_tflite
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import SAME, VALID, Const, Input, Output, one_op
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import converter
 from converter import dtypes
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 from converter.targets import Target
 

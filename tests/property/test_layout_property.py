@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from converter.passes.layout import source_layouts
 

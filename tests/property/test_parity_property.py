@@ -1,5 +1,5 @@
-"""converter.parity.compare on random arrays full of the values that break comparisons: NaN,
-+-Inf, -0.0, subnormals, the largest finite values, on either side.
+"""converter.verification.parity.compare on random arrays full of the values that break
+comparisons: NaN, +-Inf, -0.0, subnormals, the largest finite values, on either side.
 
 The oracle is the policy itself (shared/reference/tolerances.md), written out element by
 element in plain Python floats: NaN matches only NaN; an infinity only the same infinity;
@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 
 def specials(dtype) -> list[float]:
     info = np.finfo(dtype)

@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from ..passes.test_rank import rank_pass, seeded, target
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import OpValidationError
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=4)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.builder import GraphBuilder
-from converter.reference import evaluate
+from converter.ops.builder import GraphBuilder
+from converter.verification.reference import evaluate
 
 
 def ref1(op: str, *inputs, **options) -> np.ndarray:

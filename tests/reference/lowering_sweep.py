@@ -11,8 +11,8 @@ _RESULTS: list[dict] = []
 
 def pytest_configure(config):
     import tests.lowering.helpers as helpers
-    from converter.parity import compare, default_bounds
-    from converter.reference import evaluate
+    from converter.verification.parity import compare, default_bounds
+    from converter.verification.reference import evaluate
 
     executor = helpers.run
 

@@ -15,8 +15,8 @@ import pytest
 import converter
 from converter.dtypes import DATA_TYPES
 from converter.errors import OpValidationError, UnsupportedError
-from converter.parity import Bounds, compare
-from converter.reference import KERNELS, evaluate
+from converter.verification.parity import Bounds, compare
+from converter.verification.reference import KERNELS, evaluate
 from converter.ops.registry import all_ops
 from tests.browser.op_cases import case_ops, make_case
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import ConverterError
-from converter.reference import KERNELS, evaluate
+from converter.verification.reference import KERNELS, evaluate
 
 
 def _graph():

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
-from converter.reference import evaluate
+from converter.ops.builder import GraphBuilder
+from converter.verification.reference import evaluate
 
 from .helpers import ref1
 

@@ -7,8 +7,8 @@ import numpy as np
 import onnxruntime as ort
 
 import converter
-from converter.parity import compare, default_bounds
-from converter.reference import evaluate
+from converter.verification.parity import compare, default_bounds
+from converter.verification.reference import evaluate
 from converter.testing.light_models import light_model
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import converter.execute
+import converter.runtimes.execute
 from converter import dtypes
-from converter.reference import evaluate
+from converter.verification.reference import evaluate
 from tests.onnx_backend.cases import all_cases, claimed, run_case
 
 _LISTED = json.loads(
@@ -43,10 +43,10 @@ def test_the_sweep_covers_most_node_cases():
 @pytest.mark.parametrize("name", CASES)
 def test_reference_matches_the_onnx_expected_outputs(name, monkeypatch):
     case = all_cases()[name]
-    monkeypatch.setattr(converter.execute, "run", _reference_runner(np.float64))
+    monkeypatch.setattr(converter.runtimes.execute, "run", _reference_runner(np.float64))
     outcome, detail = run_case(case)
     if name in FLOAT32_DEFINED:
         assert outcome == "fail" and "max abs error 1" in detail, (outcome, detail)
-        monkeypatch.setattr(converter.execute, "run", _reference_runner(np.float32))
+        monkeypatch.setattr(converter.runtimes.execute, "run", _reference_runner(np.float32))
         outcome, detail = run_case(case)
     assert outcome == "pass", f"{outcome}: {detail}"

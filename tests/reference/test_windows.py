@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import UnsupportedError
-from converter.reference import evaluate
-from converter.reference.conv import FILTER_AXES
+from converter.verification.reference import evaluate
+from converter.verification.reference.conv import FILTER_AXES
 from tests.lowering import references as loops
 
 RNG = np.random.default_rng(11)

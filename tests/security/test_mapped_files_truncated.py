@@ -111,7 +111,7 @@ def test_a_file_truncated_while_mapped_stops_the_command_with_one_line(tmp_path,
 def test_a_file_that_cannot_be_leased_is_read_into_memory(tmp_path):
     """A file another program has open for writing cannot be leased: it is copied, so a
     truncation afterwards cannot reach what was read."""
-    from converter.mapped_files import guarding, map_file
+    from converter.files.mapped import guarding, map_file
 
     path = tmp_path / "w.bin"
     values = np.arange(4096, dtype=np.float32)
@@ -151,7 +151,7 @@ def test_a_stop_that_was_swallowed_is_raised_again(tmp_path):
     """An exception a signal handler raises is lost where it lands in code that drops it (a
     finalizer, a library's `except BaseException`): FileChanging comes again until the
     command is over, so the writer never waits on a command that went on."""
-    from converter.mapped_files import FileChanging, guarding, map_file
+    from converter.files.mapped import FileChanging, guarding, map_file
 
     path = tmp_path / "w.bin"
     np.arange(4096, dtype=np.float32).tofile(path)

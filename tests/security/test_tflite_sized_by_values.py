@@ -9,7 +9,7 @@ import pytest
 
 from converter.budget import limits
 from converter.errors import ConverterError, UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import Const, Input, Output, TfliteBuilder, one_op, \

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 import converter
 from cli.main import main
 from converter.errors import ConverterError
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.state.concat_form import ConcatLoop, without_past
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "tiny-llama"

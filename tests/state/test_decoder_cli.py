@@ -9,7 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from cli.main import main
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "tiny-llama"
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
-from converter.generation import generate_on_onnxruntime
+from converter.state.generation import generate_on_onnxruntime
 from converter.targets.pipeline import convert_for_target
 
 SOURCE = Path(__file__).resolve().parents[2] / "models" / "tiny-llama" / "int4" / "model.onnx"

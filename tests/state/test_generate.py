@@ -1,5 +1,5 @@
-"""Greedy decoding through our graph on ONNX Runtime (generation.py) against the source decoder
-on ONNX Runtime in its own concat form: the tiny genai-builder Llama, fp32 and int4 (uint4
+"""Greedy decoding through our graph on ONNX Runtime (state/generation.py) against the source
+decoder on ONNX Runtime in its own concat form: the tiny genai-builder Llama, fp32 and int4 (uint4
 MatMulNBits), 32 new tokens identical and every position's logits within the whole-model
 float32 bounds (atol 1e-4, rtol 1e-3, cosine >= 0.9999)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 import converter
 from converter.errors import ConverterError
-from converter.generation import DecoderLoop, generate_on_onnxruntime
+from converter.state.generation import DecoderLoop, generate_on_onnxruntime
 
 FIXTURES = Path(__file__).resolve().parents[2] / "models" / "tiny-llama"
 PROMPT = [1, 5, 9, 33, 71]
@@ -62,7 +62,7 @@ def test_verification_catches_a_miswired_cache():
     """Keys carried into the value buffers and back: the first step (empty cache) agrees,
     the later ones do not, and the report says where."""
     from converter.ir.state import StateVar
-    from converter.verification_decode import verify_decoding
+    from converter.verification.decode import verify_decoding
 
     path = FIXTURES / "fp32" / "model.onnx"
     graph = converter.load_decoder(path, capacity=16)

@@ -95,7 +95,7 @@ def test_gru_with_hardsigmoid_gates(tmp_path):
 
 
 def test_tflite_nhwc_cnn_for_an_nchw_target_has_boundary_transposes_only(tmp_path):
-    from converter.fetch import fetch_model
+    from converter.zoo.fetch import fetch_model
     from tests.importers.tflite.test_public_models import ZOO  # the public models' manifest
 
     entry = next(m for m in ZOO["models"] if m["id"] == "face_landmark")

@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import UnsupportedError
 from converter.targets import Target, load_target
 from converter.targets.advice import ADVICE
@@ -163,7 +163,45 @@ def _dequantize_weights():
     return graph, _spec(lambda d: d.pop("dequantizeLinear")), node
 
 
+def _int_clamp():
+    # chromium-litert's clamp takes floats only; its max and min take int32
+    b = GraphBuilder("g")
+    g = b.build({"y": b.clamp(b.input("x", "int32", [2, 3]), minValue=0, maxValue=5,
+                              name="clip")})
+    return g, load_target("chromium-litert"), "clip"
+
+
+def _pad_as_gathers():
+    # chromium-litert's build() refuses pad's edge mode
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [1, 3, 4, 4])
+    g = b.build({"y": b.pad(x, [0, 0, 2, 1], [0, 0, 0, 3], mode="edge", name="pad")})
+    return g, load_target("chromium-litert"), "pad"
+
+
+def _option_stays():
+    # the same pad on a target whose gather takes no float32: no rewrite fits
+    def no_float_gather(limits):
+        for name in ("input", "output"):
+            limits["gather"][name]["dataTypes"].remove("float32")
+    graph, _, node = _pad_as_gathers()
+    return graph, _spec(no_float_gather, refused_options={"pad": {"mode": ["edge"]}}), node
+
+
+def _split_constant():
+    # a constant of 1 KiB on a target that takes at most 256 bytes a constant
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [1, 16])
+    w = b.constant(np.arange(256, dtype=np.float32).reshape(16, 16), name="w")
+    g = b.build({"y": b.matmul(x, w, name="mm")})
+    return g, _spec(max_constant_bytes=256), None
+
+
 CASES = {
+    "int-clamp": _int_clamp,
+    "pad-as-gathers": _pad_as_gathers,
+    "option-stays": _option_stays,
+    "split-constant": _split_constant,
     "dequantize-weights": _dequantize_weights,
     "decompose": _decompose,
     "no-decomposition": _no_decomposition,

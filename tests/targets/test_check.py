@@ -181,7 +181,8 @@ def test_recurrent_weights_given_as_graph_inputs():
 def test_every_kind_at_once_in_the_order_of_the_rules(tmp_path):
     def edit(doc):
         doc.pop("softplus")
-        doc[EXTENSION] = {"name": "custom", "constantOperands": {"batchNormalization": ["mean"]}}
+        doc[EXTENSION] = {"name": "custom", "constantOperands": {"batchNormalization": ["mean"]},
+                          "refusedOptions": {"pad": {"mode": ["edge"]}}}
     target = _spec_without(tmp_path, edit)
     b = GraphBuilder("g")
     x = b.input("x", "float32", [1, 3, 4, 4])
@@ -189,7 +190,8 @@ def test_every_kind_at_once_in_the_order_of_the_rules(tmp_path):
     y = _batch_norm(b, x, b.reduceMean(x, axes=[0, 2, 3], name="mean"))
     big = b.input("big", "float32", [2**29])
     g = b.build({"y": b.gather(y, idx, axis=1, name="gat"), "big": b.relu(big, name="act"),
-                 "z": b.softplus(x, name="soft"), "r": b.reshape(x, [1, 1, 1, 3, 4, 4], name="r")})
+                 "z": b.softplus(x, name="soft"), "r": b.reshape(x, [1, 1, 1, 3, 4, 4], name="r"),
+                 "p": b.pad(x, [0, 0, 1, 1], [0, 0, 1, 1], mode="edge", name="edgy")})
     found = check(g, target)
     # graph inputs/constants/outputs, then operations in graph order, then tensor sizes
     assert [(v.kind, v.op, v.operand, v.tensor or v.node) for v in found] == [
@@ -199,6 +201,7 @@ def test_every_kind_at_once_in_the_order_of_the_rules(tmp_path):
         ("data-type", "gather", "indices", "idx"),
         ("unsupported-op", "softplus", None, "soft"),
         ("rank", "reshape", "output", "r"),
+        ("option", "pad", None, "edgy"),
         ("tensor-size", None, "input", "big"),
         ("tensor-size", "relu", "output", "act"),
     ]

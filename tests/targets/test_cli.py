@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import converter
 from cli.commands import check_graph, list_targets
 from converter.errors import ConverterError
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.targets import EXTENSION
 from converter.targets.pipeline import check_after_passes
 
@@ -57,6 +57,10 @@ def test_targets_lists_the_builtin_targets():
     assert coreml["preferredLayout"] == "nchw" and coreml["ops"] == 95
     assert coreml["constantOperands"]["batchNormalization"] == ["mean", "variance", "scale",
                                                                 "bias"]
+    litert = data[0]
+    assert litert["refusedOptions"] == {"pad": {"mode": ["edge"]}}
+    assert litert["maxConstantByteLength"] == 128 * 2**20
+    assert coreml["refusedOptions"] == {} and coreml["maxConstantByteLength"] is None
 
 
 def test_check_all_on_a_model_that_fits_everywhere():
@@ -136,6 +140,17 @@ def test_check_against_a_target_file(tmp_path):
     assert unsupported[0].startswith("no-conv: conv2d '")
     assert r.output.splitlines()[-1] == (f"{TINY}: does not fit no-conv (2 violations after "
                                          f"its passes)")
+
+
+def test_a_target_file_refusing_an_option_value_the_op_lacks_is_refused(tmp_path):
+    doc = json.loads((ROOT / "converter" / "targets" / "data" / "spec.json").read_text())
+    doc[EXTENSION] = {"refusedOptions": {"pad": {"mode": ["wrap"]}}}
+    path = tmp_path / "wrap.json"
+    path.write_text(json.dumps(doc))
+    r = run("check", TINY, "--target", path)
+    assert isinstance(r.exception, ConverterError)
+    assert r.exception.line() == (f"{path}: refusedOptions: pad mode has no value 'wrap'; its "
+                                  f"values are constant, edge, reflection")
 
 
 def test_check_unknown_target_is_an_error():

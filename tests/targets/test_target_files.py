@@ -188,6 +188,67 @@ def test_constant_operands_must_name_real_ops_and_operands(tmp_path):
         load_target(_write(tmp_path, unknown_operand))
 
 
+def test_chromium_litert_refuses_pad_in_edge_mode():
+    # measured: build() says "The edge padding mode is not supported in tflite schema"
+    # (tests/browser/test_rewrites_in_chromium.py); reflection builds
+    t = load_target("chromium-litert")
+    assert t.refused_options == {"pad": {"mode": ["edge"]}}
+    assert t.refuses("pad", "mode", "edge") and not t.refuses("pad", "mode", "reflection")
+    assert not load_target("spec").refuses("pad", "mode", "edge")
+
+
+def test_refused_options_must_name_real_ops_enum_options_and_values(tmp_path):
+    base = json.loads((DATA / "spec.json").read_text())
+    for table, message in [
+            ({"padd": {"mode": ["edge"]}}, "refusedOptions names an unknown op 'padd'"),
+            ({"pad": {"value": ["0"]}}, "pad has no enum option 'value'.*enum options are mode"),
+            ({"pad": {"mode": ["wrap"]}}, "pad mode has no value 'wrap'.*constant, edge, "
+                                          "reflection")]:
+        doc = {**base, EXTENSION: {"refusedOptions": table}}
+        with pytest.raises(FormatError, match=message):
+            load_target(_write(tmp_path, doc))
+    not_a_list = {**base, EXTENSION: {"refusedOptions": {"pad": {"mode": "edge"}}}}
+    with pytest.raises(FormatError, match=r"refusedOptions\.pad\.mode: 'edge' is not of type"):
+        load_target(_write(tmp_path, not_a_list))
+
+
+def test_refused_data_types_are_taken_out_of_the_listed_ones(tmp_path):
+    """A backend that lists int32 clamp but refuses it at build(): check reports the int32
+    clamp, and convert --target rewrites it (int_clamp) as it does where the type is not
+    listed at all."""
+    from converter.builder import GraphBuilder
+    from converter.targets.check import check
+    from converter.targets.pipeline import convert_for_target
+
+    base = json.loads((DATA / "onnxruntime.json").read_text())
+    base[EXTENSION] = {"name": "picky", "refusedDataTypes": {
+        "clamp": {"input": ["int32", "int64"], "output": ["int32", "int64"]}}}
+    target = load_target(_write(tmp_path, base, "picky.json"))
+    assert _types(target, "clamp", "input") == [
+        t for t in _types(load_target("onnxruntime"), "clamp", "input")
+        if t not in ("int32", "int64")]
+    b = GraphBuilder("g")
+    graph = b.build({"y": b.clamp(b.input("x", "int32", [3]), minValue=0, name="clip")})
+    assert [(v.kind, v.advice) for v in check(graph, target)] == [
+        ("data-type", "int-clamp"), ("data-type", "int-clamp")]
+    assert check(graph, "onnxruntime") == []
+    assert convert_for_target(graph, target).passed
+    assert [op.op_type for op in graph.operations] == ["max"]
+
+
+def test_refused_data_types_must_name_listed_ops_operands_and_types(tmp_path):
+    base = json.loads((DATA / "spec.json").read_text())
+    for table, message in [
+            ({"clamps": {"input": ["float16"]}}, "names 'clamps', which the file does not "
+                                                "list as an op"),
+            ({"input": {"input": ["float16"]}}, "names 'input', which the file does not list"),
+            ({"clamp": {"x": ["float16"]}}, "clamp lists no data types for 'x'"),
+            ({"clamp": {"input": ["int8"]}}, "clamp input does not list int8")]:
+        doc = {**base, EXTENSION: {"refusedDataTypes": table}}
+        with pytest.raises(FormatError, match=message):
+            load_target(_write(tmp_path, doc))
+
+
 def test_unknown_target_name_lists_the_builtin_ones():
     with pytest.raises(ConverterError, match="no target named 'tpu'.*chromium-litert, coreml"):
         load_target("tpu")

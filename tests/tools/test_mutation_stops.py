@@ -98,11 +98,11 @@ def test_a_finished_run_leaves_no_temporary_folder(tmp_path):
     # which goes when the tool ends (in the system's temporary folder, pytest's own folders
     # of forks that leave without their cleanup stay for days: 60 GB here after a day's runs)
     # the relative error's line (found by its text: edits above it move it), 2 mutants
-    lines = (ROOT / "converter" / "parity.py").read_text().splitlines()
+    lines = (ROOT / "converter" / "verification" / "parity.py").read_text().splitlines()
     line = 1 + next(i for i, text in enumerate(lines) if "# fmax: NaN as 0" in text)
     tool = subprocess.run([sys.executable, "tools/mutation.py", "parity", "--lines",
-                           f"converter/parity.py:{line}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp_path)})
+                           f"converter/verification/parity.py:{line}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert "== parity: 2 mutants" in tool.stdout, tool.stdout + tool.stderr
     # (.ses is ONNX Runtime's: importing onnxruntime 1.32 writes it to the temporary folder)
     assert [p.name for p in tmp_path.iterdir() if p.name != ".ses"] == []

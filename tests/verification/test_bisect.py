@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 import converter
 from cli.main import main
-from converter.bisect import bisect
-from converter.op_budgets import op_ulp_budget
+from converter.verification.bisect import bisect
+from converter.verification.op_budgets import op_ulp_budget
 from converter.lowering.onnx import elementwise
 
 from .mutations import sub_for_add, transposed_filter

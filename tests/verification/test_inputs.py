@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 import converter
 from cli.main import main
 from converter import GraphBuilder
-from converter.verification import make_inputs
+from converter.verification.core import make_inputs
 
 ROWS = 8  # the position table's rows: the sum of an all-ones mask of length 8, minus one, fits
 

@@ -17,7 +17,7 @@ from onnx import numpy_helper as nh
 
 import converter
 from cli.main import main
-from converter.bisect import bisect
+from converter.verification.bisect import bisect
 from tests.verification.conftest import small_cnn
 
 ROOT = Path(__file__).parents[2]
@@ -202,7 +202,7 @@ def test_a_presented_state_is_fed_and_stepped_in_each_sides_layout(tmp_path):
     from converter.ir.operand import ConstantData
     from converter.ir.state import StateVar
     from converter.targets.pipeline import convert_for_target
-    from converter.verification_steps import verify_steps
+    from converter.verification.steps import verify_steps
 
     source = _stateful_image(tmp_path / "st.onnx")
     graph = converter.load(source)

@@ -11,9 +11,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from converter import execute, source_runs
+from converter.runtimes import execute, source_runs
 from converter.lowering.onnx import executor
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 K, N = 512, 600  # a 1.2 MB weight: over the 1 MiB threshold of both paths
 

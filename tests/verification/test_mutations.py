@@ -4,7 +4,7 @@ whatever the noise rules allow."""
 import pytest
 
 import converter
-from converter.parity import NOISE_FACTOR
+from converter.verification.parity import NOISE_FACTOR
 
 from .mutations import MUTATIONS
 

@@ -14,7 +14,7 @@ from onnx import numpy_helper as nh
 
 import converter
 from cli.main import main
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 from converter.schemas import validate
 
 TINY_CNN = Path(__file__).parents[2] / "models" / "tiny_cnn.onnx"
@@ -69,7 +69,7 @@ def test_an_ordinary_pass_has_no_warning():
 
 
 def test_bounds_are_printed_in_words_and_ulp_0_is_a_bound():
-    from converter.verification_notes import bounds_in_words
+    from converter.verification.notes import bounds_in_words
 
     assert bounds_in_words(Bounds(ulp=0)) == "within 0 ULP"
     assert bounds_in_words(Bounds(exact=True)) == "exact"

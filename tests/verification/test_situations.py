@@ -10,10 +10,10 @@ from onnx import numpy_helper as nh
 import converter
 from cli.commands.verify_model import print_report
 from converter.exporters.tflite import to_tflite
-from converter.parity import compare, default_bounds
+from converter.verification.parity import compare, default_bounds
 from converter.runtimes.litert import run_litert
-from converter.source_runs import run_onnx
-from converter.verification import verify
+from converter.runtimes.source_runs import run_onnx
+from converter.verification.core import verify
 
 
 def deep_conv_stack():

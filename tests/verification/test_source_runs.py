@@ -1,4 +1,4 @@
-"""converter.source_runs on small ONNX models whose outputs are worked out by hand: feeds
+"""converter.runtimes.source_runs on small ONNX models whose outputs are worked out by hand: feeds
 converted to the types ONNX Runtime's session declares, feeds it lacks left out, its failures as
 one ConverterError line, and the float64 copy's rules (which tensors and Cast targets widen,
 which models cannot be widened)."""
@@ -14,7 +14,7 @@ from onnx import helper as H
 from onnx import numpy_helper as nh
 
 from converter.errors import ConverterError
-from converter.source_runs import (double_copy, run_onnx, run_source, run_source_f64,
+from converter.runtimes.source_runs import (double_copy, run_onnx, run_source, run_source_f64,
                                    source_alternates)
 
 
@@ -132,7 +132,7 @@ def test_a_tflite_source_runs_on_litert_with_its_own_alternates(tmp_path):
 def test_weights_of_exactly_one_mib_are_read_from_the_file(tmp_path, count, external):
     import onnxruntime as ort
 
-    from converter import source_runs
+    from converter.runtimes import source_runs
 
     # 4 bytes each: 1 MiB, or 4 bytes less; small integers, so every partial sum is exact
     w = (np.arange(count) % 4).astype(np.float32)

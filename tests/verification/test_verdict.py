@@ -7,8 +7,8 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as nh
 
-from converter.parity import NOISE_FACTOR, Bounds, judge
-from converter.source_runs import double_copy, run_onnx, run_source_f64, source_alternates
+from converter.verification.parity import NOISE_FACTOR, Bounds, judge
+from converter.runtimes.source_runs import double_copy, run_onnx, run_source_f64, source_alternates
 
 TRUTH = np.array([1.0, 2.0, 4.0], np.float64)
 
@@ -259,7 +259,7 @@ def test_a_relative_error_over_a_zero_want_is_infinite_without_a_warning():
     # output on the sweep's int8 models)
     import warnings
 
-    from converter.parity import compare
+    from converter.verification.parity import compare
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

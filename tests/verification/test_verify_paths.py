@@ -18,7 +18,7 @@ from converter import GraphBuilder
 from converter.errors import ConverterError
 from converter.ir.state import StateVar
 from converter.testing.tflite_fixtures import TfliteBuilder
-from converter.verification import _float64_oracle, verify
+from converter.verification.core import _float64_oracle, verify
 
 
 def _accumulator(path, start):
@@ -162,7 +162,7 @@ def test_the_float64_oracle_says_why_it_has_no_answer(monkeypatch):
     def out_of_memory(*args, **kwargs):  # 16 GB of float64 is not allocated in a unit test
         raise MemoryError
 
-    monkeypatch.setattr("converter.reference.evaluate", out_of_memory)
+    monkeypatch.setattr("converter.verification.reference.evaluate", out_of_memory)
     truth, note = _float64_oracle(_two_adds(), {"x": np.zeros(2, np.float32)})
     assert truth is None
     assert note == "no float64 oracle: out of memory evaluating the graph in float64"
@@ -183,7 +183,7 @@ def test_a_further_opinion_without_an_output_of_the_source_is_refused(tmp_path):
 
 
 def test_a_big_weight_read_from_the_file_beside_small_ones_kept_in_typed_fields(tmp_path):
-    from converter.source_runs import run_onnx
+    from converter.runtimes.source_runs import run_onnx
 
     # 1 MiB of weights (read by ORT from the file) and a shape kept in int64_data, not
     # raw_data: the reader has no raw bytes for it, and it stays in the model as it is

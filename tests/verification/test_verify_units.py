@@ -2,7 +2,7 @@
 description, the report's verdict and JSON, the bounds per output, feeds converted for the
 graph, and the refusals (unknown oracle mode, a feed or an output that does not exist, a source
 of a kind that cannot be run). The expected values follow from the rules in the docstrings of
-converter.verification, worked out by hand; the source runs are ONNX Runtime's."""
+converter.verification.core, worked out by hand; the source runs are ONNX Runtime's."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +14,8 @@ from onnx import numpy_helper as nh
 
 from converter import GraphBuilder
 from converter.errors import ConverterError
-from converter.parity import Bounds, OutputParity
-from converter.verification import (BISECT_HINT, VerifyReport, as_graph_feeds, make_inputs,
+from converter.verification.parity import Bounds, OutputParity
+from converter.verification.core import (BISECT_HINT, VerifyReport, as_graph_feeds, make_inputs,
                                     output_bounds, source_int_limits, verify)
 
 
@@ -257,7 +257,7 @@ def test_the_default_seed_is_zero(tmp_path):
 def test_the_source_kinds_table_cannot_be_changed_by_accident():
     import dataclasses
 
-    from converter import verification
+    from converter.verification import core as verification
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         verification._SOURCES[".onnx"].runtime = "other"

@@ -119,10 +119,10 @@ def test_a_source_that_is_not_plain_data_is_refused_before_pip(tmp_path, change)
 
 
 def test_the_checks_hold_for_every_fetch_not_only_the_manifest(tmp_path, monkeypatch):
-    """converter.fetch checks its entry itself: code that builds a source by hand (as the
+    """converter.zoo.fetch checks its entry itself: code that builds a source by hand (as the
     tests do) cannot get a direct reference to pip either."""
     from converter.errors import ConverterError
-    from converter.fetch import fetch_model
+    from converter.zoo.fetch import fetch_model
 
     monkeypatch.setenv("WEBNN_CONVERTER_CACHE", str(tmp_path / "cache"))
     sdist, marker = _evil_sdist(tmp_path)

@@ -8,11 +8,13 @@ file is untrusted, so all of them go through this module:
   * `external_bytes` is the only place an external data file is opened. The location is taken
     relative to the model's own folder (never the working directory); it may not be absolute,
     contain `..` or a hidden component (`.ssh/id_rsa`), or resolve (through symlinks) outside
-    the folder or to a hidden file; the file must be a regular file with one link (a hard link
+    the folder or to a hidden file, but for a link from a Hugging Face cache's snapshot into
+    that cache's blobs/ (formats/hub_cache.py: the layout `huggingface_hub` writes);
+    the file must be a regular file with one link (a hard link
     passes every folder test), opened non-blocking (a FIFO or a device can neither block nor
     be read); `offset` and `length` must be decimal integers. A tensor reads exactly the bytes
     its dims and data type take, from `offset`: a `length` that says otherwise is refused, and
-    without one the rest of the file is never read. The file is recorded as read (file_guard),
+    without one the rest of the file is never read. The file is recorded as read (files/guard.py),
     so no output of the command may replace it.
   * `resolve_tensors` walks the whole model once when it is read. External data of every tensor
     other than the top-level initializers (which stay memory-mapped views) is copied into the
@@ -38,8 +40,9 @@ import onnx
 from ...budget import MemoryBudget, shape_bytes
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
-from ...file_guard import note_read
-from ...mapped_files import map_file
+from ...files.guard import note_read
+from ...formats.hub_cache import hub_cache_blob
+from ...files.mapped import map_file
 
 __all__ = ["ONNX_TO_WEBNN", "onnx_dtype_name", "external_bytes", "resolve_tensors",
            "tensor_array", "attribute_array", "sparse_array", "check_tensor", "declared_bytes"]
@@ -107,7 +110,7 @@ def declared_bytes(tensor: onnx.TensorProto) -> int:
 
 
 # -- external data ------------------------------------------------------------------------------
-_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see mapped_files.map_file
+_MAPS: dict[tuple, mmap.mmap | memoryview | bytes] = {}  # see files.mapped.map_file
 
 
 def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
@@ -148,10 +151,14 @@ def external_bytes(tensor: onnx.TensorProto, folder: Path | None, what: str,
         numbers[key] = int(text)
     root = os.path.realpath(folder)
     target = os.path.realpath(os.path.join(root, location))
-    if os.path.commonpath([root, target]) != root or target == root:
+    in_hub_cache = hub_cache_blob(root, target)  # snapshots/REV/NAME -> ../../blobs/HASH
+    if (os.path.commonpath([root, target]) != root or target == root) and not in_hub_cache:
         raise FormatError(f"{what}: external data path {location!r} leaves the model's folder "
-                          f"(through a symbolic link)", where=where, fix=fix)
-    if any(_hidden(part) for part in Path(os.path.relpath(target, root)).parts):
+                          f"(through a symbolic link)", where=where,
+                          fix=fix + "; links are followed only into the blobs/ of the "
+                              "Hugging Face cache the model is a snapshot of")
+    if not in_hub_cache and any(_hidden(part)
+                                for part in Path(os.path.relpath(target, root)).parts):
         raise FormatError(f"{what}: external data path {location!r} leads to a hidden file "
                           f"(through a symbolic link), which is never read as weights",
                           where=where, fix="keep external data in plain, visible files")

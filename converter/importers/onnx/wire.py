@@ -23,8 +23,8 @@ import os
 import stat
 from pathlib import Path
 
-from ...file_guard import note_read
-from ...mapped_files import map_file
+from ...files.guard import note_read
+from ...files.mapped import map_file
 
 __all__ = ["map_model", "WireError", "MAX_FIELDS", "MAX_MESSAGE_BYTES"]
 

@@ -23,7 +23,7 @@ from ai_edge_litert import schema_py_generated as schema
 from ...dtypes import MAX_RANK
 from ...errors import FormatError
 from ...formats._files import open_model_file
-from ...mapped_files import map_file
+from ...files.mapped import map_file
 
 __all__ = ["TfliteModel", "Subgraph", "Tensor", "Operator", "Quantization", "read_tflite",
            "TYPES", "TypeInfo", "OP_NAMES"]

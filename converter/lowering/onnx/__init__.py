@@ -7,8 +7,8 @@ and `LoweredModel.outputs` maps it; int4/uint4 inputs and outputs are int8/uint8
 one value per byte, since numpy has no 4-bit type.
 
 `lower(graph, external_min_bytes=...)` gives the same model with large constants left out of
-the proto (marked as external data) plus the arrays that hold them, which `converter.execute`
-hands to ONNX Runtime without copying them.
+the proto (marked as external data) plus the arrays that hold them, which
+`converter.runtimes.execute` hands to ONNX Runtime without copying them.
 
 Each WebNN operation is lowered by the rule registered for its op type (registry.py; one
 module per op family), through the emitter in context.py.

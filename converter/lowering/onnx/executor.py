@@ -3,7 +3,7 @@
     run_once = prepare(graph)             # lowered and loaded once
     outputs = run_once({"x": x})          # {output name: ndarray}, feeds checked first
 
-`converter.execute.run(graph, feeds)` is the entry point that also picks the runtime; the
+`converter.runtimes.execute.run(graph, feeds)` is the entry point that also picks the runtime; the
 passes that evaluate a subgraph (constant folding) call `prepare` here directly, below the
 layer of the runtimes.
 """

@@ -1,8 +1,8 @@
 """Running an exported model on LiteRT, and the parity check every op test makes.
 
 The check: the graph exported to .tflite runs on LiteRT, the same graph runs on our ONNX
-executor (ONNX Runtime), both on the same seeded inputs, and `converter.parity.compare` judges
-each output under the op's ULP budget from tolerances.md (or exactly, for integer outputs and
+executor (ONNX Runtime), both on the same seeded inputs, and
+`converter.verification.parity.compare` judges each output under the op's ULP budget from tolerances.md (or exactly, for integer outputs and
 data movement). LiteRT and ONNX Runtime are independent implementations, so agreement within
 the budget means the export computes what the WebNN graph means.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import converter
 from converter.exporters.tflite import to_tflite
 from converter.ir import Graph
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 
 __all__ = ["run_litert", "check", "run_one", "rand", "operator_codes", "ops_of"]
 

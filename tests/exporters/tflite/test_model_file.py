@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as fb
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import UnsupportedError
 from converter.exporters.tflite import save_tflite, to_tflite
 from converter.ir import ConstantData

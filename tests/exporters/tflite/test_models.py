@@ -20,10 +20,10 @@ import pytest
 
 import converter
 from converter.exporters.tflite import export_problems, to_tflite
-from converter.fetch import fetch_model
-from converter.parity import compare
+from converter.zoo.fetch import fetch_model
+from converter.verification.parity import compare
 from converter.testing.light_models import LIGHT_MODELS, light_model
-from converter.verification import make_inputs
+from converter.verification.core import make_inputs
 
 from .helpers import operator_codes, run_litert
 

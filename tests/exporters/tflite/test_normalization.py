@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .helpers import check, ops_of, rand, run_one
 

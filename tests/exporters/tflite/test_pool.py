@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.errors import UnsupportedError
 from converter.exporters.tflite import to_tflite
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 
 from .helpers import check, rand, run_one
 

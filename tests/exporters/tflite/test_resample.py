@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.exporters.tflite.resample import spec_nearest, tflite_nearest
 
 from .helpers import check, ops_of, rand

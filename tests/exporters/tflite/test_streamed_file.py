@@ -7,7 +7,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 import converter
-from converter.builder import GraphBuilder
+from converter.ops.builder import GraphBuilder
 from converter.exporters.tflite import flatbuffer, save_tflite, to_tflite
 
 from .helpers import rand, run_litert

@@ -12,7 +12,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 
 __all__ = ["RNG", "single_node", "ort_outputs", "imported", "check", "refused", "ops_of",

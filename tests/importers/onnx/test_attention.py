@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 
 RNG = np.random.default_rng(5)

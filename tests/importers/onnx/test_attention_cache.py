@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 
 MS = "com.microsoft"

@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter.errors import FormatError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 from converter.importers.onnx.node_order import node_order
 

@@ -9,7 +9,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 
 from .helpers import ort_outputs, ops_of

@@ -21,7 +21,7 @@ from cli.main import main
 from converter.errors import UnsupportedError
 from converter.importers.dropped_outputs import DroppedOutputWarning, dropped_outputs
 from converter.importers.onnx import import_model
-from converter.execute import run
+from converter.runtimes.execute import run
 
 from .helpers import ort_outputs
 

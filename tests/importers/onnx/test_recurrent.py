@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.onnx import import_model
 
 RNG = np.random.default_rng(11)

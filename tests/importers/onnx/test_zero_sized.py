@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.dropped_outputs import DroppedOutputWarning
 from converter.importers.onnx import import_model
 

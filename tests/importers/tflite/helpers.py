@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.ir import Graph
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 from converter.runtimes.litert import run_litert
 
 __all__ = ["RNG", "rand", "check", "refused", "ops_of", "op_named", "EXACT", "ulp", "atol",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import TfliteBuilder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from converter.catalogue import importer_tables
+from converter.catalogue.webnn_ops import importer_tables
 from converter.importers.tflite import known_ops
 from converter.ops.registry import all_ops
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.dropped_outputs import DroppedOutputWarning, dropped_outputs
 from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import run_litert

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import (RELU, RELU6, RELU_N1_TO_1, SAME, SIGN_BIT, TANH,
                                                Const, Input, Output, Quant, one_op)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
-from converter.parity import Bounds, compare
+from converter.verification.parity import Bounds, compare
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import SAME, TANH, VALID, Const, Input, Output, Quant, \
     Variable, one_op

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from converter.errors import ConverterError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import run_litert
 from converter.testing.tflite_fixtures import SAME, Const, Input, Output, one_op

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from converter.errors import UnsupportedError
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.testing.tflite_fixtures import RELU6, TfliteBuilder, flexbuffer_map, pool_params
 

@@ -16,10 +16,10 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from flatbuffers import flexbuffers
 
-from converter.execute import run
-from converter.fetch import fetch_model
+from converter.runtimes.execute import run
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.litert import run_litert
 
 from . import mediapipe_reference as ref

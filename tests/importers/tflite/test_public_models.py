@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.execute import run
-from converter.fetch import fetch_model
+from converter.runtimes.execute import run
+from converter.zoo.fetch import fetch_model
 from converter.importers.tflite import import_tflite
-from converter.parity import compare
+from converter.verification.parity import compare
 from converter.runtimes.litert import run_litert
 
 ZOO = json.loads((Path(__file__).resolve().parents[3] / "models" / "zoo.json").read_text())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from converter.importers.tflite import import_tflite
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 from converter.testing.tflite_fixtures import RELU, SAME, VALID, Const, Input, Output, Quant, \
     TfliteBuilder, one_op, sparse_parameters
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from converter.execute import run
+from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
-from converter.parity import Bounds
+from converter.verification.parity import Bounds
 from converter.testing.tflite_fixtures import Const, Input, Output, TfliteBuilder, one_op
 
 from .helpers import check, ops_of, rand, refused

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from converter.errors import ConverterError
-from converter.fetch import fetch_model
+from converter.zoo.fetch import fetch_model
 from converter.formats import load_graph, save_graph
 from converter.importers.tflite import import_tflite
 from converter.runtimes.litert import LiteRTSession
-from converter.session import Session
+from converter.runtimes.session import Session
 from converter.testing.tflite_fixtures import TfliteBuilder
-from converter.verification_steps import verify_steps
+from converter.verification.steps import verify_steps
 
 from .helpers import rand, refused
 

@@ -1,0 +1,218 @@
+"""Greedy decoding: a decoder graph run token by token with its KV cache carried as state.
+
+    graph = converter.load_decoder("model.onnx", capacity=64)      # fixed-capacity cache
+    result = converter.generate(graph, [1, 5, 9], max_new_tokens=32)
+    result.tokens                                                  # the 32 new token ids
+
+The graph is the fixed-capacity form (state/kv_cache.py): its cache pairs are state of one
+shape, and each step feeds one token, an attention mask of the buffer's length (ones on the
+rows filled so far and this step's), and position_ids when the model has them. The prompt is
+fed one token a step too, so one graph serves the whole run.
+
+The concat form (the cache grows by a step's tokens) has no such graph: each length is another
+static graph. `state.concat_form.ConcatLoop` converts one per length (the prompt in one step)
+and `generate` drives it the same way. `generate_on_onnxruntime` runs the source in that form
+on ONNX Runtime: the reference the tests and `verify --steps` compare with.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ConverterError
+from ..ir import Graph
+from ..runtimes.session import Session
+from .kv_cache import DecoderSpec, check_tokens, declare_kv_state, read_decoder_spec
+
+__all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
+
+
+@dataclass
+class Generation:
+    """The new tokens, and the logits row of every position fed (prompt tokens, then each new
+    token but the last): row i is what the model predicts after token i."""
+
+    tokens: list[int]
+    logits: list[np.ndarray] = field(default_factory=list)
+
+
+def load_decoder(path: str | Path, *, capacity: int,
+                 patterns: Sequence[tuple[str, str]] | None = None,
+                 dims: Mapping[str, int] | None = None) -> Graph:
+    """An ONNX decoder as a fixed-capacity graph: one token a step into caches of `capacity`
+    rows, its past/present pairs declared as state (`patterns`, else the known names)."""
+    from ..conversion.by_suffix import load_any
+
+    spec = read_decoder_spec(path, patterns, dims)
+    problem = spec.capacity_problem()
+    if problem:
+        raise ConverterError(f"no fixed-capacity form: {problem}", where=str(path),
+                             fix="run its concat form (run/verify --prompt without "
+                                 "--cache-capacity; state.concat_form.ConcatLoop), converted "
+                                 "once per length")
+    graph = load_any(path, dims=spec.dims(past=0, step=1, capacity=capacity, extra=dims))
+    declare_kv_state(graph, spec.pairs)
+    graph.verify()
+    return graph
+
+
+class DecoderLoop:
+    """A fixed-capacity decoder graph in a Session, fed one token a step."""
+
+    def __init__(self, graph_or_session: Graph | Session, *, input_ids: str = "input_ids",
+                 attention_mask: str | None = "attention_mask",
+                 position_ids: str | None = "position_ids", logits: str = "logits"):
+        self.session = graph_or_session if isinstance(graph_or_session, Session) else \
+            Session(graph_or_session)
+        graph = self.session.graph
+        if not graph.state:
+            raise ConverterError("the graph declares no state: its KV cache would not be "
+                                 "carried", fix="load it with converter.load_decoder(path, "
+                                 "capacity=N), or convert with --cache-capacity N")
+        feeds = self.session.feed_names
+        if input_ids not in feeds or logits not in self.session.output_names:
+            raise ConverterError(f"a decoder graph takes '{input_ids}' and gives '{logits}'",
+                                 fix="inputs: " + ", ".join(feeds))
+        shape = graph.inputs[input_ids].shape
+        if shape != (1, 1):
+            raise ConverterError(f"'{input_ids}' is {list(shape)}: the loop feeds one token "
+                                 f"a step, [1, 1]", fix="convert with sequence length 1")
+        self.input_ids, self.logits = input_ids, logits
+        self.attention_mask = attention_mask if attention_mask in feeds else None
+        self.position_ids = position_ids if position_ids in feeds else None
+        other = set(feeds) - {input_ids, self.attention_mask, self.position_ids}
+        if other:
+            raise ConverterError(f"the loop does not know what to feed '{sorted(other)[0]}'",
+                                 fix="a decoder step takes token ids, an attention mask and "
+                                     "position ids")
+        if self.attention_mask is None:
+            raise ConverterError("the graph has no attention mask input to say which cache "
+                                 "rows are filled",
+                                 fix="name it with attention_mask= (a fixed-capacity cache "
+                                     "is read through its mask)")
+        self.capacity = graph.inputs[self.attention_mask].shape[-1]
+        self.vocabulary = graph.outputs[logits].shape[-1]
+        self.position = 0
+
+    def reset(self) -> None:
+        self.session.reset()
+        self.position = 0
+
+    def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
+        """The prompt, one token a step; the logits row of each."""
+        return [self.feed(token) for token in tokens]
+
+    def feed(self, token: int) -> np.ndarray:
+        """One token at the next position; the logits row it gives."""
+        if self.position >= self.capacity:
+            raise ConverterError(f"the cache holds {self.capacity} tokens; token "
+                                 f"{self.position + 1} does not fit",
+                                 fix="convert with a larger --cache-capacity")
+        check_tokens([token], self.vocabulary)
+        graph = self.session.graph
+        feeds = {self.input_ids: np.full((1, 1), token, _np(graph, self.input_ids))}
+        if self.attention_mask:
+            mask = np.zeros(graph.inputs[self.attention_mask].shape,
+                            _np(graph, self.attention_mask))
+            mask[..., :self.position + 1] = 1
+            feeds[self.attention_mask] = mask
+        if self.position_ids:
+            feeds[self.position_ids] = np.full((1, 1), self.position,
+                                               _np(graph, self.position_ids))
+        out = self.session.step(feeds)
+        self.position += 1
+        return np.asarray(out[self.logits]).reshape(-1)
+
+
+def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *,
+             eos_token_id: int | None = None, **names) -> Generation:
+    """Greedy decoding: feed the prompt, then the arg-max token of each step's logits, until
+    `max_new_tokens` tokens (or `eos_token_id`).
+
+    `model` is a fixed-capacity decoder Graph or Session (`names`: input_ids=,
+    attention_mask=, position_ids=, logits= rename its inputs and output), a DecoderLoop, or
+    a state.concat_form.ConcatLoop (the concat form, converted once per length)."""
+    loop = model if hasattr(model, "prefill") else DecoderLoop(model, **names)
+    prompt = [int(t) for t in prompt_ids]
+    _check_request(prompt, max_new_tokens)
+    loop.reset()
+    result = Generation([])
+    result.logits.extend(loop.prefill(prompt))
+    while True:
+        token = int(np.argmax(result.logits[-1]))
+        result.tokens.append(token)
+        if len(result.tokens) == max_new_tokens or token == eos_token_id:
+            return result
+        result.logits.append(loop.feed(token))
+
+
+def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new_tokens: int,
+                            *, patterns: Sequence[tuple[str, str]] | None = None,
+                            dims: Mapping[str, int] | None = None,
+                            eos_token_id: int | None = None) -> Generation:
+    """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
+    prompt in the first step (an empty past), then one token a step, each step fed the
+    present outputs of the one before."""
+    from ..runtimes.source_runs import run_onnx
+
+    spec = read_decoder_spec(path, patterns, dims)
+    prompt = [int(t) for t in prompt_ids]
+    _check_request(prompt, max_new_tokens)
+    shape = _past_shape(Path(path), spec)
+    past = {name: np.zeros(shape, np.float32) for name, _ in spec.pairs}
+    result = Generation([])
+    fed, new = 0, prompt
+    while True:
+        feeds = {spec.input_ids: np.array([new], np.int64), **past}
+        if spec.attention_mask:
+            feeds[spec.attention_mask] = np.ones((1, fed + len(new)), np.int64)
+        if spec.position_ids:
+            feeds[spec.position_ids] = np.arange(fed, fed + len(new)).reshape(1, -1)
+        out = run_onnx(Path(path), feeds)
+        rows = np.asarray(out["logits"]).reshape(len(new), -1)
+        result.logits.extend(list(rows))
+        fed += len(new)
+        past = {name: out[present] for name, present in spec.pairs}
+        token = int(np.argmax(rows[-1]))
+        result.tokens.append(token)
+        if len(result.tokens) == max_new_tokens or token == eos_token_id:
+            return result
+        new = [token]
+
+
+def _past_shape(path: Path, spec: DecoderSpec) -> tuple[int, ...]:
+    """An empty past of the first cache input: batch 1, no rows, the other dimensions set."""
+    from .kv_cache import read_signature
+
+    model = read_signature(path)
+    value = next(v for v in model.graph.input if v.name == spec.pairs[0][0])
+    shape = []
+    for d in value.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            shape.append(d.dim_value)
+        elif d.dim_param == spec.past_dim:
+            shape.append(0)
+        elif d.dim_param == spec.batch_dim:
+            shape.append(1)
+        elif d.dim_param in spec.fixed:
+            shape.append(spec.fixed[d.dim_param])
+        else:
+            raise ConverterError(f"the cache's dimension '{d.dim_param}' is open",
+                                 where=str(path), fix=f"set it with --dim {d.dim_param}=VALUE")
+    return tuple(shape)
+
+
+def _check_request(prompt: list[int], max_new_tokens: int) -> None:
+    if not prompt:
+        raise ConverterError("the prompt is empty", fix="give at least one token id")
+    if max_new_tokens < 1:
+        raise ConverterError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+
+
+def _np(graph: Graph, name: str) -> np.dtype:
+    from .. import dtypes
+
+    return dtypes.numpy_dtype(graph.inputs[name].data_type)
