@@ -150,7 +150,8 @@ VOCABULARY: dict[str, Shared] = {
         "`webnn-convert serve` open; NAME may be left out when one is connected, TYPE is its "
         "deviceType, cpu by default). zoo takes it repeatedly, device there meaning every "
         "connected device and local chromium.",
-        dict(type=Runtime(_RUNTIMES), default="ort", show_default=True),
+        dict(type=Runtime(_RUNTIMES), default="ort", show_default=True,
+             metavar="|".join(_RUNTIMES) + "|device[:NAME[:TYPE]]"),
         repeatable_in=("zoo",)),
     "server": Shared(
         ("--server",),
