@@ -34,6 +34,8 @@ class Checking:
     def usage_problem(self) -> str | None:
         if self.dump_dir and not self.do_bisect:
             return "--dump writes what --bisect finds: give --bisect too"
+        if self.runtime.startswith("device") and (self.steps is not None or self.prompt):
+            return "--runtime device runs one stateless graph: drop --steps and --prompt"
         return None
 
     def feeds(self) -> dict | None:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import click
 
 from . import option_values as values
+from .device_options import Runtime, use_server
 
 __all__ = ["VOCABULARY", "Shared", "use",
            "INPUT_FILES", "SEVERAL_DIMS", "given_inputs"]
@@ -147,11 +148,20 @@ VOCABULARY: dict[str, Shared] = {
         dict(callback=values.parse_token_ids, metavar="IDS")),
     "runtime": Shared(
         ("--runtime",),
-        "Where the WebNN graph runs: ort (ONNX Runtime, through the graph's ONNX lowering) "
-        "or chromium (a real headless Chromium's WebNN; `webnn-convert browser-install` "
-        "first). zoo takes it repeatedly.",
-        dict(type=click.Choice(_RUNTIMES), default="ort", show_default=True),
+        "Where the WebNN graph runs: ort (ONNX Runtime, through the graph's ONNX lowering), "
+        "chromium (a real headless Chromium's WebNN; `webnn-convert browser-install` "
+        "first), or device[:NAME[:TYPE]] (a phone or laptop whose browser has the page of "
+        "`webnn-convert serve` open; NAME may be left out when one is connected, TYPE is its "
+        "deviceType, cpu by default). zoo takes it repeatedly, device there meaning every "
+        "connected device and local chromium.",
+        dict(type=Runtime(_RUNTIMES), default="ort", show_default=True,
+             metavar="|".join(_RUNTIMES) + "|device[:NAME[:TYPE]]"),
         repeatable_in=("zoo",)),
+    "server": Shared(
+        ("--server",),
+        "With --runtime device: the device server's URL, as `webnn-convert serve` printed "
+        "it (default: the one it started last on this machine).",
+        dict(metavar="URL", callback=use_server, expose_value=False)),
     "input": Shared(
         ("--input", "given"),
         "An input's value as a .npy file (repeatable), in the source model's layout. Inputs "
@@ -208,7 +218,7 @@ STATE = ("state", "cache_capacity")
 STEPS = ("steps", "prompt")
 TOLERANCES = ("seed", "atol", "rtol", "ulp")
 # What verification takes beyond the graph: verify, and convert --verify, take all of these.
-VERIFYING = ("runtime", "input", "inputs", *TOLERANCES, "oracle", "bisect", "dump", *STEPS)
+VERIFYING = ("runtime", "server", "input", "inputs", *TOLERANCES, "oracle", "bisect", "dump", *STEPS)
 
 
 def use(*names: str, repeat: bool = False) -> Callable:

@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"formats", "importers", "passes", "lowering", "exporters", "emit"},     # 3
     {"catalogue", "dynamic"},                                                # 4
     {"targets"},                                                             # 5
-    {"conversion", "runtimes"},                                              # 6
+    {"conversion", "runtimes", "devices"},                                   # 6
     {"state"},                                                               # 7
     {"verification", "probe"},                                               # 8
     {"__init__"},                                                            # 9 the API

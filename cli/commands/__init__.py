@@ -16,7 +16,7 @@ COMMANDS = {
     "check": "check_graph", "targets": "list_targets", "probe": "probe_backend",
     "inspect": "inspect_graph",
     "validate": "validate_graph", "ops": "list_ops", "browser-install": "browser_install",
-    "zoo": "zoo",
+    "zoo": "zoo", "serve": "serve",
 }
 
 

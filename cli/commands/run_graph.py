@@ -24,12 +24,13 @@ from .stepping import decode, is_decoder, load_with_state
               help="Where to write one NAME.npy per output (characters other than letters, "
                    "digits, '.', '_', '-' become '_'; names that then clash get _2, _3 ...; "
                    "each output's file is printed).")
-@use("seed", "runtime", *STEPS, "json")
+@use("seed", "runtime", "server", *STEPS, "json")
 def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
             cache_capacity, target_name, given, inputs_dir, output_dir, seed, runtime, steps,
             prompt, as_json):
     """Execute a WebNN graph (.webnn, .json) or a model (.onnx, .tflite, converted first) on
-    ONNX Runtime or in Chromium; write each output as a .npy file.
+    ONNX Runtime, in Chromium, or on a device connected to `webnn-convert serve`; write each
+    output as a .npy file.
 
     Inputs come from --input and --inputs; every other input is given seeded random values
     (--seed; masks all ones, position ids a range), and each one is named on stderr with
@@ -66,6 +67,10 @@ def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state
                                  where=inputs_dir if name not in given else given[name],
                                  fix=f"inputs are: {', '.join(graph.inputs)}")
     seeded = {}
+    if runtime.startswith("device") and (is_decoder(graph) or prompt is not None
+                                         or steps is not None or graph.state):
+        raise ConverterError("--runtime device runs one stateless graph",
+                             fix="drop --steps and --prompt, or run it on chromium or ort")
     if is_decoder(graph) or prompt is not None:
         if files:
             raise ConverterError("a decoder's run feeds its own tokens",

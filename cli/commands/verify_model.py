@@ -112,6 +112,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
                                "graph already: drop one")
     if io_layout and not target_name:
         raise click.UsageError("--io-layout applies with --target")
+    if checks.runtime.startswith("device") and (state_patterns or cache_capacity is not None):
+        raise click.UsageError("--runtime device runs one stateless graph: drop --state and "
+                               "--cache-capacity")
     quiet_runtimes(debugging())
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"verifying {source}: the source on its own runtime, the graph on {checks.runtime}")

@@ -65,7 +65,9 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
 
     -t/--target T (repeatable): convert for T and check it too; without it each model's
     graph is verified as imported. --runtime (repeatable, default ort): where the graphs run
-    for parity.
+    for parity; device: on every device connected to the server `webnn-convert serve`
+    started last here, and on local chromium, one report column each (a model x device
+    matrix: built, ran, verified, and the build and run times each page measured).
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
     meets its manifest entry's `expect` or misses it (an entry without `expect` expects
@@ -89,7 +91,7 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
         raise click.UsageError("--ray-address applies with --executor ray")
     targets = list(target_name)
     options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=targets,
-                         runtimes=list(runtime), executor=executor,
+                         runtimes=_every_device(list(runtime)), executor=executor,
                          ray_address=ray_address)
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)
@@ -115,6 +117,28 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     if failed:
         echo_lines(failed, err=True)
         raise SystemExit(1)
+
+
+def _every_device(runtimes: list[str]) -> list[str]:
+    """`device` as device:NAME for each device connected now, and chromium (this machine's
+    own browser beside them); device:NAME:TYPE is not a zoo runtime (each device runs on its
+    default deviceType). The jobs find the server as `serve` recorded it."""
+    if any(r.count(":") > 1 for r in runtimes):
+        raise click.BadParameter("the zoo runs each device on its default deviceType: give "
+                                 "device or device:NAME", param_hint="--runtime")
+    if "device" not in runtimes:
+        return list(dict.fromkeys(runtimes))
+    from converter.devices.client import devices
+
+    names = [d["name"] for d in devices()]
+    if not names:
+        raise ConverterError("no device is connected to the device server",
+                             fix="open the URL `webnn-convert serve` printed on each device")
+    expanded = []
+    for runtime in runtimes:
+        expanded += [f"device:{n}" for n in names] + ["chromium"] if runtime == "device" \
+            else [runtime]
+    return list(dict.fromkeys(expanded))
 
 
 def _with_progress(manifest, options, only, results_path, resume):

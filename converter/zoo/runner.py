@@ -176,9 +176,13 @@ def _check_options(options: ZooOptions) -> None:
         raise ConverterError(f"unknown executor '{options.executor}'",
                              fix=f"use one of {', '.join(EXECUTORS)}")
     for runtime in options.runtimes:
-        if runtime not in RUNTIMES:
+        if runtime.startswith("device:"):  # a device of the server `serve` started last
+            from ..devices.protocol import parse_runtime
+
+            parse_runtime(runtime)
+        elif runtime not in RUNTIMES:
             raise ConverterError(f"unknown runtime '{runtime}'",
-                                 fix=f"use one of {', '.join(RUNTIMES)}")
+                                 fix=f"use one of {', '.join(RUNTIMES)}, device:NAME")
     if options.targets:  # a bad target name fails the run now, not once per model
         from ..targets import load_target
 

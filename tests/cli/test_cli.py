@@ -14,7 +14,7 @@ from cli.main import main
 from converter import GraphBuilder
 
 COMMANDS = ["inspect", "validate", "ops", "convert", "verify", "run", "check", "targets", "zoo",
-            "browser-install"]
+            "browser-install", "serve"]
 
 
 def run(*args):

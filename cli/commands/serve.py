@@ -1,0 +1,99 @@
+"""`webnn-convert serve`: the device server that phones and laptops open to run graphs."""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import click
+
+from ..terminal import echo
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on: loopback by default (this machine only); "
+                   "0.0.0.0 or this machine's LAN address lets phones and laptops on the "
+                   "network open the page (the URL's token is then all that guards it).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The port (0: any free one; the URL printed says which).")
+@click.option("--max-upload-mb", type=click.IntRange(min=1), default=1024, show_default=True,
+              help="The largest job (a graph's weights and inputs) and the largest result a "
+                   "device may send back, in MiB.")
+@click.option("--job-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+              help="Seconds a device may take over one job.")
+@click.option("--targets-dir", type=click.Path(file_okay=False),
+              help="Where each device's opSupportLimits() is saved as a target file, "
+                   "NAME-TYPE.opSupportLimits.json (default: the converter's cache, "
+                   "devices/targets).")
+@click.option("--no-qr", is_flag=True, help="Print the URL without the QR code.")
+def command(host, port, max_upload_mb, job_timeout, targets_dir, no_qr):
+    """Serve the device page, and run graphs on the devices that open it.
+
+    Prints the page's URL (its random token included) as the first line, then a QR code for
+    phones. A browser that opens it registers: its user agent and platform, and each WebNN
+    deviceType that gives a context, whose opSupportLimits() is saved as a target file for
+    `check --target FILE`. It then runs the jobs of `verify/run --runtime device[:NAME]`.
+    Runs until stopped (Ctrl-C). Every request must carry the token; uploads are bounded by
+    --max-upload-mb; nothing listens beyond --host.
+    """
+    from converter.devices.protocol import new_token
+    from converter.files.cache import cache_dir
+
+    folder = Path(targets_dir) if targets_dir else cache_dir() / "devices" / "targets"
+    asyncio.run(_serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,
+                       not no_qr))
+
+
+async def _serve(host, port, token, targets_dir, max_upload, job_timeout, qr) -> None:
+    from converter.devices.record import remove_record, write_record
+    from converter.devices.server import DeviceServer, page_url
+
+    server = DeviceServer(token, targets_dir, max_upload=max_upload, job_timeout=job_timeout,
+                          say=echo)
+    try:
+        try:
+            bound = await server.start(host, port)
+        except OSError as e:  # the port is taken, the address is not this machine's
+            from converter.errors import ConverterError
+
+            why = os.strerror(e.errno) if e.errno else str(e)
+            raise ConverterError(f"cannot listen there ({why})",
+                                 where=f"{host}:{port}",
+                                 fix="choose another --port (0: any free one) or --host") from None
+        url = page_url(_shown_host(host), bound, token)
+        echo(url)  # the first line: what a script or a test reads
+        if qr:
+            _print_qr(url)
+        local = page_url("127.0.0.1" if ":" not in host else "::1", bound, token)
+        write_record(local if host in ("0.0.0.0", "::") else url)
+        echo("open it on each device (keep the page open); stop with Ctrl-C")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            remove_record(local if host in ("0.0.0.0", "::") else url)
+    finally:
+        await server.stop()
+
+
+def _shown_host(host: str) -> str:
+    """The address a device types: for 0.0.0.0 (every interface), this machine's LAN address."""
+    if host not in ("0.0.0.0", "::"):
+        return host
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:  # a UDP connect sends nothing: it only picks the interface a route would use
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def _print_qr(url: str) -> None:
+    import segno
+
+    segno.make(url, error="l").terminal(out=sys.stdout, compact=True)
+    sys.stdout.flush()
