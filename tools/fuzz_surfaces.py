@@ -370,6 +370,15 @@ def sparse(name: str, size: int):
     return make
 
 
+def tiny_fields(folder: Path, root: Path) -> Made:
+    """A valid protobuf of a million and more 2-byte fields (field 1, varint 0: the model's
+    ir_version again and again): walked field by field it costs seconds; refused at the field
+    cap (importers/onnx/wire.py) in a fraction of one."""
+    path = folder / "m.onnx"
+    path.write_bytes(b"\x08\x00" * ((1 << 20) + 1))
+    return Made(path, must_refuse=True)
+
+
 def webnn_long_token(folder: Path, root: Path) -> Made:
     path = folder / "g.webnn"
     with open(path, "w", encoding="utf-8") as f:
@@ -499,6 +508,7 @@ SURFACES: list[tuple[str, Callable[[Path, Path], Made]]] = [
     ("terminal-json-names", json_terminal_names),
     ("size-onnx-zeros-16mb", sparse("m.onnx", 16 << 20)),
     ("size-onnx-sparse-200gb", sparse("m.onnx", 200 << 30)),
+    ("size-onnx-tiny-fields", tiny_fields),
     ("size-webnn-token-16mb", webnn_long_token),
     ("size-onnx-nested-loops", onnx_loops(3, 10_000)),
     ("size-onnx-loop-1e9", onnx_loops(1, 10**9)),
