@@ -48,7 +48,7 @@ def test_convert_refuses_its_source_as_output(tmp_path):
 
 def test_convert_raises_what_a_target_cannot_take(tmp_path):
     """A target without conv2d (the spec's limits less that op): no pass can remove it."""
-    limits = json.loads((ROOT / "converter/targets/data/spec.json").read_text())
+    limits = json.loads((ROOT / "converter/targets/data/portable.json").read_text())
     del limits["conv2d"]
     limits["webnn-converter"]["name"] = "no-conv"
     target = tmp_path / "no-conv.json"

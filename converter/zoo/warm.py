@@ -174,7 +174,7 @@ def _import_everything(targets: bool = True) -> None:
     from .. import convert  # noqa: F401
     from ..verification import core as verification  # noqa: F401
     from ..conversion import by_suffix  # noqa: F401
-    from ..runtimes import execute, session  # noqa: F401
+    from ..runtimes import crash_guard, execute, session  # noqa: F401
     from ..verification import steps as verification_steps  # noqa: F401
     from ..importers import onnx as onnx_importer, tflite as tflite_importer  # noqa: F401
     from ..importers.onnx import wire  # noqa: F401

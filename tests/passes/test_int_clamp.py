@@ -123,9 +123,9 @@ def test_the_clamp_decomposition_casts_bounds_as_the_spec_does():
     assert [op.inputs[1].constant.fill for op in graph.operations] == [2, 2**31 - 1]
 
 
-@pytest.mark.parametrize("target", ["coreml", "spec"])
+@pytest.mark.parametrize("target", ["coreml", "portable"])
 def test_an_int64_clamp_narrowed_to_int32_is_rewritten_after_the_narrowing(target):
-    """coreml's and spec's clamp and max take no int64: data_types narrows the clamp to int32,
+    """coreml's and portable's clamp and max take no int64: data_types narrows the clamp to int32,
     then int_clamp (after it in the pipeline) makes it max and min in int32."""
     graph = _clamp_graph("int64", minValue=-2, maxValue=1000)
     x = np.array([[-2**31, -3, -2, 0], [5, 999, 1000, 2**31 - 1], [7, 8, 9, -1]], np.int32)

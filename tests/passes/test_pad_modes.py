@@ -72,7 +72,7 @@ def test_without_a_target_or_a_refused_mode_nothing_changes():
     graph = _pad_graph([3, 4], [1, 1], [1, 1], "edge")
     [(_, result)] = run_passes(graph, ["pad_modes"], PassContext())
     assert not result.changed
-    [(_, result)] = run_passes(graph, ["pad_modes"], PassContext(target=load_target("spec")))
+    [(_, result)] = run_passes(graph, ["pad_modes"], PassContext(target=load_target("portable")))
     assert not result.changed and [op.op_type for op in graph.operations] == ["pad"]
 
 
