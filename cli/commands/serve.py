@@ -45,8 +45,33 @@ def command(host, port, max_upload_mb, job_timeout, targets_dir, no_qr):
     from converter.files.cache import cache_dir
 
     folder = Path(targets_dir) if targets_dir else cache_dir() / "devices" / "targets"
-    asyncio.run(_serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,
-                       not no_qr))
+    _run(lambda: _serve(host, port, new_token(), folder, max_upload_mb << 20, job_timeout,
+                        not no_qr))
+
+
+def _run(make) -> None:
+    """asyncio.run(make()), from a thread of its own when this thread already runs an event
+    loop (a notebook, Playwright's sync API): asyncio.run refuses to nest. Errors come back."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(make())
+        return
+    import threading
+
+    failed: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            asyncio.run(make())
+        except BaseException as error:  # noqa: BLE001  (handed back to the caller's thread)
+            failed.append(error)
+
+    worker = threading.Thread(target=serve, name="webnn-convert serve")
+    worker.start()
+    worker.join()
+    if failed:
+        raise failed[0]
 
 
 async def _serve(host, port, token, targets_dir, max_upload, job_timeout, qr) -> None:

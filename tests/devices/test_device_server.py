@@ -293,6 +293,22 @@ def test_a_zoo_over_devices_needs_one_connected(use_it, tmp_path):
     assert not (tmp_path / "r.jsonl").exists()
 
 
+def test_serve_inside_a_running_event_loop_still_gets_its_one_line(served):
+    """In a thread that already runs an event loop (a notebook; Playwright's sync API leaves
+    one in a test worker) asyncio.run refuses to nest: serve runs its loop in a thread of its
+    own, so a port in use is still the one line, not an internal error."""
+    import asyncio
+
+    port = served.url.split(":")[2].split("/")[0]
+
+    async def inside():
+        return _cli("serve", "--port", port, "--no-qr")
+
+    result = asyncio.run(inside())
+    assert result.exit_code == 2 and result.output.startswith(
+        f"error: 127.0.0.1:{port}: cannot listen there"), result.output
+
+
 def test_a_port_in_use_gets_one_line(served, tmp_path):
     port = served.url.split(":")[2].split("/")[0]
     result = _cli("serve", "--port", port, "--no-qr")
