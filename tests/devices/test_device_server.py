@@ -293,20 +293,35 @@ def test_a_zoo_over_devices_needs_one_connected(use_it, tmp_path):
     assert not (tmp_path / "r.jsonl").exists()
 
 
-def test_serve_inside_a_running_event_loop_still_gets_its_one_line(served):
+def test_serve_runs_its_loop_beside_one_already_running():
     """In a thread that already runs an event loop (a notebook; Playwright's sync API leaves
-    one in a test worker) asyncio.run refuses to nest: serve runs its loop in a thread of its
-    own, so a port in use is still the one line, not an internal error."""
+    one in a test worker) asyncio.run refuses to nest: serve's loop then runs in a thread of
+    its own, and what it raises comes back (a port in use stays its one line, not an internal
+    error). Checked in a fresh thread, where asyncio.run may start the outer loop."""
     import asyncio
+    import threading
 
-    port = served.url.split(":")[2].split("/")[0]
+    from cli.commands.serve import _run
 
-    async def inside():
-        return _cli("serve", "--port", port, "--no-qr")
+    seen = []
 
-    result = asyncio.run(inside())
-    assert result.exit_code == 2 and result.output.startswith(
-        f"error: 127.0.0.1:{port}: cannot listen there"), result.output
+    async def inner():
+        seen.append(threading.current_thread().name)
+
+    async def fails():
+        raise OSError("address in use")
+
+    async def outer():
+        _run(inner)
+        try:
+            _run(fails)
+        except OSError as error:
+            seen.append(str(error))
+
+    worker = threading.Thread(target=lambda: asyncio.run(outer()), name="outer")
+    worker.start()
+    worker.join()
+    assert seen == ["webnn-convert serve", "address in use"]
 
 
 def test_a_port_in_use_gets_one_line(served, tmp_path):
