@@ -8,8 +8,6 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from cli.options import WEIGHT_TYPES
-from converter.passes.float16_weights import WEIGHT_TYPES as PASS_WEIGHT_TYPES
 
 TINY = Path(__file__).parents[2] / "models" / "tiny_cnn.onnx"
 
@@ -19,6 +17,9 @@ def _run(*args):
 
 
 def test_the_cli_and_the_pass_take_the_same_types():
+    from cli.options import WEIGHT_TYPES
+    from converter.passes.float16_weights import WEIGHT_TYPES as PASS_WEIGHT_TYPES
+
     assert WEIGHT_TYPES == PASS_WEIGHT_TYPES == ("float32", "float16")
 
 
