@@ -87,7 +87,8 @@ VOCABULARY: dict[str, Shared] = {
         "The type float32 weights are stored as: float16 stores each float32 constant of "
         "256 bytes or more as float16, read through a cast to float32 (the weights file about "
         "halves; the graph still computes in float32). Smaller ones, values beyond float16's "
-        "range and operands a --target wants constant stay float32 (-v lists them).",
+        "range and operands a --target wants constant stay float32 (-v lists them). Refused "
+        "for a .tflite output, whose export stores weights as float32.",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
     "dim": Shared(
         ("--dim", "dims"),

@@ -158,9 +158,10 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     if set(tolerances) - {"seed", "atol", "rtol", "ulp", "oracle"}:
         raise TypeError(f"convert() got unexpected keyword arguments "
                         f"{sorted(set(tolerances) - {'seed', 'atol', 'rtol', 'ulp', 'oracle'})}")
-    from .passes.float16_weights import check_weights
+    from .passes.float16_weights import check_weights, refuse_output
 
     check_weights(weights)
+    refuse_output(weights, output)
     if weights != "float32" and dims and any(not isinstance(v, int) for v in dims.values()):
         raise ConverterError(f"weights={weights!r} converts one value of each dim",
                              where="dims", fix="convert each value apart")

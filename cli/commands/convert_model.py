@@ -69,6 +69,10 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         raise click.UsageError(checks.usage_problem())
     reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
     refuse_overwriting(reads, output)
+    if weights != "float32":
+        from converter.passes.float16_weights import refuse_output
+
+        refuse_output(weights, output)
     stateful = bool(state_patterns) or cache_capacity is not None
     say = ctx.with_resource(phases(False if as_json else None))
     say(f"converting {source}")

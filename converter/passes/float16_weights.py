@@ -32,7 +32,7 @@ from ..errors import ConverterError
 from ..ir import Graph, Operand
 from . import PassContext, PassResult, graph_pass
 
-__all__ = ["WEIGHT_TYPES", "MIN_BYTES", "check_weights", "float16_weights"]
+__all__ = ["WEIGHT_TYPES", "MIN_BYTES", "check_weights", "refuse_output", "float16_weights"]
 
 # What `--weights` takes: the type float32 weights are stored as.
 WEIGHT_TYPES = ("float32", "float16")
@@ -80,6 +80,17 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | None:
     if not np.all(np.abs(data.numpy()) <= _FLOAT16_MAX):  # NaN and infinities are kept too
         return "values beyond float16's range", name
     return None
+
+
+def refuse_output(weights: str, output) -> None:
+    """Raise when `output`'s format cannot keep float16 weights: the TFLite exporter folds a
+    cast of a constant into a float32 constant (work on constants happens at export), so a
+    .tflite would hold float32 weights, and more bytes than without the option."""
+    if weights == "float16" and output is not None and str(output).lower().endswith(".tflite"):
+        raise ConverterError("float16 weights stay float16 in .webnn, .json, .js and .onnx "
+                             "outputs only: the .tflite export stores them as float32",
+                             where=str(output),
+                             fix="leave --weights out for a .tflite, or write another format")
 
 
 @graph_pass("float16_weights")

@@ -45,3 +45,13 @@ def test_unknown_weights_type_is_one_error_line(tmp_path, value):
     assert len(errors) == 1 and "--weights" in errors[0], r.output
     assert "'float32', 'float16'" in errors[0], errors[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tflite_output_is_refused_in_one_line(tmp_path):
+    """The TFLite exporter folds a cast of a constant into float32: a .tflite would hold float32
+    weights (and more bytes), so the option is refused there rather than ignored."""
+    r = _run("convert", TINY, "-o", tmp_path / "out.tflite", "--weights", "float16")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and ".tflite" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
