@@ -124,12 +124,14 @@ def test_values_beyond_float16_range_and_fills_stay_float32():
     x = b.input("x", "float32", [128])
     big = np.full(128, 1.0, np.float32)
     big[7] = 1e6  # float16 would make it infinity
-    y = b.add(b.add(x, b.constant(big, name="big")),
+    nan = np.ones(128, np.float32)
+    nan[3] = np.nan
+    y = b.add(b.add(b.add(x, b.constant(big, name="big")), b.constant(nan, name="nan")),
               b.graph.add_constant("twos", ConstantData("float32", [128], fill=2.0)))
     graph = b.build({"y": y})
     [(_, result)] = run_passes(graph, ["float16_weights"], PassContext(weights="float16"))
     assert not result.changed
-    assert result.notes == ["kept float32 (values beyond float16's range): big",
+    assert result.notes == ["kept float32 (values beyond float16's range): big, nan",
                             "kept float32 (fills): twos"]
 
 
