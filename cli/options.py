@@ -54,6 +54,9 @@ class Shared:
 
 
 _RUNTIMES = ("ort", "chromium")
+# converter.passes.float16_weights.WEIGHT_TYPES, spelled here so start-up does not import the
+# passes (tests/cli/test_weights_option.py checks they agree).
+WEIGHT_TYPES = ("float32", "float16")
 
 VOCABULARY: dict[str, Shared] = {
     "output": Shared(
@@ -79,6 +82,14 @@ VOCABULARY: dict[str, Shared] = {
         "type) even where the target takes their type; by default they stay quantized there, "
         "or are re-encoded exactly (uint4 -> int4 ...). check says what convert then does.",
         dict(is_flag=True)),
+    "weights": Shared(
+        ("--weights",),
+        "The type float32 weights are stored as: float16 stores each float32 constant of "
+        "256 bytes or more as float16, read through a cast to float32 (the weights file about "
+        "halves; the graph still computes in float32). Smaller ones, values beyond float16's "
+        "range and operands a --target wants constant stay float32 (-v lists them). Refused "
+        "for a .tflite output, whose export stores weights as float32.",
+        dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
     "dim": Shared(
         ("--dim", "dims"),
         "Give a symbolic dimension a value (repeatable); 0 empties the inputs it sizes (a "

@@ -120,7 +120,8 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
             dims: Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None,
             known_inputs: Mapping[str, Any] | None = None, dequantize: bool = False,
-            verify: bool = False, **tolerances: Any) -> Graph | Variants:
+            weights: str = "float32", verify: bool = False,
+            **tolerances: Any) -> Graph | Variants:
     """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
     `target` when given (a built-in target's name, a target file or a Target; `io_layout`
     "nchw"/"nhwc" sets the layout of its 4-D inputs and outputs), and write `output` when
@@ -130,6 +131,8 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     returns a `converter.dynamic.Variants` (written as one .webnn/.json/.js with shared weights).
 
     `dequantize` (with `target`) stores quantized weights as float, as the CLI's --dequantize.
+    `weights="float16"` stores float32 weights of 256 bytes or more as float16, each cast back to
+    float32 in the graph (the CLI's --weights float16; one value of each dim only).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
@@ -155,13 +158,20 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     if set(tolerances) - {"seed", "atol", "rtol", "ulp", "oracle"}:
         raise TypeError(f"convert() got unexpected keyword arguments "
                         f"{sorted(set(tolerances) - {'seed', 'atol', 'rtol', 'ulp', 'oracle'})}")
+    from .passes.float16_weights import check_weights, refuse_output
+
+    check_weights(weights)
+    refuse_output(weights, output)
+    if weights != "float32" and dims and any(not isinstance(v, int) for v in dims.values()):
+        raise ConverterError(f"weights={weights!r} converts one value of each dim",
+                             where="dims", fix="convert each value apart")
     with tracking():  # the files read (external data too) are never the ones written
         return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs,
-                        dequantize, tolerances if verify else None)
+                        dequantize, weights, tolerances if verify else None)
 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
-             tolerances):
+             weights, tolerances):
     from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
@@ -179,7 +189,12 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
         if target is not None:
             from .targets.pipeline import convert_for_target
 
-            convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize)
+            convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize,
+                               weights=weights)
+        elif weights != "float32":
+            from .targets.pipeline import store_weights
+
+            store_weights(result, weights)
         checks = [(result, dims)]
     if tolerances is not None:  # before writing: a graph that does not match is not published
         for graph, at in checks:

@@ -23,7 +23,7 @@ from .stepping import load_with_state
 
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
-@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize")
+@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize", "weights")
 @click.option("--verify", "then_verify", is_flag=True,
               help="Also verify the result against the source, as `verify` does, taking "
                    "verify's options below; the outputs are written only if it passes.")
@@ -31,12 +31,12 @@ from .stepping import load_with_state
               help="With --verify: write the outputs even when verification fails.")
 @use(*VERIFYING, "json", "verbose")
 def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
-            cache_capacity, target_name, io_layout, dequantize, then_verify, keep_on_mismatch,
-            as_json, verbose, **checking):
+            cache_capacity, target_name, io_layout, dequantize, weights, then_verify,
+            keep_on_mismatch, as_json, verbose, **checking):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it; .onnx writes the graph's ONNX lowering (past 2 GiB with its weights in
+    beside it (with --weights float16, its float32 weights stored as float16); .onnx writes the graph's ONNX lowering (past 2 GiB with its weights in
     NAME.onnx.data beside it), .tflite its TFLite export (verified on LiteRT too with
     --verify), .js an ES module and page for the browser. With --dim
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
@@ -69,12 +69,19 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         raise click.UsageError(checks.usage_problem())
     reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
     refuse_overwriting(reads, output)
+    if weights != "float32":
+        from converter.passes.float16_weights import refuse_output
+
+        refuse_output(weights, output)
     stateful = bool(state_patterns) or cache_capacity is not None
     say = ctx.with_resource(phases(False if as_json else None))
     say(f"converting {source}")
     import_reader(source)  # the last of start-up's imports (the onnx package for .onnx) ...
     collector.resume()  # ... so the collector, paused while they ran, skips them from now on
     if any(not isinstance(v, int) for v in dims.values()):
+        if weights != "float32":
+            raise click.UsageError(f"--weights {weights} converts one value of each --dim; "
+                                   f"convert each value apart")
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
                                    "a decoder's cache (--state, --cache-capacity) takes one")
@@ -97,6 +104,9 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         if then_verify:
             raise click.UsageError("--verify needs the source model; this graph file holds "
                                    "variants converted earlier")
+        if weights != "float32":
+            raise click.UsageError(f"--weights {weights} converts one graph; this graph file "
+                                   f"holds variants converted earlier")
         write_variants(graph, output, target_name, io_layout, dequantize, as_json)
         return
     if io_layout and not target_name:
@@ -105,12 +115,19 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
         say(f"rewriting for {target_name}")
-        _rewrite_for(graph, target_name, io_layout, verbose, dequantize)
+        _rewrite_for(graph, target_name, io_layout, verbose, dequantize, weights)
+    elif weights != "float32":
+        from converter.targets.pipeline import store_weights
+
+        result = store_weights(graph, weights)
+        if verbose:
+            for note in result.notes:
+                echo(f"float16_weights: {note}", err=True)
     say(f"writing {output}")
     if not then_verify:
-        # A graph as imported was verified at the end of its import (stateful loading and a
-        # target's passes edit it since, so those are checked again as it is saved).
-        untouched = not target_name and not stateful
+        # A graph as imported was verified at the end of its import (stateful loading, a
+        # target's passes and --weights edit it since, so those are checked again as saved).
+        untouched = not target_name and not stateful and weights == "float32"
         _wrote(write_any(graph, output, verify=not untouched), graph, as_json)
         return
     quiet_runtimes(debugging())
@@ -156,7 +173,7 @@ def _wrote(written, graph, as_json: bool) -> None:
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
-                 dequantize: bool = False) -> None:
+                 dequantize: bool = False, weights: str = "float32") -> None:
     """Run the target's passes; list every remaining violation and exit 1 if any remain.
     With `verbose`, each pass's statistics go to stderr (stdout carries results only)."""
     from converter.errors import UnsupportedError
@@ -166,7 +183,7 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
     target = load_target(target_name)
     try:
         report = convert_for_target(graph, target, io_layout=io_layout,
-                                    dequantize=dequantize)
+                                    dequantize=dequantize, weights=weights)
     except UnsupportedError as e:
         for item in e.items:
             echo(f"{target.name}: {item}", err=True)

@@ -20,10 +20,12 @@ from pathlib import Path
 from ..errors import ConverterError, UnsupportedError
 from ..ir import Graph
 from ..passes import PassContext, PassResult, pipeline_for, run_passes
+from ..passes.float16_weights import check_weights
 from . import Target, load_target
 from .check import Violation, check
 
-__all__ = ["TargetReport", "convert_for_target", "check_after_passes", "IO_LAYOUTS"]
+__all__ = ["TargetReport", "convert_for_target", "check_after_passes", "store_weights",
+           "IO_LAYOUTS"]
 
 IO_LAYOUTS = ("nchw", "nhwc")
 
@@ -85,7 +87,8 @@ class TargetReport:
 
 
 def convert_for_target(graph: Graph, target: Target | str | Path, *,
-                       io_layout: str | None = None, dequantize: bool = False) -> TargetReport:
+                       io_layout: str | None = None, dequantize: bool = False,
+                       weights: str = "float32") -> TargetReport:
     """Rewrite `graph` in place for `target` and check the result.
 
     Args:
@@ -97,6 +100,8 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
             result type) at conversion time, even where the target takes the quantized type;
             by default weights stay quantized where the target takes them or an exact
             re-encoding (uint4 -> int4 ...), and only the rest is dequantized.
+        weights: "float16" stores float32 weights as float16, each read through a cast to
+            float32 (the float16_weights pass, run last, so the check sees its casts).
 
     Returns the report. Raises UnsupportedError with every violation left after the passes.
     """
@@ -105,10 +110,12 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
         raise ConverterError(f"unknown io layout '{io_layout}'",
                              fix=f"use one of {', '.join(IO_LAYOUTS)}, or leave it out to keep "
                                  f"the source's layout")
+    check_weights(weights)
     transposes_before, operations_before = _transposes(graph), len(graph.operations)
-    results = run_passes(graph, pipeline_for(target),
+    names = pipeline_for(target) + (["float16_weights"] if weights == "float16" else [])
+    results = run_passes(graph, names,
                          PassContext(target=target, io_layout=io_layout,
-                                     dequantize=dequantize))
+                                     dequantize=dequantize, weights=weights))
     violations = check(graph, target)
     used = {op.op_type for op in graph.operations}
     report = TargetReport(target.name, results, transposes_before, _transposes(graph),
@@ -125,6 +132,14 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
         error.report = report
         raise error
     return report
+
+
+def store_weights(graph: Graph, weights: str) -> PassResult:
+    """Without a target: store float32 weights as `weights` ("float16": the float16_weights
+    pass; "float32" changes nothing). Edits `graph` in place."""
+    check_weights(weights)
+    ((_, result),) = run_passes(graph, ["float16_weights"], PassContext(weights=weights))
+    return result
 
 
 def check_after_passes(graph: Graph, target: Target | str | Path, *,
