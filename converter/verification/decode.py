@@ -1,6 +1,7 @@
 """Step-wise parity of a decoder: greedy decoding through the WebNN graph
 (state/generation.py, on ONNX Runtime or in Chromium) against the source decoder on ONNX
-Runtime in its own concat form.
+Runtime in its own concat form (the prompt one token a step, as the window takes it, where
+DynamicQuantizeLinear makes a row's numbers depend on the rows computed with it: q8).
 
     report = verify_decoding("model.onnx", graph, prompt=[1, 5, 9], steps=32)
     report.passed   # the same greedy tokens, and every position's logits within the bounds
