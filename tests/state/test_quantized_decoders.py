@@ -124,21 +124,42 @@ def test_dynamic_quantization_makes_the_prompt_rows_depend_on_the_step(form):
            generate_on_onnxruntime(plain, PROMPT, 1).logits)
 
 
+def _int8_activations_in_branches(tmp_path: Path) -> Path:
+    """The merged q4 with accuracy_level 4 (int8 activations, as genai's CPU models ask) on
+    every MatMulNBits, all of which live in its If branches."""
+    model = onnx.load(LLAMA / "decoder_model_merged_q4.onnx")
+    for node in model.graph.node:
+        for attr in node.attribute if node.op_type == "If" else ():
+            for inner in attr.g.node:
+                if inner.op_type == "MatMulNBits":
+                    inner.attribute.append(onnx.helper.make_attribute("accuracy_level", 4))
+    onnx.save(model, tmp_path / "decoder_model_merged_q4.onnx")
+    return tmp_path / "decoder_model_merged_q4.onnx"
+
+
 def test_quantized_nodes_are_counted_inside_if_branches(tmp_path):
-    """The merged decoder's weights MatMuls live in its If branches: counted there."""
+    """The merged decoder's weight MatMuls live in its If branches: counted there."""
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_merged_quantized.onnx") == 18
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_quantized.onnx") == 9
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_merged.onnx") == 0
-    model = onnx.load(LLAMA / "decoder_model_merged_q4.onnx")
-    branches = [attr.g for node in model.graph.node if node.op_type == "If"
-                for attr in node.attribute]
-    for graph in branches:  # int8 activations asked of every MatMulNBits, as genai's are
-        for node in graph.node:
-            if node.op_type == "MatMulNBits":
-                node.attribute.append(onnx.helper.make_attribute("accuracy_level", 4))
-    onnx.save(model, tmp_path / "decoder_model_merged_q4.onnx")
-    assert int8_activation_nodes(tmp_path / "decoder_model_merged_q4.onnx") == 30
+    assert int8_activation_nodes(_int8_activations_in_branches(tmp_path)) == 30
     assert int8_activation_nodes(LLAMA / "decoder_model_merged_q4.onnx") == 0
+
+
+@pytest.mark.parametrize("route", ["concat", "capacity"])
+def test_int8_activations_in_if_branches_are_judged_on_the_float_math(tmp_path, route):
+    """ORT at accuracy_level 4 quantizes the activations (0.08 off the float math here);
+    the branches' nodes are found, so the logits are compared with ORT at level 0."""
+    args = ["verify", str(_int8_activations_in_branches(tmp_path)), "--steps", "8",
+            "--prompt", "1,5,9", "--json"]
+    if route == "capacity":
+        args += ["--cache-capacity", "16"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["passed"] and report["graphTokens"] == report["sourceTokens"]
+    assert report["sourceRuntime"] == "onnxruntime (MatMulNBits at accuracy_level 0)"
+    assert "quantizes the activations of 30 MatMulNBits nodes" in report["notes"][0]
 
 
 def test_verify_text_says_what_the_q8_window_is_compared_with():
