@@ -1,6 +1,7 @@
 """transformers.js's quantized decoders stepped end to end: the tiny optimum Llama's merged
 decoder and unmerged pair as q8 (`*_quantized.onnx`: quantize_dynamic, DynamicQuantizeLinear +
-MatMulInteger) and q4 (`*_q4.onnx`: MatMulNBits, block 32), in the concat form and the
+MatMulInteger), q4 (`*_q4.onnx`: MatMulNBits, block 32) and fp16 (`*_fp16.onnx`: float16
+throughout, the past and the logits too), in the concat form and the
 fixed-capacity window, against ONNX Runtime on the source. Fixtures: models/optimum-tiny/llama/
 (models/make_quantized_decoders.py derives them from the float files)."""
 from __future__ import annotations
@@ -28,18 +29,20 @@ LLAMA = ROOT / "llama"
 # decoder_with_past_model twin, of the same suffix, is found beside it)
 FORMS = {f"{form}-{kind}": f"{stem}_{suffix}.onnx"
          for form, stem in (("merged", "decoder_model_merged"), ("pair", "decoder_model"))
-         for kind, suffix in (("q8", "quantized"), ("q4", "q4"))}
+         for kind, suffix in (("q8", "quantized"), ("q4", "q4"), ("fp16", "fp16"))}
 FILES = [f"{stem}_{suffix}.onnx"
          for stem in ("decoder_model_merged", "decoder_model", "decoder_with_past_model")
-         for suffix in ("quantized", "q4")]
+         for suffix in ("quantized", "q4", "fp16")]
 PROMPT = [1, 5, 9]
 NEW = 8
 
 
-def _close(got, want):
-    got, want = np.stack(got), np.stack(want)
+def _close(got, want, *, fp16: bool = False):
+    """Within float32's noise, or float16's (its 2**-11 steps, accumulated over the layers)."""
+    got, want = np.stack(got).astype(np.float32), np.stack(want).astype(np.float32)
     assert got.shape == want.shape
-    assert np.all(np.abs(got - want) <= 1e-4 + 1e-3 * np.abs(want))
+    atol, rtol = (1e-2, 1e-2) if fp16 else (1e-4, 1e-3)
+    assert np.all(np.abs(got - want) <= atol + rtol * np.abs(want))
 
 
 def _ops(path: Path) -> set[str]:
@@ -63,6 +66,12 @@ def test_the_quantized_fixtures_are_small_recorded_and_quantized(name):
     ops = _ops(LLAMA / name)
     if "_q4" in name:
         assert "MatMulNBits" in ops
+    elif "_fp16" in name:  # no float32 left: the inputs, outputs and weights are float16
+        model = onnx.load(LLAMA / name)
+        types = {v.type.tensor_type.elem_type for v in (*model.graph.input,
+                                                        *model.graph.output)}
+        assert onnx.TensorProto.FLOAT16 in types and onnx.TensorProto.FLOAT not in types
+        assert onnx.TensorProto.FLOAT not in {t.data_type for t in model.graph.initializer}
     else:
         assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops
 
@@ -94,18 +103,18 @@ def test_the_concat_form_generates_as_onnx_runtime(form):
     got = converter.generate(ConcatLoop(path, max_graphs=2), PROMPT, NEW)
     want = generate_on_onnxruntime(path, PROMPT, NEW)
     assert got.tokens == want.tokens
-    _close(got.logits, want.logits)
+    _close(got.logits, want.logits, fp16=form.endswith("fp16"))
 
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_a_window_generates_as_onnx_runtime_fed_as_it_is(form):
     """The window takes the prompt one token a step; ORT fed so gives its logits to float32
-    noise, q8 (a scale per tensor) as well as q4."""
+    noise, q8 (a scale per tensor) as well as q4; fp16 to float16's."""
     path = LLAMA / FORMS[form]
     got = converter.generate(converter.load_decoder(path, capacity=16), PROMPT, NEW)
     want = generate_on_onnxruntime(path, PROMPT, NEW, prompt_in_one_step=False)
     assert got.tokens == want.tokens
-    _close(got.logits, want.logits)
+    _close(got.logits, want.logits, fp16=form.endswith("fp16"))
     if form.endswith("q4"):  # MatMulNBits is row by row: the prompt in one step is the same
         _close(got.logits, generate_on_onnxruntime(path, PROMPT, NEW).logits)
 
