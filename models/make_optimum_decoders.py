@@ -19,7 +19,8 @@ The weights are random from a fixed torch seed, with eager attention (no scaled-
 so the export is plain MatMul/Softmax). The models say nothing; they are shape-and-op fixtures
 for stepping decoders. The committed copies are what the tests read (CI
 installs no torch); run this again only to change the fixture, and commit what it writes and
-the README beside them (versions, sha256s).
+the README beside them (versions, sha256s); then models/make_quantized_decoders.py, which
+derives the q8/q4 files from these and adds their section to the README.
 """
 from __future__ import annotations
 

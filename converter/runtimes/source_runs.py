@@ -32,6 +32,7 @@ from ..threads import runtime_threads
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
            "ONE_ULP_LABEL", "release_freed_memory", "int8_activation_nodes",
+           "dynamic_quantize_nodes",
            "FLOAT_ACTIVATIONS_LABEL"]
 
 SESSION_OPTIONS = {".onnx": "ONNX Runtime at ORT_DISABLE_ALL on both sides",
@@ -289,9 +290,29 @@ FLOAT_ACTIVATIONS_LABEL = ("ORT with MatMulNBits at accuracy_level 0 (float acti
 
 def int8_activation_nodes(path: Path) -> int:
     """How many MatMulNBits nodes of an ONNX model ask ORT for int8 activations
-    (accuracy_level 4); 0 for a model that cannot be read (its run reports that)."""
+    (accuracy_level 4), If/Loop branches included; 0 for a model that cannot be read (its
+    run reports that)."""
+    model = _read_onnx(path)
+    return 0 if model is None else sum(
+        1 for node in _nbits_nodes(model)
+        if _attr_int(node, "accuracy_level") == INT8_ACTIVATIONS)
+
+
+def dynamic_quantize_nodes(path: Path) -> int:
+    """How many DynamicQuantizeLinear nodes an ONNX model has, If/Loop branches included
+    (quantize_dynamic's int8 models, transformers.js's q8): each quantizes a whole tensor with
+    one scale from its own min and max, so a row's result depends on the rows computed with
+    it; 0 for a model that cannot be read (its run reports that)."""
+    model = _read_onnx(path)
+    return 0 if model is None else sum(
+        1 for node in _all_nodes(model.graph)
+        if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"))
+
+
+def _read_onnx(path: Path):
+    """The ModelProto without its weights' bytes, or None (not ONNX, or unreadable)."""
     if path.suffix.lower() != ".onnx":
-        return 0
+        return None
     import onnx
 
     from ..importers.onnx.wire import WireError, map_model
@@ -301,13 +322,23 @@ def int8_activation_nodes(path: Path) -> int:
         model = onnx.ModelProto()
         model.ParseFromString(stripped)
     except (OSError, WireError, ValueError):  # ValueError: protobuf's DecodeError
-        return 0
-    return sum(1 for node in _nbits_nodes(model)
-               if _attr_int(node, "accuracy_level") == INT8_ACTIVATIONS)
+        return None
+    return model
+
+
+def _all_nodes(graph):
+    """Every node of a graph and of the subgraphs its nodes hold (If branches, Loop bodies)."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                yield from _all_nodes(attr.g)
+            for sub in attr.graphs:
+                yield from _all_nodes(sub)
 
 
 def _nbits_nodes(model):
-    return [node for node in model.graph.node
+    return [node for node in _all_nodes(model.graph)
             if node.op_type == "MatMulNBits" and node.domain == "com.microsoft"]
 
 

@@ -158,13 +158,17 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
                             *, patterns: Sequence[tuple[str, str]] | None = None,
                             dims: Mapping[str, int] | None = None,
                             eos_token_id: int | None = None,
-                            float_activations: bool = False) -> Generation:
+                            float_activations: bool = False,
+                            prompt_in_one_step: bool = True) -> Generation:
     """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
     prompt in the first step, then one token a step, each step fed the present outputs of
     the one before. The first step is what the exporter's runtime feeds it: an unmerged
     pair's decoder_model.onnx, a merged decoder's no-cache branch (use_cache_branch false),
     else an empty past. `float_activations`: its MatMulNBits nodes at accuracy_level 0
-    (source_runs.run_onnx)."""
+    (source_runs.run_onnx). `prompt_in_one_step=False` feeds the prompt one token a step,
+    as the fixed-capacity graph takes it: the like-for-like reference for a model whose
+    numbers depend on the rows computed together (DynamicQuantizeLinear's one scale per
+    tensor)."""
     from ..runtimes.source_runs import run_onnx
 
     spec = read_decoder_spec(path, patterns, dims)
@@ -173,7 +177,7 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
     empty = spec.past_shape(0)
     past = {name: np.zeros(empty, np.float32) for name, _ in spec.pairs}
     result = Generation([])
-    fed, new = 0, prompt
+    fed, new = 0, prompt if prompt_in_one_step else prompt[:1]
     while True:
         first = fed == 0 and spec.first_path is not None
         feeds = {spec.input_ids: np.array([new], np.int64), **({} if first else past)}
@@ -189,6 +193,9 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
         result.logits.extend(list(rows))
         fed += len(new)
         past = {name: out[present] for name, present in spec.pairs}
+        if fed < len(prompt):  # the prompt one token a step: its next token, no choice yet
+            new = prompt[fed:fed + 1]
+            continue
         token = int(np.argmax(rows[-1]))
         result.tokens.append(token)
         if len(result.tokens) == max_new_tokens or token == eos_token_id:

@@ -1,6 +1,7 @@
 """Step-wise parity of a decoder: greedy decoding through the WebNN graph
 (state/generation.py, on ONNX Runtime or in Chromium) against the source decoder on ONNX
-Runtime in its own concat form.
+Runtime in its own concat form (the prompt one token a step, as the window takes it, where
+DynamicQuantizeLinear makes a row's numbers depend on the rows computed with it: q8).
 
     report = verify_decoding("model.onnx", graph, prompt=[1, 5, 9], steps=32)
     report.passed   # the same greedy tokens, and every position's logits within the bounds
@@ -17,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
-from ..runtimes.source_runs import int8_activation_nodes
+from ..runtimes.source_runs import dynamic_quantize_nodes, int8_activation_nodes
 from .output_bounds import output_bounds
 
 __all__ = ["DecodeReport", "verify_decoding"]
@@ -83,7 +84,8 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
     from ..state.generation import DecoderLoop, generate, generate_on_onnxruntime
     from ..runtimes.session import Session
 
-    if hasattr(graph, "prefill"):  # a ConcatLoop
+    one_step = hasattr(graph, "prefill")  # a ConcatLoop takes the prompt in one step
+    if one_step:
         if runtime != "ort":
             raise ConverterError("the concat form (a graph per length) runs on ort",
                                  fix="give --cache-capacity N: one graph for every step, which "
@@ -96,8 +98,12 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
             loop = DecoderLoop(session)
             ours = generate(loop, prompt, steps)
     int8_nodes = int8_activation_nodes(Path(source))
+    # A window takes the prompt one token a step; where one scale quantizes all the rows
+    # computed together, the source is fed so too (else its prompt rows are other numbers).
+    dynamic_nodes = 0 if one_step else dynamic_quantize_nodes(Path(source))
     theirs = generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims,
-                                     float_activations=bool(int8_nodes))
+                                     float_activations=bool(int8_nodes),
+                                     prompt_in_one_step=not dynamic_nodes)
     report = DecodeReport(str(source), graph_path, [int(t) for t in prompt], theirs.tokens,
                           ours.tokens, graph_runtime="webnn-onnx" if runtime == "ort" else runtime)
     if int8_nodes:
@@ -106,15 +112,22 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
         report.source_runtime = "onnxruntime (MatMulNBits at accuracy_level 0)"
         quantized = generate_on_onnxruntime(source, prompt, steps, patterns=patterns,
                                             dims=dims).tokens
-        same = next((k for k, (a, b) in enumerate(zip(quantized, ours.tokens)) if a != b),
-                    None)
-        chooses = ("the same tokens" if same is None and len(quantized) == len(ours.tokens)
-                   else f"tokens {quantized} (first differs at new token {same})")
         report.notes.append(
             f"ONNX Runtime quantizes the activations of {int8_nodes} MatMulNBits node"
             f"{'s' * (int8_nodes != 1)} to int8 at run time (accuracy_level 4); the logits "
             f"are compared with ORT at accuracy_level 0, the model's float math; at "
-            f"accuracy_level 4 ORT chooses {chooses}")
+            f"accuracy_level 4 ORT chooses {_same_or(quantized, ours.tokens)}")
+    if dynamic_nodes:
+        report.source_runtime = (report.source_runtime[:-1] + "; " if int8_nodes else
+                                 "onnxruntime (") + "the prompt one token a step)"
+        whole = generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims,
+                                        float_activations=bool(int8_nodes)).tokens
+        report.notes.append(
+            f"{dynamic_nodes} DynamicQuantizeLinear node{'s' * (dynamic_nodes != 1)} quantize "
+            f"each tensor with one scale over all its rows, so the prompt's logits depend on "
+            f"how many tokens a step takes; the logits are compared with ORT fed the prompt "
+            f"one token a step, as this graph takes it; fed the whole prompt in one step ORT "
+            f"chooses {_same_or(whole, ours.tokens)}")
     split = report.first_divergence
     shared = len(prompt) + (len(ours.tokens) - 1 if split is None else split)
     bounds = with_overrides(output_bounds(graph, loop.logits), atol, rtol, ulp)
@@ -123,3 +136,11 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
         report.positions.append(compare(f"{loop.logits}[{k}]", ours.logits[k],
                                         theirs.logits[k], bounds, data_type))
     return report
+
+
+def _same_or(theirs: list[int], ours: list[int]) -> str:
+    """'the same tokens', or which tokens and where they first differ."""
+    same = next((k for k, (a, b) in enumerate(zip(theirs, ours)) if a != b), None)
+    if same is None and len(theirs) == len(ours):
+        return "the same tokens"
+    return f"tokens {theirs} (first differs at new token {same})"
