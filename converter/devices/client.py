@@ -26,6 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ConverterError
 from ..ir import Graph
+from ..ir.operand import array_from_bytes
 from .protocol import GRAPH_FILES, check_token, pack, parse_runtime
 from .record import NO_SERVER_FIX, read_record
 
@@ -144,13 +145,7 @@ def _outputs(graph: Graph, encoded, ran_on: str) -> dict[str, np.ndarray]:
             raise ConverterError(f"{ran_on} sent output '{name}' "
                                  + ("not at all" if data is None else f"as {len(data)} bytes")
                                  + f", the graph gives {operand.desc}")
-        if info.bits == 4:
-            from ..ir.operand import unpack4
-
-            outputs[name] = unpack4(np.frombuffer(data, np.uint8), operand.shape,
-                                     signed=info.is_signed)
-        else:
-            outputs[name] = np.frombuffer(data, info.numpy).reshape(operand.shape).copy()
+        outputs[name] = array_from_bytes(data, operand.data_type, operand.shape)
     return outputs
 
 

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from .graph import Graph
     from .operation import Operation
 
-__all__ = ["Operand", "Use", "ConstantData", "TensorDesc", "pack4", "unpack4"]
+__all__ = ["Operand", "Use", "ConstantData", "TensorDesc", "pack4", "unpack4",
+           "array_from_bytes"]
 
 
 class TensorDesc(NamedTuple):
@@ -126,6 +127,15 @@ def unpack4(packed: np.ndarray, shape, *, signed: bool) -> np.ndarray:
         return np.where(out >= 8, out.astype(np.int8) - 16, out.astype(np.int8)).reshape(shape)
     return out.reshape(shape)
 
+
+
+def array_from_bytes(data: bytes, data_type: str, shape) -> np.ndarray:
+    """A tensor's little-endian bytes, as a runtime hands them back (4-bit types packed two a
+    byte), as a fresh array of `shape` (never a view of `data`)."""
+    info = dtypes.info(data_type)
+    if info.bits == 4:
+        return unpack4(np.frombuffer(data, np.uint8), shape, signed=info.is_signed)
+    return np.frombuffer(data, info.numpy).reshape(shape).copy()
 
 def pack4(values: np.ndarray) -> np.ndarray:
     """One value an element into 4-bit values packed two a byte, first in the low nibble."""

@@ -37,7 +37,7 @@ from ..errors import ConverterError
 from ..formats.owned_paths import make_owned_folder
 from .. import ops as _ops  # noqa: F401  (the op catalogue the IR adds operations through)
 from ..ir import Graph, Operation
-from ..ir.operand import unpack4
+from ..ir.operand import array_from_bytes
 from .browser_install import find_chromium
 from .chromium_sandbox import launch
 
@@ -229,13 +229,8 @@ def _result(graph: Graph, raw: dict) -> dict[str, np.ndarray] | ConverterError:
         return _browser_error(graph, raw["error"])
     outputs = {}
     for name, operand in graph.outputs.items():
-        data = base64.b64decode(raw["outputs"][name])
-        info = dtypes.info(operand.data_type)
-        if info.bits == 4:
-            outputs[name] = unpack4(np.frombuffer(data, np.uint8), operand.shape,
-                                     signed=info.is_signed)
-        else:
-            outputs[name] = np.frombuffer(data, info.numpy).reshape(operand.shape).copy()
+        outputs[name] = array_from_bytes(base64.b64decode(raw["outputs"][name]),
+                                         operand.data_type, operand.shape)
     return outputs
 
 

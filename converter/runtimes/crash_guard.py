@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 from typing import BinaryIO, Callable, Hashable, Mapping
 
 import numpy as np
@@ -128,8 +127,6 @@ def _send_header(out: BinaryIO, header: dict) -> None:
 
 
 def _status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-        return f"it died of {name}"
-    return f"it exited with status {os.WEXITSTATUS(status)}"
+    from ..importers.onnx.forked import ended
+
+    return f"it {ended(status)}"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -26,7 +25,7 @@ import numpy as np
 import onnx
 
 from ...budget import MemoryBudget
-from .forked import ForkedChild
+from .forked import ForkedChild, ended
 from .registry import Unsupported
 
 __all__ = ["can_cap", "fold_capped", "OWN_NEEDS"]
@@ -193,8 +192,4 @@ def _read_into(f: BinaryIO, view: memoryview) -> None:
 
 
 def _status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-        return f"the process computing it died of {name}"
-    return f"the process computing it exited with status {os.WEXITSTATUS(status)}"
+    return f"the process computing it {ended(status)}"

@@ -17,7 +17,7 @@ from typing import Callable, NoReturn
 
 from ...formats._files import signals_held
 
-__all__ = ["ForkedChild", "STOPS"]
+__all__ = ["ForkedChild", "STOPS", "ended"]
 
 STOPS = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
 
@@ -90,3 +90,13 @@ class ForkedChild:
 
     def __exit__(self, *exc) -> None:
         self.end()
+
+
+def ended(status: int) -> str:
+    """How a child process ended, from its wait status: "died of SIGSEGV", "exited with
+    status 3"."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        return f"died of {name}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
