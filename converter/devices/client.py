@@ -8,12 +8,20 @@ The graph goes up as a .webnn graph file (the server reads it with the converter
 emits the module the page runs); the outputs come back as the graph's output data types and
 shapes, their sizes checked (a device is another machine: what it sends is checked, not
 trusted). Requests never go through a proxy: the token is in every URL.
+
+An https server (`serve --tls`, the default off loopback) is pinned, not trusted blindly nor
+through a CA: its certificate's SHA-256 fingerprint must be the one `serve` recorded when it
+started (record.py), or the one given after the URL as `#sha256=FINGERPRINT`. It is checked
+right after the TLS handshake, before the request (and the token in its path) is sent.
 """
 from __future__ import annotations
 
 import base64
+import functools
+import http.client
 import json
 import shutil
+import ssl
 import tempfile
 import urllib.error
 import urllib.request
@@ -28,12 +36,13 @@ from ..errors import ConverterError
 from ..ir import Graph
 from ..ir.operand import array_from_bytes
 from .protocol import GRAPH_FILES, check_token, pack, parse_runtime
-from .record import NO_SERVER_FIX, read_record
+from .record import NO_SERVER_FIX, pinned_fingerprint, read_record
+from .tls import check_fingerprint, fingerprint
 
 __all__ = ["use_server", "server_url", "devices", "run_on_device", "describe", "last_run",
            "forget_last_run"]
 
-_CHOSEN: str | None = None
+_CHOSEN: tuple[str, str | None] | None = None  # (URL, pinned fingerprint) of --server
 # What the last `run_on_device` of this process did on its device (see `last_run`).
 _LAST: dict | None = None
 # The page's stages up to a built graph: a failure in one of them means it was not built.
@@ -44,13 +53,28 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def use_server(url: str | None) -> None:
-    """Talk to the server at `url` (a URL `serve` printed); None: the one it started last."""
+    """Talk to the server at `url` (a URL `serve` printed, an https one optionally followed
+    by #sha256=FINGERPRINT); None: the one it started last."""
     global _CHOSEN
     _CHOSEN = None if url is None else _checked_url(url)
 
 
 def server_url() -> str:
-    return _CHOSEN if _CHOSEN is not None else _checked_url(read_record())
+    return _server()[0]
+
+
+def _server() -> tuple[str, str | None]:
+    """The server's URL and, for https, the fingerprint its certificate must have."""
+    url, pin = _CHOSEN if _CHOSEN is not None else _checked_url(read_record())
+    if url.startswith("https:") and pin is None:
+        pin = pinned_fingerprint(url.rstrip("/").rsplit("/", 1)[-1])
+        if pin is None:
+            raise ConverterError("no certificate fingerprint is recorded here for this https "
+                                 "device server", where=_shown(url),
+                                 fix="run the command where `webnn-convert serve` runs, or "
+                                     "append #sha256=FINGERPRINT (the one it printed) to the "
+                                     "--server URL")
+    return url, pin
 
 
 def devices() -> list[dict]:
@@ -149,23 +173,65 @@ def _outputs(graph: Graph, encoded, ran_on: str) -> dict[str, np.ndarray]:
     return outputs
 
 
-def _checked_url(url: str) -> str:
+def _checked_url(url: str) -> tuple[str, str | None]:
+    """(the URL in its one form, the fingerprint its #sha256= fragment pins, if any)."""
     parts = urlsplit(url)
     token = parts.path.strip("/")
-    if parts.scheme not in ("http", "https") or not parts.hostname or "/" in token:
+    pin = parts.fragment or None
+    if parts.scheme not in ("http", "https") or not parts.hostname or "/" in token \
+            or (pin is not None and (parts.scheme != "https" or not pin.startswith("sha256="))):
         raise ConverterError(f"{url[:200]!r} is not a device server's URL", where="--server",
-                             fix="give the URL `webnn-convert serve` printed (http://HOST:PORT/"
-                                 "TOKEN/)")
+                             fix="give the URL `webnn-convert serve` printed (http[s]://HOST:"
+                                 "PORT/TOKEN/, an https one optionally followed by "
+                                 "#sha256=FINGERPRINT)")
     check_token(token, "--server")
-    return f"{parts.scheme}://{parts.netloc}/{token}/"
+    if pin is not None:
+        pin = check_fingerprint(pin[len("sha256="):], "--server")
+    return f"{parts.scheme}://{parts.netloc}/{token}/", pin
+
+
+class _PinnedConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that goes on only with the certificate of fingerprint `pin`."""
+
+    def __init__(self, *args, pin: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._pin = pin
+
+    def connect(self) -> None:
+        super().connect()
+        seen = fingerprint(self.sock.getpeercert(binary_form=True))
+        if seen != self._pin:
+            self.close()
+            raise ConverterError(f"the device server's certificate is not the one pinned for it "
+                                 f"(SHA-256 {seen}, pinned {self._pin}); nothing was sent",
+                                 where=f"https://{self.host}:{self.port}/",
+                                 fix="another program may answer there: check the address, or "
+                                     "use the URL and fingerprint `webnn-convert serve` printed")
+
+
+class _PinnedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, pin: str):
+        # No CA vouches for a self-signed certificate: the pin does, checked in connect().
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        super().__init__(context=context)
+        self._pin = pin
+
+    def https_open(self, req):
+        return self.do_open(functools.partial(_PinnedConnection, pin=self._pin), req,
+                            context=self._context)
 
 
 def _request(path: str, body: bytes | None = None) -> bytes:
-    url = server_url()
+    url, pin = _server()
+    opener = _OPENER if pin is None else \
+        urllib.request.build_opener(urllib.request.ProxyHandler({}), _PinnedHTTPS(pin))
     request = urllib.request.Request(url + path, data=body, method="GET" if body is None else
                                      "POST", headers={"Content-Type": "application/octet-stream"})
     try:
-        with _OPENER.open(request, timeout=_TIMEOUT) as response:
+        with opener.open(request, timeout=_TIMEOUT) as response:
             return response.read()
     except urllib.error.HTTPError as e:  # the server's one line says what and what to do
         line = e.read(4096).decode("utf-8", "replace").strip() or e.reason

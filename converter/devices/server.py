@@ -1,7 +1,7 @@
 """The device server (aiohttp): the page devices open, their connections, and the jobs sent
 to them.
 
-Every URL starts with the token (`http://HOST:PORT/TOKEN/`): a request without it, or with
+Every URL starts with the token (`http[s]://HOST:PORT/TOKEN/`): a request without it, or with
 another, gets 403 and one line, whatever path it names (`_guard`, compared in constant time).
 Under it:
 
@@ -15,7 +15,9 @@ Under it:
 A job's graph is read by the converter's own loader (every check a hostile graph file meets on
 the command line) and emitted as JavaScript here, by `write_js`: the only script a page ever
 imports is a module this server wrote. Bodies, websocket messages and device results are
-bounded by `max_upload`; the server listens on the host it is given and nothing else.
+bounded by `max_upload`; the server listens on the host it is given and nothing else, over
+TLS when it is given an SSL context (tls.py: a device's browser gives a page WebNN only in a
+secure context, which an http page at a LAN address is not).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import concurrent.futures
 import json
 import re
 import shutil
+import ssl
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -49,9 +52,9 @@ _HEADERS = {
 _REGISTER_SECONDS = 60  # a connection that does not register in this time is closed
 
 
-def page_url(host: str, port: int, token: str) -> str:
+def page_url(host: str, port: int, token: str, scheme: str = "http") -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/{token}/"
+    return f"{scheme}://{shown}:{port}/{token}/"
 
 
 class DeviceServer:
@@ -77,11 +80,11 @@ class DeviceServer:
             web.get("/{token}/jobs/{job}/{file}", self._job_file)])
         self._runner: web.AppRunner | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen on `host`:`port` (0: any free port); the port."""
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+        """Listen on `host`:`port` (0: any free port), over TLS with `tls`; the port."""
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        site = web.TCPSite(self._runner, host, port, ssl_context=tls)
         await site.start()
         return site._server.sockets[0].getsockname()[1]
 
