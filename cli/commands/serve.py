@@ -63,13 +63,14 @@ def command(host, tls, cert_file, key_file, port, max_upload_mb, job_timeout, ta
     --max-upload-mb; nothing listens beyond --host.
     """
     from converter.devices.protocol import new_token
+    from converter.errors import ConverterError
     from converter.files.cache import cache_dir
 
     if (cert_file is None) != (key_file is None):
-        raise click.UsageError("--cert and --key go together: give both, or neither for the "
-                               "self-signed certificate")
+        raise ConverterError("--cert and --key go together", fix="give both, or neither for "
+                                                                 "the self-signed certificate")
     if cert_file is not None and tls is False:
-        raise click.UsageError("--cert/--key serve https: drop --no-tls")
+        raise ConverterError("--cert/--key serve https", fix="drop --no-tls")
     if tls is None:
         tls = cert_file is not None or not _is_loopback(host)
     certificate = _certificate(host, cert_file, key_file) if tls else None

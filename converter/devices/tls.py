@@ -232,7 +232,7 @@ def _read(path: Path, what: str, private: bool = False) -> bytes:
                              where=where) from None
     except OSError as e:  # ELOOP: a link swapped in since realpath; ENXIO: a socket
         raise ConverterError(f"the {what} cannot be opened ({e.strerror})", where=where) from None
-    with os.fdopen(fd, "rb") as stream:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
@@ -244,11 +244,11 @@ def _read(path: Path, what: str, private: bool = False) -> bytes:
         if st.st_size > _MAX_PEM:
             raise ConverterError(f"the {what} is {st.st_size} bytes, over the {_MAX_PEM} a PEM "
                                  f"file may take", where=where, fix="give a PEM file")
-        try:
-            return stream.read(_MAX_PEM + 1)[:_MAX_PEM]
-        except OSError as e:
-            raise ConverterError(f"the {what} cannot be read ({e.strerror})",
-                                 where=where) from None
+        return os.read(fd, _MAX_PEM)  # a regular file of at most that: one read takes it
+    except OSError as e:
+        raise ConverterError(f"the {what} cannot be read ({e.strerror})", where=where) from None
+    finally:
+        os.close(fd)
 
 
 def _pair(cert_pem: bytes, key_pem: bytes, origin: str, cert_where: str = "--cert",

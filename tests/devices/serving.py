@@ -17,7 +17,8 @@ _WAIT = 120  # seconds a line may take to appear: generous, the machine is share
 
 
 class Served:
-    """A running `serve --port 0`, its URL (the first line) and the lines after it."""
+    """A running `serve --port 0`, its URL (the first line) and the lines after it; over
+    https, the certificate's fingerprint (the second line)."""
 
     def __init__(self, cache: Path, *args: str):
         env = dict(os.environ, WEBNN_CONVERTER_CACHE=str(cache))
@@ -27,9 +28,14 @@ class Served:
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.first = self.proc.stdout.readline()
         self.url = self.first.strip()
-        if not self.url.startswith("http://"):
+        if not self.url.startswith(("http://", "https://")):
             self.proc.kill()
             raise RuntimeError(f"serve printed {self.first!r}: {self.proc.stderr.read()}")
+        self.fingerprint = None
+        if self.url.startswith("https://"):
+            second = self.proc.stdout.readline().strip()
+            self.fingerprint = second.rsplit(" ", 1)[-1]
+            self.second = second
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         self.wait_for("stop with Ctrl-C")
@@ -73,14 +79,16 @@ class FakeDevice:
     hands each job to `answer(job, session, base)` (a coroutine returning the reply) and
     records what it saw. `reply` is the registration's answer (registered or refused)."""
 
-    def __init__(self, url: str, name: str | None, message: dict, answer=None):
+    def __init__(self, url: str, name: str | None, message: dict, answer=None,
+                 fingerprint: str | None = None):
         self.jobs: list[dict] = []
         self.reply: dict | None = None
         self._ready = threading.Event()
         self._answer = answer
-        self._url = url.replace("http://", "ws://", 1) + "ws" + (f"?name={name}" if name else "")
+        self._url = url.replace("http", "ws", 1) + "ws" + (f"?name={name}" if name else "")
         self._base = url
         self._message = message
+        self._fingerprint = fingerprint  # an https server's, pinned as our client pins it
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_until_complete,
                                         args=(self._run(),), daemon=True)
@@ -91,7 +99,9 @@ class FakeDevice:
     async def _run(self) -> None:
         import aiohttp
 
-        async with aiohttp.ClientSession() as session:
+        pin = True if self._fingerprint is None else \
+            aiohttp.Fingerprint(bytes.fromhex(self._fingerprint.replace(":", "")))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=pin)) as session:
             async with session.ws_connect(self._url) as ws:
                 self._ws = ws
                 await ws.send_str(json.dumps(self._message))

@@ -156,7 +156,7 @@ def test_a_page_opened_over_the_network_says_it_needs_a_secure_context(browser, 
     from cli.commands.serve import _shown_host
 
     address = _shown_host("0.0.0.0")
-    server = Served(tmp_path, "--no-qr", "--host", "0.0.0.0")
+    server = Served(tmp_path, "--no-qr", "--host", "0.0.0.0", "--no-tls")
     page = None
     try:
         assert server.url.startswith(f"http://{address}:")  # the address a device types
