@@ -64,6 +64,17 @@ class Served:
         return code
 
 
+def listening(port: int) -> list[str]:
+    """The local addresses (as /proc/net/tcp* writes them) with a socket listening on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                found.append(local.split(":")[0])
+    return found
+
+
 def registration(**changes) -> dict:
     """A register message as the page sends it, with the shipped chromium-litert limits."""
     limits = json.loads(LIMITS.read_text())

@@ -22,7 +22,7 @@ from converter.devices import client
 from converter.devices.protocol import pack
 from converter.errors import ConverterError
 
-from .serving import FakeDevice, Served, registration
+from .serving import FakeDevice, Served, listening, registration
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
@@ -83,13 +83,7 @@ def test_first_line_is_the_url_then_a_qr_code(tmp_path):
 
 def test_listens_on_loopback_only(served):
     port = int(served.url.split(":")[2].split("/")[0])
-    listening = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in Path(table).read_text().splitlines()[1:]:
-            local, state = row.split()[1], row.split()[3]
-            if state == "0A" and int(local.split(":")[1], 16) == port:
-                listening.append(local.split(":")[0])
-    assert listening == ["0100007F"]  # 127.0.0.1, and nothing else
+    assert listening(port) == ["0100007F"]  # 127.0.0.1, and nothing else
 
 
 @pytest.mark.parametrize("path", ["", "api/devices", "device.js", "ws", "jobs/1/model.js",

@@ -24,7 +24,7 @@ from converter.devices import client, tls
 from converter.devices.protocol import pack
 from converter.errors import ConverterError
 
-from .serving import FakeDevice, Served, registration
+from .serving import FakeDevice, Served, listening, registration
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
@@ -133,6 +133,14 @@ def test_the_certificate_is_made_anew_only_when_it_will_not_do(tmp_path):
                        now + datetime.timedelta(hours=2))
     (tmp_path / tls.CERT_NAME).write_bytes(ending)
     assert tls.self_signed(tmp_path, list(opened.names)).origin == "made now"
+    # a key file swapped for a link to another file: replaced, the file it named untouched
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-not-ours.txt"
+    elsewhere.write_text("keep me")
+    key.unlink()
+    key.symlink_to(elsewhere)
+    assert tls.self_signed(tmp_path, list(opened.names)).origin == "made now"
+    assert not key.is_symlink() and elsewhere.read_text() == "keep me"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
 def _reissued(cert, key, start, end) -> bytes:
@@ -156,6 +164,11 @@ def test_every_url_needs_the_token_over_https(served, path, token):
     assert status == 403 and text.count("\n") == 1 and "token" in text and real not in text
     status, _ = _https(f"{served.url}api/devices")  # and with it, TLS or not, it answers
     assert status == 200
+
+
+def test_listens_on_loopback_only_over_https(served):
+    port = int(served.url.split(":")[2].split("/")[0])
+    assert listening(port) == ["0100007F"]  # 127.0.0.1, and nothing else
 
 
 def test_an_upload_over_the_bound_is_refused_over_https(use_it):
@@ -222,11 +235,16 @@ def test_an_https_server_without_a_recorded_pin_is_refused(use_it):
                          "#sha256=FINGERPRINT (the one it printed) to the --server URL")
 
 
-@pytest.mark.parametrize("fragment", ["#sha256=12", "#md5=" + "a" * 32, "#" + "a" * 64])
-def test_a_bad_pin_in_the_url_gets_one_line(fragment):
+@pytest.mark.parametrize("url, says", [
+    ("https://127.0.0.1:1/TOKEN/#sha256=12", "--server: not a SHA-256 fingerprint (64 hex "
+                                             "digits)"),
+    ("https://127.0.0.1:1/TOKEN/#md5=" + "a" * 32, "is not a device server's URL"),
+    ("https://127.0.0.1:1/TOKEN/#" + "a" * 64, "is not a device server's URL"),
+    ("http://127.0.0.1:1/TOKEN/#sha256=" + "a" * 64, "is not a device server's URL")])
+def test_a_bad_pin_in_the_url_gets_one_line(url, says):
     line = _one_line(_cli("verify", TINY, "--runtime", "device",
-                          "--server", "https://127.0.0.1:1/" + "t" * 22 + "/" + fragment))
-    assert "--server" in line
+                          "--server", url.replace("TOKEN", "t" * 22)))
+    assert says in line
 
 
 def test_https_by_default_off_loopback(tmp_path):
