@@ -54,10 +54,11 @@ class Certificate:
     until: datetime.datetime
     origin: str  # "made now", "kept from an earlier run", "given"
 
-    def server_context(self) -> ssl.SSLContext:
+    def server_context(self, where: str | None = None) -> ssl.SSLContext:
         """An SSL context serving this certificate (TLS 1.2 at least). Python loads a chain
         from files only: the checked bytes go through a private temporary folder, so what is
-        served is what was checked, not whatever the path holds by now."""
+        served is what was checked, not whatever the path holds by now. `where` names the
+        files in the error when OpenSSL refuses them."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         folder = tempfile.mkdtemp(prefix="webnn-tls-")  # mode 0700
@@ -69,6 +70,11 @@ class Certificate:
                     stream.write(data)
             context.load_cert_chain(os.path.join(folder, "cert.pem"),
                                     os.path.join(folder, "key.pem"))
+        except ssl.SSLError as e:  # what OpenSSL refuses to serve: a weak key, a bad hash
+            raise ConverterError(f"OpenSSL will not serve this certificate and key "
+                                 f"({e.reason or e})", where=where,
+                                 fix="make one with a 2048-bit RSA or an EC key, signed "
+                                     "with SHA-256 (mkcert does)") from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return context
@@ -81,8 +87,7 @@ class Certificate:
 
 def fingerprint(der: bytes) -> str:
     """SHA-256 of a certificate's DER, as uppercase hex pairs joined by colons."""
-    digest = hashlib.sha256(der).hexdigest().upper()
-    return ":".join(digest[i:i + 2] for i in range(0, 64, 2))
+    return _pairs(hashlib.sha256(der).hexdigest())
 
 
 def check_fingerprint(text: str, where: str) -> str:
@@ -92,12 +97,12 @@ def check_fingerprint(text: str, where: str) -> str:
     if not _HEX.fullmatch(digits):
         raise ConverterError("not a SHA-256 fingerprint (64 hex digits)", where=where,
                              fix="copy the fingerprint `webnn-convert serve` printed")
-    return fingerprint_of_hex(digits)
+    return _pairs(digits)
 
 
-def fingerprint_of_hex(digits: str) -> str:
+def _pairs(digits: str) -> str:
     digits = digits.upper()
-    return ":".join(digits[i:i + 2] for i in range(0, 64, 2))
+    return ":".join(digits[i:i + 2] for i in range(0, len(digits), 2))
 
 
 # -- the self-signed certificate serve makes ------------------------------------------------
@@ -210,7 +215,9 @@ def given(cert_path: Path, key_path: Path) -> Certificate:
     """The user's certificate (chain) and key files, each checked (see the module's doc)."""
     cert_pem = _read(Path(cert_path), "TLS certificate (--cert)")
     key_pem = _read(Path(key_path), "TLS key (--key)", private=True)
-    return _pair(cert_pem, key_pem, "given", cert_where=str(cert_path), key_where=str(key_path))
+    pair = _pair(cert_pem, key_pem, "given", cert_where=str(cert_path), key_where=str(key_path))
+    pair.server_context(f"{cert_path}, {key_path}")  # refused now, not once serve listens
+    return pair
 
 
 def _read(path: Path, what: str, private: bool = False) -> bytes:
@@ -278,7 +285,16 @@ def _pair(cert_pem: bytes, key_pem: bytes, origin: str, cert_where: str = "--cer
                              where=key_where, fix="give an RSA or EC key") from None
     leaf = chain[0]
     spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    if key.public_key().public_bytes(*spki) != leaf.public_key().public_bytes(*spki):
+    try:
+        public = leaf.public_key().public_bytes(*spki)
+        alternative = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = tuple(str(n.value) for n in alternative)
+    except x509.ExtensionNotFound:
+        names = ()
+    except (ValueError, UnsupportedAlgorithm) as e:  # a malformed extension, an odd key
+        raise ConverterError(f"the certificate cannot be read ({e})", where=cert_where,
+                             fix="give a certificate browsers take (mkcert makes one)") from None
+    if key.public_key().public_bytes(*spki) != public:
         raise ConverterError("the key is not the certificate's", where=key_where,
                              fix="give the key the certificate was made for")
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -286,11 +302,6 @@ def _pair(cert_pem: bytes, key_pem: bytes, origin: str, cert_where: str = "--cer
         raise ConverterError(f"the certificate is valid from {leaf.not_valid_before_utc:%Y-%m-%d}"
                              f" to {leaf.not_valid_after_utc:%Y-%m-%d}, not now",
                              where=cert_where, fix="make a new one (mkcert HOST)")
-    try:
-        alternative = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        names = tuple(str(n.value) for n in alternative)
-    except x509.ExtensionNotFound:
-        names = ()
     return Certificate(cert_pem, key_pem,
                        fingerprint(leaf.public_bytes(serialization.Encoding.DER)), names,
                        leaf.not_valid_after_utc, origin)

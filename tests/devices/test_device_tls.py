@@ -143,12 +143,14 @@ def test_the_certificate_is_made_anew_only_when_it_will_not_do(tmp_path):
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
-def _reissued(cert, key, start, end) -> bytes:
+def _reissued(cert, key, start, end, public=None) -> bytes:
+    """`cert` again, signed by `key`, valid from `start` to `end`, for `public` (else its own
+    public key)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
 
     builder = x509.CertificateBuilder().subject_name(cert.subject).issuer_name(cert.issuer) \
-        .public_key(cert.public_key()).serial_number(x509.random_serial_number()) \
+        .public_key(public or cert.public_key()).serial_number(x509.random_serial_number()) \
         .not_valid_before(start).not_valid_after(end)
     for extension in cert.extensions:
         builder = builder.add_extension(extension.value, extension.critical)
@@ -298,6 +300,17 @@ def test_a_given_certificate_is_served_and_pinned(tmp_path, monkeypatch):
         server.stop()
 
 
+def x509_of(path: Path):
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificate(path.read_bytes())
+
+
+def _dates():
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
+
+
 def _hostile(kind: str, tmp_path: Path) -> tuple[list[str], str]:
     """serve's arguments for a hostile --cert/--key, and the end of the line it must print."""
     cert, key = _pair(tmp_path)
@@ -360,6 +373,18 @@ def _hostile(kind: str, tmp_path: Path) -> tuple[list[str], str]:
                                    now - datetime.timedelta(days=30),
                                    now - datetime.timedelta(days=1)))
         return ["--cert", cert, "--key", key], "not now; make a new one (mkcert HOST)"
+    if kind == "weak key":
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        weak = rsa.generate_private_key(65537, 1024)
+        cert.write_bytes(_reissued(x509_of(cert), weak, *_dates(), public=weak.public_key()))
+        key.write_bytes(weak.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+        return ["--cert", cert, "--key", key], f"{cert}, {key}: OpenSSL will not serve this " \
+            "certificate and key (EE_KEY_TOO_SMALL); make one with a 2048-bit RSA or an EC " \
+            "key, signed with SHA-256 (mkcert does)"
     if kind == "cert without key":
         return ["--cert", cert], "error: --cert and --key go together; give both, or neither for " \
             "the self-signed certificate"
@@ -369,7 +394,7 @@ def _hostile(kind: str, tmp_path: Path) -> tuple[list[str], str]:
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "link outside", "fifo", "unreadable",
                                   "key readable by others", "not pem", "another's key",
-                                  "encrypted key", "expired", "cert without key",
+                                  "encrypted key", "expired", "weak key", "cert without key",
                                   "cert with no-tls"])
 def test_a_hostile_cert_or_key_gets_one_line(kind, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
