@@ -249,7 +249,7 @@ def test_a_bad_pin_in_the_url_gets_one_line(url, says):
     assert says in line
 
 
-def test_https_by_default_off_loopback(tmp_path):
+def test_https_by_default_off_loopback(tmp_path, monkeypatch):
     from cli.commands.serve import _shown_host
 
     server = Served(tmp_path, "--no-qr", "--host", "0.0.0.0")
@@ -264,7 +264,12 @@ def test_https_by_default_off_loopback(tmp_path):
         record = json.loads((tmp_path / "devices" / "server.json").read_text())
         assert record["url"].startswith("https://127.0.0.1:")
         assert record["fingerprint"] == server.fingerprint
+        # the URL it printed, given as --server here: pinned by the record of the same token
+        monkeypatch.setenv("WEBNN_CONVERTER_CACHE", str(tmp_path))
+        client.use_server(server.url)
+        assert client.devices() == []
     finally:
+        client.use_server(None)
         server.stop()
 
 
