@@ -27,10 +27,10 @@ from .. import dtypes
 from ..errors import ConverterError
 from ..ir import Graph
 from ..ir.operand import array_from_bytes
-from .protocol import GRAPH_FILES, check_token, pack, parse_runtime
+from .protocol import DEVICE_TYPES, GRAPH_FILES, check_name, check_token, pack, parse_runtime
 from .record import NO_SERVER_FIX, read_record
 
-__all__ = ["use_server", "server_url", "devices", "run_on_device", "describe", "last_run",
+__all__ = ["use_server", "server_url", "devices", "device_limits", "run_on_device", "describe", "last_run",
            "forget_last_run"]
 
 _CHOSEN: str | None = None
@@ -56,6 +56,28 @@ def server_url() -> str:
 def devices() -> list[dict]:
     """The connected devices as the server describes them."""
     return json.loads(_request("api/devices"))
+
+
+def device_limits(runtime: str = "device") -> tuple[dict, str, dict]:
+    """(the device as the server describes it, the deviceType, that context's
+    opSupportLimits()) of the device `runtime` names; with no deviceType, its first."""
+    name, device_type = parse_runtime(runtime)
+    if name is None:
+        listed = devices()
+        if len(listed) != 1:
+            names = ", ".join(sorted(str(d.get("name")) for d in listed)) or "none"
+            raise ConverterError(f"{len(listed)} devices are connected, name one",
+                                 fix=f"use --runtime device:NAME; connected: {names}")
+        name = check_name(listed[0].get("name"), "the server's device list")
+    if device_type is None:
+        listed = {d.get("name"): d for d in devices()}
+        kinds = listed.get(name, {}).get("deviceTypes") or ["cpu"]
+        device_type = kinds[0] if kinds[0] in DEVICE_TYPES else "cpu"
+    reply = _reply_of(_request(f"api/limits/{name}/{device_type}"))
+    if not isinstance(reply.get("limits"), dict):
+        raise ConverterError("the device server's reply holds no opSupportLimits()",
+                             where=_shown(server_url()))
+    return reply["device"], reply["deviceType"], reply["limits"]
 
 
 def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "device"
@@ -93,8 +115,10 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
              "runMs": _ms(times.get("runMs"))}
     if error is not None:
         message = " ".join(f"{error.get('name')}: {error.get('message')}".split())
-        raise ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
-                             where=f"graph '{graph.name}'")
+        failed = ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
+                                where=f"graph '{graph.name}'")
+        failed.stage = str(error.get("stage"))  # the page's stage: whether it was built
+        raise failed
     return _outputs(graph, reply["outputs"], ran_on), ran_on
 
 
@@ -169,8 +193,10 @@ def _request(path: str, body: bytes | None = None) -> bytes:
             return response.read()
     except urllib.error.HTTPError as e:  # the server's one line says what and what to do
         line = e.read(4096).decode("utf-8", "replace").strip() or e.reason
-        raise ConverterError(f"the device server refused it ({e.code}): {line}",
-                             where=_shown(url)) from None
+        refused = ConverterError(f"the device server refused it ({e.code}): {line}",
+                                 where=_shown(url))
+        refused.status = e.code  # 504: the device gave no result in time; 502: it left
+        raise refused from None
     except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
         why = getattr(e, "reason", e)
         raise ConverterError(f"no device server answers ({why})", where=_shown(url),
@@ -178,6 +204,10 @@ def _request(path: str, body: bytes | None = None) -> bytes:
 
 
 def _reply(raw: bytes) -> dict:
+    return _reply_of(raw, "a job's result")
+
+
+def _reply_of(raw: bytes, what: str = "a device's limits") -> dict:
     try:
         reply = json.loads(raw)
     except ValueError:
@@ -185,7 +215,7 @@ def _reply(raw: bytes) -> dict:
     if not isinstance(reply, dict) or not isinstance(reply.get("device"), dict) \
             or not isinstance(reply.get("deviceType"), str) \
             or not isinstance(reply.get("error", {}), dict):
-        raise ConverterError("the device server's reply is not a job's result",
+        raise ConverterError(f"the device server's reply is not {what}",
                              where=_shown(server_url()))
     return reply
 

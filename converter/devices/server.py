@@ -9,6 +9,7 @@ Under it:
     /TOKEN/device.js        the page's script
     /TOKEN/ws?name=NAME     a device's connection: it registers, then takes jobs
     /TOKEN/api/devices      the connected devices, as JSON
+    /TOKEN/api/limits/NAME/TYPE  that device's opSupportLimits() for that deviceType (probe)
     /TOKEN/api/run          POST a job (protocol.pack): the reply is the device's outputs
     /TOKEN/jobs/ID/FILE     a job's module, weights and inputs, fetched by the device
 
@@ -73,6 +74,7 @@ class DeviceServer:
             web.get("/{token}/", self._page), web.get("/{token}/device.js", self._script),
             web.get("/{token}/ws", self._connection),
             web.get("/{token}/api/devices", self._devices),
+            web.get("/{token}/api/limits/{name}/{kind}", self._limits),
             web.post("/{token}/api/run", self._run),
             web.get("/{token}/jobs/{job}/{file}", self._job_file)])
         self._runner: web.AppRunner | None = None
@@ -117,6 +119,15 @@ class DeviceServer:
 
     async def _devices(self, request: web.Request) -> web.Response:
         return web.json_response([d.to_json() for d in self.registry.devices.values()])
+
+    async def _limits(self, request: web.Request) -> web.Response:
+        device = self.registry.find(check_name(request.match_info["name"], "the device name"))
+        kind = request.match_info["kind"]
+        if kind not in device.limits:
+            return _line(404, f"device '{device.name}' has no {kind[:10]!r} context; its "
+                              f"deviceTypes: {', '.join(device.limits) or 'none'}")
+        return web.json_response({"device": device.to_json(), "deviceType": kind,
+                                  "limits": device.limits[kind]})
 
     async def _job_file(self, request: web.Request) -> web.StreamResponse:
         job, name = request.match_info["job"], request.match_info["file"]
@@ -217,7 +228,10 @@ class DeviceServer:
             result = loop.create_future()
             device.jobs[job] = result
             base = f"/{self.token}/jobs/{job}"
+            # timeoutMs: the page gives up on a job when the server does, so that one hung
+            # job does not hold up the jobs queued behind it.
             await device.send({"type": "job", "id": job, "deviceType": kind,
+                               "timeoutMs": round(self.job_timeout * 1000),
                                "module": f"{base}/model.js",
                                "inputs": {n: f"{base}/{f}" for n, f in header["inputs"].items()}})
             self.say(f"job {job}: sent to device '{device.name}' ({kind})")

@@ -104,6 +104,21 @@ async function runJob(job) {
   }
 }
 
+// A job that neither finishes nor fails in the server's time for it is reported as hung: it
+// cannot be cancelled, but the jobs queued after it get their turn (the server has given up
+// on it by then).
+function withTimeout(running, job) {
+  const ms = Number.isInteger(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : 0;
+  if (ms === 0) return running;
+  let timer = null;
+  const hung = new Promise((resolve) => {
+    timer = setTimeout(() => resolve({type: "result", id: job.id, error: {
+      stage: "timeout", name: "TimeoutError", message: `no result after ${ms / 1000} s`},
+      times: {buildMs: null, runMs: null}}), ms);
+  });
+  return Promise.race([running, hung]).finally(() => clearTimeout(timer));
+}
+
 async function connect() {
   const wanted = new URLSearchParams(location.search).get("name");
   const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -130,7 +145,7 @@ async function connect() {
     } else if (message.type === "job") {
       queue = queue.then(async () => {
         log(`job ${message.id} on ${message.deviceType}: running`);
-        const result = await runJob(message);
+        const result = await withTimeout(runJob(message), message);
         log(`job ${message.id}: ${result.error ? "failed at " + result.error.stage : "done"}`);
         socket.send(JSON.stringify(result));
       });
