@@ -230,10 +230,15 @@ class DeviceServer:
             base = f"/{self.token}/jobs/{job}"
             # timeoutMs: the page gives up on a job when the server does, so that one hung
             # job does not hold up the jobs queued behind it.
-            await device.send({"type": "job", "id": job, "deviceType": kind,
-                               "timeoutMs": round(self.job_timeout * 1000),
-                               "module": f"{base}/model.js",
-                               "inputs": {n: f"{base}/{f}" for n, f in header["inputs"].items()}})
+            try:
+                await device.send({"type": "job", "id": job, "deviceType": kind,
+                                   "timeoutMs": round(self.job_timeout * 1000),
+                                   "module": f"{base}/model.js",
+                                   "inputs": {n: f"{base}/{f}"
+                                              for n, f in header["inputs"].items()}})
+            except ConnectionError:  # its connection is closing: it left as the job came
+                return _line(502, f"device '{device.name}' disconnected before it took the "
+                                  f"job; open the page on it again and rerun")
             self.say(f"job {job}: sent to device '{device.name}' ({kind})")
             try:
                 done = await asyncio.wait_for(result, self.job_timeout)
