@@ -80,11 +80,13 @@ def device_limits(runtime: str = "device") -> tuple[dict, str, dict]:
     return reply["device"], reply["deviceType"], reply["limits"]
 
 
-def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "device"
+def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "device",
+                  *, runs: int | None = None, warmup: int = 0
                   ) -> tuple[dict[str, np.ndarray], str]:
     """Run `graph` on the device `runtime` names (device, device:NAME, device:NAME:TYPE) on
     `feeds`; ({output name: ndarray}, a description of where it ran). The browser's error is
-    raised as ConverterError naming the device."""
+    raised as ConverterError naming the device. With `runs` (a bench), the page then runs it
+    `warmup` more times untimed and `runs` times timed: last_run()'s medianMs."""
     from ..ir.feeds import check_feeds
     from ..conversion.by_suffix import write_any
 
@@ -103,7 +105,10 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     for j, (input_name, array) in enumerate(arrays.items()):
         files[f"in{j}.bin"] = _input_bytes(graph, input_name, array)
         inputs[input_name] = f"in{j}.bin"
-    body = pack({"device": name, "deviceType": device_type, "inputs": inputs}, files)
+    header = {"device": name, "deviceType": device_type, "inputs": inputs}
+    if runs is not None:
+        header.update(runs=runs, warmup=warmup)
+    body = pack(header, files)
     reply = _reply(_request("api/run", body))
     device, kind = reply["device"], reply["deviceType"]
     ran_on = describe(device, kind)
@@ -112,7 +117,7 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
     _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
              "ran": error is None, "buildMs": _ms(times.get("buildMs")),
-             "runMs": _ms(times.get("runMs"))}
+             "runMs": _ms(times.get("runMs")), "medianMs": _ms(times.get("medianMs"))}
     if error is not None:
         message = " ".join(f"{error.get('name')}: {error.get('message')}".split())
         failed = ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
@@ -124,8 +129,9 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
 
 def last_run() -> dict | None:
     """What this process's last `run_on_device` did on the device: {device, deviceType,
-    built, ran, buildMs, runMs} (milliseconds as its page measured them, None where it did
-    not get that far), or None when it reached no device. For the zoo's per-device record."""
+    built, ran, buildMs, runMs, medianMs} (milliseconds as its page measured them, None where
+    it did not get that far or, medianMs, was not asked for), or None when it reached no
+    device. For the zoo's per-device record and the browser bench."""
     return None if _LAST is None else dict(_LAST)
 
 

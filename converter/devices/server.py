@@ -181,7 +181,8 @@ class DeviceServer:
 
     def _result(self, device: Device, message: Any) -> None:
         """A job's result from the page: {type: result, id, outputs: {name: base64}} or
-        {type: result, id, error: {stage, name, message}}, with times {buildMs, runMs};
+        {type: result, id, error: {stage, name, message}}, with times {buildMs, runMs,
+        medianMs (of the job's repeated runs, if it asked for them)};
         checked, then handed to the job."""
         if not isinstance(message, dict) or message.get("type") != "result":
             raise ConverterError("a message that is not a result")
@@ -195,7 +196,7 @@ class DeviceServer:
             message.get("times")
         # Milliseconds to build the graph and to run it, as the page measured them.
         times = {k: given.get(k) if type(given.get(k)) in (int, float) else None
-                 for k in ("buildMs", "runMs")} if isinstance(given, dict) else {}
+                 for k in ("buildMs", "runMs", "medianMs")} if isinstance(given, dict) else {}
         if isinstance(outputs, dict) and all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in outputs.items()):
             job.set_result({"outputs": outputs, "times": times})
@@ -233,6 +234,7 @@ class DeviceServer:
             try:
                 await device.send({"type": "job", "id": job, "deviceType": kind,
                                    "timeoutMs": round(self.job_timeout * 1000),
+                                   "runs": header.get("runs"), "warmup": header.get("warmup"),
                                    "module": f"{base}/model.js",
                                    "inputs": {n: f"{base}/{f}"
                                               for n, f in header["inputs"].items()}})
