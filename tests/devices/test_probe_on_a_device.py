@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 
 import pytest
@@ -15,7 +14,6 @@ from click.testing import CliRunner
 
 from cli.main import main
 from converter.devices import client
-from converter.errors import ConverterError
 from converter.probe import probed_target, run_probe
 from converter.probe.run import case_of
 from converter.probe.target import write_target
@@ -25,38 +23,6 @@ from converter.targets.check import check
 from .serving import Served, registration
 
 OPS = ["pad", "clamp", "add", "conv2d", "constant"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """The chromium runtime's own browser (the one `--runtime chromium` uses here)."""
-    from converter.runtimes import chromium
-
-    try:
-        chromium.op_support_limits()
-    except ConverterError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser must run in CI: {e.line()}")
-        pytest.skip(f"no WebNN browser: {e.line()}")
-    return chromium._session().browser
-
-
-@pytest.fixture(scope="module")
-def alpha(browser, tmp_path_factory):
-    """A server and one page registered on it as alpha."""
-    server = Served(tmp_path_factory.mktemp("cache"), "--no-qr")
-    page = None
-    try:
-        page = browser.new_page()
-        page.goto(f"{server.url}?name=alpha")
-        page.locator("#status", has_text="ready").wait_for(timeout=120_000)
-        client.use_server(server.url)
-        yield server
-    finally:
-        client.use_server(None)
-        if page is not None:
-            page.close()
-        server.stop()
 
 
 def _verdicts(probe):
