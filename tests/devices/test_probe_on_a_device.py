@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from cli.main import main
 from converter.devices import client
+from converter.errors import ConverterError
 from converter.probe import probed_target, run_probe
 from converter.probe.run import case_of
 from converter.probe.target import write_target
@@ -82,8 +83,9 @@ class UnrulyDevice:
 
     HANG, CRASH, CRASH_ONCE = "clamp_int32", "clamp_uint32", "clamp_int8"
 
-    def __init__(self, server: Served):
+    def __init__(self, server: Served, comes_back: bool = True):
         self.server = server
+        self.comes_back = comes_back
         self.seen: list[str] = []
         self.stopping = False
         self._loop = asyncio.new_event_loop()
@@ -129,6 +131,7 @@ class UnrulyDevice:
         if name == self.HANG:
             await asyncio.sleep(3600)
         if name == self.CRASH or (name == self.CRASH_ONCE and self.seen.count(name) == 1):
+            self.stopping |= not self.comes_back
             await ws.close()
             return
         await ws.send_str(json.dumps({"type": "result", "id": job["id"], "error": {
@@ -163,6 +166,27 @@ def test_a_hung_case_and_a_crashing_case_are_recorded_and_the_probe_goes_on(tmp_
         assert device.seen.count("clamp_uint32") == 2 and device.seen.count("clamp_int8") >= 2
         # what it waited for, if the page was not back at once
         assert all(line.startswith("device 'fake' ") for line in lines), lines
+    finally:
+        client.use_server(None)
+        if device is not None:
+            device.close()
+        server.stop()
+
+
+def test_a_device_that_does_not_come_back_stops_the_probe_in_one_line(tmp_path, monkeypatch):
+    from converter.probe import on_device
+
+    monkeypatch.setattr(on_device, "RECONNECT_SECONDS", 1.0)
+    server = Served(tmp_path / "cache", "--no-qr", "--job-timeout", "2")
+    device = None
+    try:
+        device = UnrulyDevice(server, comes_back=False)
+        client.use_server(server.url)
+        with pytest.raises(ConverterError) as caught:
+            run_probe("device:fake", ["clamp"])
+        assert caught.value.line() == (
+            "device 'fake' disconnected during the probe and did not come back in 1 s; reload "
+            "the page on it (with ?name=fake) and probe again")
     finally:
         client.use_server(None)
         if device is not None:
