@@ -150,3 +150,19 @@ def test_the_cli_refuses_a_missing_folder_before_it_probes(tmp_path):
     assert r.output.strip() == f"error: {tmp_path / 'no'}: the folder does not exist; " \
                                f"create it first"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_refuses_a_device_probe_without_a_server_and_writes_nothing(tmp_path,
+                                                                            monkeypatch):
+    from converter.devices import client
+
+    monkeypatch.setenv("WEBNN_CONVERTER_CACHE", str(tmp_path / "cache"))
+    client.use_server(None)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run("probe", "--runtime", "device:phone", "-o", out / "t.json")
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [
+        "error: no device server is running; start one with `webnn-convert serve` (or give "
+        "--server URL)"]
+    assert list(out.iterdir()) == []
