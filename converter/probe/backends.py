@@ -52,9 +52,9 @@ def backend(runtime: str, say: Callable[[str], None] = lambda line: None) -> Bac
     """The backend `runtime` names: chromium, device, device:NAME, device:NAME:TYPE."""
     if check_runtime(runtime) == "chromium":
         return _chromium()
-    from .on_device import device_backend
+    from .on_device import open_device
 
-    return device_backend(runtime, say)
+    return Backend(*open_device(runtime, say))
 
 
 def _chromium() -> Backend:

@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..errors import ConverterError
-from .backends import Backend, Cases
 
-__all__ = ["device_backend", "IN_FLIGHT", "RECONNECT_SECONDS"]
+__all__ = ["open_device", "IN_FLIGHT", "RECONNECT_SECONDS"]
 
 # Jobs sent at a time: enough to hide a round trip's latency behind the page's work.
 IN_FLIGHT = 4
@@ -29,17 +28,19 @@ RECONNECT_SECONDS = 120.0
 _POLL = 0.5
 
 
-def device_backend(runtime: str, say: Callable[[str], None]) -> Backend:
+def open_device(runtime: str, say: Callable[[str], None]) -> tuple[dict, str, str, Callable]:
+    """(its opSupportLimits(), a description of it, "NAME-TYPE", run) for the device `runtime`
+    names: the parts of a backends.Backend."""
     from ..devices.client import describe, device_limits
 
     device, kind, limits = device_limits(runtime)
     name = device["name"]
     where = f"device:{name}:{kind}"
 
-    def run(cases: Cases) -> list:
+    def run(cases) -> list:
         return _Runner(where, name, say).run(cases)
 
-    return Backend(limits, describe(device, kind), f"{name}-{kind}", run)
+    return limits, describe(device, kind), f"{name}-{kind}", run
 
 
 def _status(result) -> int | None:
@@ -71,7 +72,7 @@ class _Runner:
                 raise  # the server refused the job itself (its size, its upload): no verdict
             return e
 
-    def run(self, cases: Cases) -> list:
+    def run(self, cases) -> list:
         results: dict[int, object] = {}
         waiting = list(range(len(cases)))
         while waiting:
