@@ -14,10 +14,9 @@ import numpy as np
 from ..errors import ConverterError
 from ..ir import Graph
 
-__all__ = ["Backend", "backend", "check_runtime", "RUNTIMES", "RUNTIME_FIX"]
+__all__ = ["Backend", "backend", "check_runtime", "RUNTIME_FIX"]
 
 Cases = Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
-RUNTIMES = ("chromium", "device[:NAME[:TYPE]]")
 RUNTIME_FIX = "use --runtime chromium, device, device:NAME or device:NAME:TYPE"
 # Cases per page visit of local Chromium: large enough that visits are few, small enough that
 # a renderer crash (which makes every case of its batch run again on its own page) costs little.

@@ -23,11 +23,10 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError, OpValidationError
-from .backends import RUNTIMES
 from .cases import RANKED, VARIANTS, Case, case_ops, exact_bounds, main_operand, make_case
 from .sizes import SIZE_OP, constant_case, constant_sizes
 
-__all__ = ["Probe", "ProbeResult", "case_of", "plan_cases", "run_probe", "RUNTIMES"]
+__all__ = ["Probe", "ProbeResult", "case_of", "plan_cases", "run_probe"]
 # The runner's stages up to and including build(): a failure there means not built.
 _BUILD_STAGES = ("import", "createContext", "weights", "build", "timeout", "page")
 
