@@ -13,7 +13,8 @@ takes it, up to CEILING or the backend's maxTensorByteLength (so a backend witho
 costs a few builds and never a constant over CEILING); halving from START if START is refused;
 then one element over the largest that built, and if that builds too, at most REFINE bisection
 steps between it and the smallest refused. The limits browsers have are powers of two, which
-the first two steps find exactly: 9 builds on Chromium (16 MiB to 256 MiB, then 128 MiB + 4).
+the first two steps find exactly: 6 builds on Chromium 153 (16, 32, 64, 128 and 256 MiB, then
+128 MiB + 4 bytes), two of them over its limit.
 """
 from __future__ import annotations
 
