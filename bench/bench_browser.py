@@ -2,6 +2,7 @@
 
     python bench/bench_browser.py [--models tiny_cnn squeezenet resnet50 paddleocr_cls]
                                   [--runs 30] [--warmup 5]
+                                  [--runtime chromium|device[:NAME[:TYPE]] ...] [--server URL]
 
 Each model is converted with `webnn-convert convert MODEL -o model.js --target chromium-litert`
 (the module users ship) and run by headless Chromium 153's WebNN (`webnn-convert
@@ -24,6 +25,17 @@ sub-millisecond medians are that coarse. Prints a Markdown table of ratios (ours
 faster). Models: models/tiny_cnn.onnx, the light_* squeezenet and resnet50
 (converter.testing.light_models, seeded weights) and one public model
 (the PaddleOCR text-direction classifier from models/zoo.json).
+
+Per device: `--runtime` (repeatable; default chromium, the local headless Chromium above)
+also takes device, device:NAME and device:NAME:TYPE, the devices that have the page of
+`webnn-convert serve` open (`--server URL`, default the server `serve` started last here; device:
+every connected device on its first deviceType). Each gets its own table, headed by its name,
+browser and platform, and deviceType. On a device our module runs as a job of the served page
+(the same graph, converted with the same options, written as .webnn and emitted by the
+server): its build time, and the median of --runs runs after --warmup on the built graph,
+as the page measures them; its first outputs are compared with ONNX Runtime's on the source
+model. ORT-web is not run there: the device page runs only modules its server emitted (issue
+28's safety rule), so its column says so rather than borrowing local Chromium's time.
 """
 from __future__ import annotations
 
@@ -207,26 +219,130 @@ class BenchBrowser:
         self.server.server_close()
 
 
+def devices_named(runtimes: list[str]) -> list[tuple[dict, str]]:
+    """(the device as the server describes it, its deviceType) for each device runtime:
+    device meaning every connected device (on its first deviceType)."""
+    from converter.devices.client import device_limits, devices
+
+    found = []
+    for runtime in runtimes:
+        names = [f"device:{d['name']}" for d in devices()] if runtime == "device" else [runtime]
+        for name in names:
+            device, kind, _ = device_limits(name)
+            if not any(d["name"] == device["name"] and k == kind for d, k in found):
+                found.append((device, kind))
+    return found
+
+
+def run_on_devices(name: str, root: Path, where: list[tuple[dict, str]], runs: int,
+                   warmup: int) -> list[dict]:
+    """Our module for model `name` (prepare()'s folder) on each device: {buildMs, medianMs,
+    differs} (differs: the first outputs' largest difference from ONNX Runtime's), or
+    {error}."""
+    import numpy as np
+    import onnxruntime
+
+    import converter
+    from converter.devices.client import last_run, run_on_device
+    from converter.errors import ConverterError
+
+    folder = root / name
+    _, options = source_model(name, folder)
+    subprocess.run([sys.executable, "-m", "cli.main", "convert", str(folder / "model.onnx"),
+                    "-o", str(folder / "model.webnn"), "--target", "chromium-litert", *options],
+                   check=True, capture_output=True, cwd=ROOT)
+    graph = converter.load(folder / "model.webnn")
+    feeds = {}
+    for input_name, operand in graph.inputs.items():  # bench_browser.js's feedsFor
+        count = int(np.prod(operand.shape))
+        feeds[input_name] = ((np.arange(count) % 251) / np.float32(251)).astype(
+            np.float32).reshape(operand.shape)
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    want = session.run(None, feeds)[0].reshape(-1)[:4]
+    results = []
+    for device, kind in where:
+        try:
+            outputs, _ = run_on_device(graph, feeds, f"device:{device['name']}:{kind}",
+                                       runs=runs, warmup=warmup)
+        except ConverterError as e:
+            results.append({"error": e.line()})
+            continue
+        done = last_run()
+        first = next(iter(outputs.values())).reshape(-1)[:4].astype(np.float64)
+        results.append({"buildMs": done["buildMs"], "medianMs": done["medianMs"],
+                        "differs": float(np.max(np.abs(first - want)))})
+        print(f"{name} on device '{device['name']}': {results[-1]}", file=sys.stderr)
+    return results
+
+
+def print_device_table(device: dict, kind: str, rows: list[tuple[str, dict]]) -> None:
+    print(f"\n### device '{device['name']}': {device.get('browser')} on "
+          f"{device.get('platform') or 'an unknown platform'}, deviceType {kind}\n")
+    print("| model | ours ms | ours build ms | first outputs differ from ONNX Runtime by | "
+          "ORT-web WebNN ms |")
+    print("|---|---|---|---|---|")
+    for name, result in rows:
+        if "error" in result:
+            print(f"| {name} | failed: {result['error']} | - | - | - |")
+            continue
+        print(f"| {name} | {result['medianMs']:.2f} | {result['buildMs']:.0f} | "
+              f"{result['differs']:.1e} | not run: the device page runs only modules its "
+              f"server emitted |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="+", default=[*SAMPLES, *LIGHT, *PUBLIC])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--runtime", action="append", metavar="chromium|device[:NAME[:TYPE]]",
+                    help="Where to run (repeatable; default chromium): local headless "
+                         "Chromium, or a device with the page of `webnn-convert serve` open "
+                         "(device: every connected one).")
+    ap.add_argument("--server", metavar="URL",
+                    help="The device server's URL as `serve` printed it (default: the one it "
+                         "started last here).")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    rows = []
+    from converter.devices.client import use_server
+    from converter.devices.protocol import parse_runtime
+
+    runtimes = args.runtime or ["chromium"]
+    for runtime in runtimes:
+        if runtime != "chromium":
+            parse_runtime(runtime)  # device, device:NAME, device:NAME:TYPE, or it raises
+    use_server(args.server)
+    where = devices_named([r for r in runtimes if r != "chromium"])
+    rows, by_device = [], {i: [] for i in range(len(where))}
+    version = None
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
         root = Path(tmp)
-        bench = BenchBrowser(root, ort_web_dist())
+        bench = BenchBrowser(root, ort_web_dist()) if "chromium" in runtimes else None
         try:
             for name in args.models:
                 spec = {**prepare(name, root), "runs": args.runs, "warmup": args.warmup}
-                ours = bench.run("benchOurs", spec)
-                ort = {**bench.run("benchOrt", spec), "ortShapes": spec["ortShapes"]}
-                rows.append((name, ours, ort))
-                print(f"{name}: ours {ours}, ort-web {ort}", file=sys.stderr)
+                if bench is not None:
+                    ours = bench.run("benchOurs", spec)
+                    ort = {**bench.run("benchOrt", spec), "ortShapes": spec["ortShapes"]}
+                    rows.append((name, ours, ort))
+                    print(f"{name}: ours {ours}, ort-web {ort}", file=sys.stderr)
+                if where:
+                    for i, result in enumerate(run_on_devices(name, root, where, args.runs,
+                                                              args.warmup)):
+                        by_device[i].append((name, result))
         finally:
-            bench.close()
+            if bench is not None:
+                version = bench.browser.version
+                bench.close()
+    if bench is not None:
+        print_local_table(version, rows)
+    for i, (device, kind) in enumerate(where):
+        print_device_table(device, kind, by_device[i])
+
+
+def print_local_table(version: str, rows: list) -> None:
+    print(f"### local chromium: Chromium {version} (headless, this machine), deviceType cpu\n")
     print(f"| model | ours ms | ORT-web WebNN ms | latency ratio | ours setup ms | "
           f"ORT-web setup ms | setup ratio | first outputs differ by | ORT-web options |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -1,5 +1,5 @@
-"""`webnn-convert probe --runtime chromium -o T.json`: what a backend's build() takes and
-computes right, as a target file."""
+"""`webnn-convert probe --runtime chromium|device[:NAME[:TYPE]] -o T.json`: what a backend's
+build() takes and computes right, as a target file."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,30 +13,33 @@ from ..terminal import echo, echo_json
 
 
 @click.command("probe")
-@use("runtime", "output", "json")
+@use("runtime", "server", "output", "json")
 @click.option("--op", "ops", multiple=True, metavar="OP",
-              help="Probe this op only (repeatable; default: every op the backend lists).")
+              help="Probe this op only (repeatable; default: every op the backend lists; "
+                   "'constant': the largest constant build() takes).")
 def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> None:
     """Run one-op graphs on a backend and write what it takes as a target file (-o, .json).
 
     Each op the backend's opSupportLimits() lists runs over every data type the spec allows
-    its main operand, pad over each mode, and the element-wise ops at each end of their
-    listed rank range, in one browser. Each case records whether build() took it and whether
-    its outputs are within the case's bounds of the float64 reference. The target file is the
-    backend's own opSupportLimits(), narrowed by refusedDataTypes (a listed type no case of the
-    op built), refusedOptions (a value that did not build where another did) and the rank
-    ranges build() took; `check --target T.json` and `convert --target T.json` take it. Cases
-    that build but compute outside their bounds, and unlisted types that build, are named in
-    its notes; what is not probed is listed with why. Only --runtime chromium is probed for
-    now.
+    its main operand, pad over each mode, the element-wise ops at each end of their listed
+    rank range, and constants of growing size until build() refuses one. Each case records
+    whether build() took it and whether its outputs are within the case's bounds of the
+    float64 reference. The target file is the backend's own opSupportLimits(), narrowed by
+    refusedDataTypes (a listed type no case of the op built), refusedOptions (a value that did
+    not build where another did), the rank ranges build() took and maxConstantByteLength (the
+    largest constant it took); `check --target T.json` and `convert --target T.json` take it.
+    Cases that build but compute outside their bounds, and unlisted types that build, are
+    named in its notes; what is not probed is listed with why. --runtime chromium probes the
+    local headless Chromium; device[:NAME[:TYPE]] a device that has the page of
+    `webnn-convert serve` open, one job per case: a case that hangs is recorded when the
+    server gives up on it (serve --job-timeout), one that crashes the page once the page is
+    reloaded.
     """
     from converter.probe import run_probe
-    from converter.probe.run import RUNTIMES
+    from converter.probe.backends import check_runtime
     from converter.probe.target import probed_target, write_target
 
-    if runtime not in RUNTIMES:
-        raise ConverterError(f"probe runs on chromium only for now, not {runtime}",
-                             fix="use --runtime chromium")
+    check_runtime(runtime)
     path = Path(output)
     if path.suffix.lower() != ".json":
         raise ConverterError("a probed target is written as a .json target file",
@@ -44,7 +47,7 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
     if not path.parent.is_dir():  # said before the probe runs, not after
         raise ConverterError("the folder does not exist", where=str(path.parent),
                              fix="create it first")
-    probe = run_probe(runtime, ops=ops or None)
+    probe = run_probe(runtime, ops=ops or None, say=lambda line: echo(line, err=True))
     doc = probed_target(probe)
     write_target(doc, path)
     extension = doc["webnn-converter"]
@@ -52,6 +55,7 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
         echo_json({"runtime": runtime, "browser": probe.browser, "target": str(path),
                    "refusedDataTypes": extension.get("refusedDataTypes", {}),
                    "refusedOptions": extension.get("refusedOptions", {}),
+                   "maxConstantByteLength": extension.get("maxConstantByteLength"),
                    "cases": [r.to_json() for r in probe.results],
                    "notProbed": probe.skipped}, indent=1)
         return
@@ -68,4 +72,6 @@ def command(runtime: str, output: str, as_json: bool, ops: tuple[str, ...]) -> N
         echo(f"not probed: {line}")
     echo(f"{probe.browser}: {len(results)} cases ({unlisted} of types it does not list), "
          f"{sum(r.built for r in results)} built, "
-         f"{sum(r.computed is True for r in results)} within bounds; wrote {path}")
+         f"{sum(r.computed is True for r in results)} within bounds"
+         + (f", constants up to {extension['maxConstantByteLength']} bytes"
+            if "maxConstantByteLength" in extension else "") + f"; wrote {path}")

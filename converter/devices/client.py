@@ -35,12 +35,12 @@ from .. import dtypes
 from ..errors import ConverterError
 from ..ir import Graph
 from ..ir.operand import array_from_bytes
-from .protocol import GRAPH_FILES, check_token, pack, parse_runtime
+from .protocol import DEVICE_TYPES, GRAPH_FILES, check_name, check_token, pack, parse_runtime
 from .record import NO_SERVER_FIX, pinned_fingerprint, read_record
 from .tls import check_fingerprint, fingerprint
 
-__all__ = ["use_server", "server_url", "devices", "run_on_device", "describe", "last_run",
-           "forget_last_run"]
+__all__ = ["use_server", "server_url", "devices", "device_limits", "run_on_device", "describe",
+           "last_run", "forget_last_run"]
 
 _CHOSEN: tuple[str, str | None] | None = None  # (URL, pinned fingerprint) of --server
 # What the last `run_on_device` of this process did on its device (see `last_run`).
@@ -82,11 +82,35 @@ def devices() -> list[dict]:
     return json.loads(_request("api/devices"))
 
 
-def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "device"
+def device_limits(runtime: str = "device") -> tuple[dict, str, dict]:
+    """(the device as the server describes it, the deviceType, that context's
+    opSupportLimits()) of the device `runtime` names; with no deviceType, its first."""
+    name, device_type = parse_runtime(runtime)
+    if name is None:
+        listed = devices()
+        if len(listed) != 1:
+            names = ", ".join(sorted(str(d.get("name")) for d in listed)) or "none"
+            raise ConverterError(f"{len(listed)} devices are connected, name one",
+                                 fix=f"use --runtime device:NAME; connected: {names}")
+        name = check_name(listed[0].get("name"), "the server's device list")
+    if device_type is None:
+        listed = {d.get("name"): d for d in devices()}
+        kinds = listed.get(name, {}).get("deviceTypes") or ["cpu"]
+        device_type = kinds[0] if kinds[0] in DEVICE_TYPES else "cpu"
+    reply = _reply_of(_request(f"api/limits/{name}/{device_type}"))
+    if not isinstance(reply.get("limits"), dict):
+        raise ConverterError("the device server's reply holds no opSupportLimits()",
+                             where=_shown(server_url()))
+    return reply["device"], reply["deviceType"], reply["limits"]
+
+
+def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = "device",
+                  *, runs: int | None = None, warmup: int = 0
                   ) -> tuple[dict[str, np.ndarray], str]:
     """Run `graph` on the device `runtime` names (device, device:NAME, device:NAME:TYPE) on
     `feeds`; ({output name: ndarray}, a description of where it ran). The browser's error is
-    raised as ConverterError naming the device."""
+    raised as ConverterError naming the device. With `runs` (a bench), the page then runs it
+    `warmup` more times untimed and `runs` times timed: last_run()'s medianMs."""
     from ..ir.feeds import check_feeds
     from ..conversion.by_suffix import write_any
 
@@ -105,7 +129,10 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     for j, (input_name, array) in enumerate(arrays.items()):
         files[f"in{j}.bin"] = _input_bytes(graph, input_name, array)
         inputs[input_name] = f"in{j}.bin"
-    body = pack({"device": name, "deviceType": device_type, "inputs": inputs}, files)
+    header = {"device": name, "deviceType": device_type, "inputs": inputs}
+    if runs is not None:
+        header.update(runs=runs, warmup=warmup)
+    body = pack(header, files)
     reply = _reply(_request("api/run", body))
     device, kind = reply["device"], reply["deviceType"]
     ran_on = describe(device, kind)
@@ -114,18 +141,21 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
     _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
              "ran": error is None, "buildMs": _ms(times.get("buildMs")),
-             "runMs": _ms(times.get("runMs"))}
+             "runMs": _ms(times.get("runMs")), "medianMs": _ms(times.get("medianMs"))}
     if error is not None:
         message = " ".join(f"{error.get('name')}: {error.get('message')}".split())
-        raise ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
-                             where=f"graph '{graph.name}'")
+        failed = ConverterError(f"WebNN on {ran_on} failed at {error.get('stage')}: {message}",
+                                where=f"graph '{graph.name}'")
+        failed.stage = str(error.get("stage"))  # the page's stage: whether it was built
+        raise failed
     return _outputs(graph, reply["outputs"], ran_on), ran_on
 
 
 def last_run() -> dict | None:
     """What this process's last `run_on_device` did on the device: {device, deviceType,
-    built, ran, buildMs, runMs} (milliseconds as its page measured them, None where it did
-    not get that far), or None when it reached no device. For the zoo's per-device record."""
+    built, ran, buildMs, runMs, medianMs} (milliseconds as its page measured them, None where
+    it did not get that far or, medianMs, was not asked for), or None when it reached no
+    device. For the zoo's per-device record and the browser bench."""
     return None if _LAST is None else dict(_LAST)
 
 
@@ -235,8 +265,10 @@ def _request(path: str, body: bytes | None = None) -> bytes:
             return response.read()
     except urllib.error.HTTPError as e:  # the server's one line says what and what to do
         line = e.read(4096).decode("utf-8", "replace").strip() or e.reason
-        raise ConverterError(f"the device server refused it ({e.code}): {line}",
-                             where=_shown(url)) from None
+        refused = ConverterError(f"the device server refused it ({e.code}): {line}",
+                                 where=_shown(url))
+        refused.status = e.code  # 504: the device gave no result in time; 502: it left
+        raise refused from None
     except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
         why = getattr(e, "reason", e)
         raise ConverterError(f"no device server answers ({why})", where=_shown(url),
@@ -244,6 +276,10 @@ def _request(path: str, body: bytes | None = None) -> bytes:
 
 
 def _reply(raw: bytes) -> dict:
+    return _reply_of(raw, "a job's result")
+
+
+def _reply_of(raw: bytes, what: str = "a device's limits") -> dict:
     try:
         reply = json.loads(raw)
     except ValueError:
@@ -251,7 +287,7 @@ def _reply(raw: bytes) -> dict:
     if not isinstance(reply, dict) or not isinstance(reply.get("device"), dict) \
             or not isinstance(reply.get("deviceType"), str) \
             or not isinstance(reply.get("error", {}), dict):
-        raise ConverterError("the device server's reply is not a job's result",
+        raise ConverterError(f"the device server's reply is not {what}",
                              where=_shown(server_url()))
     return reply
 

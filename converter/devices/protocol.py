@@ -2,7 +2,8 @@
 
 A job is uploaded as one body (`pack`/`unpack`): a magic line, the header's length (4 bytes,
 little-endian), the header as JSON, then the files' bytes in the header's order. The header
-names the device and deviceType, lists the files ([name, size]; the names are fixed: the graph
+names the device and deviceType (and, for a bench, how many timed runs and warm-up runs
+the page repeats after the first), lists the files ([name, size]; the names are fixed: the graph
 as model.webnn with its manifest and weights if it has constants, each input as inN.bin) and maps each graph input
 to its file. Everything in it is checked here before the server looks at anything else: a
 client with the token is still a program that may send anything.
@@ -28,6 +29,7 @@ MAGIC = b"webnn-device-job 1\n"
 DEFAULT_MAX_UPLOAD = 1 << 30
 _MAX_HEADER = 1 << 20
 _MAX_FILES = 10_000
+_MAX_RUNS = 1000
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 _FILE = re.compile(r"in[0-9]{1,5}\.bin")
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
@@ -120,6 +122,11 @@ def unpack(body: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise ConverterError("the upload holds bytes its file list does not account for")
     if GRAPH_FILES[0] not in files:
         raise ConverterError(f"the upload lacks {GRAPH_FILES[0]}")
+    for key, low in (("runs", 1), ("warmup", 0)):  # timed runs the page repeats (benches)
+        value = header.get(key)
+        if value is not None and (type(value) is not int or not low <= value <= _MAX_RUNS):
+            raise ConverterError(f"the upload's {key} is not a whole number from {low} to "
+                                 f"{_MAX_RUNS}")
     inputs = header.get("inputs")
     if not isinstance(inputs, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and _FILE.fullmatch(v) and v in files

@@ -9,6 +9,7 @@ Under it:
     /TOKEN/device.js        the page's script
     /TOKEN/ws?name=NAME     a device's connection: it registers, then takes jobs
     /TOKEN/api/devices      the connected devices, as JSON
+    /TOKEN/api/limits/NAME/TYPE  that device's opSupportLimits() for that deviceType (probe)
     /TOKEN/api/run          POST a job (protocol.pack): the reply is the device's outputs
     /TOKEN/jobs/ID/FILE     a job's module, weights and inputs, fetched by the device
 
@@ -76,6 +77,7 @@ class DeviceServer:
             web.get("/{token}/", self._page), web.get("/{token}/device.js", self._script),
             web.get("/{token}/ws", self._connection),
             web.get("/{token}/api/devices", self._devices),
+            web.get("/{token}/api/limits/{name}/{kind}", self._limits),
             web.post("/{token}/api/run", self._run),
             web.get("/{token}/jobs/{job}/{file}", self._job_file)])
         self._runner: web.AppRunner | None = None
@@ -120,6 +122,15 @@ class DeviceServer:
 
     async def _devices(self, request: web.Request) -> web.Response:
         return web.json_response([d.to_json() for d in self.registry.devices.values()])
+
+    async def _limits(self, request: web.Request) -> web.Response:
+        device = self.registry.find(check_name(request.match_info["name"], "the device name"))
+        kind = request.match_info["kind"]
+        if kind not in device.limits:
+            return _line(404, f"device '{device.name}' has no {kind[:10]!r} context; its "
+                              f"deviceTypes: {', '.join(device.limits) or 'none'}")
+        return web.json_response({"device": device.to_json(), "deviceType": kind,
+                                  "limits": device.limits[kind]})
 
     async def _job_file(self, request: web.Request) -> web.StreamResponse:
         job, name = request.match_info["job"], request.match_info["file"]
@@ -173,7 +184,8 @@ class DeviceServer:
 
     def _result(self, device: Device, message: Any) -> None:
         """A job's result from the page: {type: result, id, outputs: {name: base64}} or
-        {type: result, id, error: {stage, name, message}}, with times {buildMs, runMs};
+        {type: result, id, error: {stage, name, message}}, with times {buildMs, runMs,
+        medianMs (of the job's repeated runs, if it asked for them)};
         checked, then handed to the job."""
         if not isinstance(message, dict) or message.get("type") != "result":
             raise ConverterError("a message that is not a result")
@@ -187,7 +199,7 @@ class DeviceServer:
             message.get("times")
         # Milliseconds to build the graph and to run it, as the page measured them.
         times = {k: given.get(k) if type(given.get(k)) in (int, float) else None
-                 for k in ("buildMs", "runMs")} if isinstance(given, dict) else {}
+                 for k in ("buildMs", "runMs", "medianMs")} if isinstance(given, dict) else {}
         if isinstance(outputs, dict) and all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in outputs.items()):
             job.set_result({"outputs": outputs, "times": times})
@@ -220,9 +232,18 @@ class DeviceServer:
             result = loop.create_future()
             device.jobs[job] = result
             base = f"/{self.token}/jobs/{job}"
-            await device.send({"type": "job", "id": job, "deviceType": kind,
-                               "module": f"{base}/model.js",
-                               "inputs": {n: f"{base}/{f}" for n, f in header["inputs"].items()}})
+            # timeoutMs: the page gives up on a job when the server does, so that one hung
+            # job does not hold up the jobs queued behind it.
+            try:
+                await device.send({"type": "job", "id": job, "deviceType": kind,
+                                   "timeoutMs": round(self.job_timeout * 1000),
+                                   "runs": header.get("runs"), "warmup": header.get("warmup"),
+                                   "module": f"{base}/model.js",
+                                   "inputs": {n: f"{base}/{f}"
+                                              for n, f in header["inputs"].items()}})
+            except ConnectionError:  # its connection is closing: it left as the job came
+                return _line(502, f"device '{device.name}' disconnected before it took the "
+                                  f"job; open the page on it again and rerun")
             self.say(f"job {job}: sent to device '{device.name}' ({kind})")
             try:
                 done = await asyncio.wait_for(result, self.job_timeout)

@@ -24,6 +24,7 @@ class Case:
     bounds: Bounds
     options: dict[str, str] = field(default_factory=dict)  # the VARIANTS values it was made with
     rank: int | None = None  # the rank it was made at (RANKED ops), None: its own shapes
+    constant_bytes: int | None = None  # a size case's constant (sizes.py)
 
 
 CASES: dict[str, Callable[[str, str], Case]] = {}

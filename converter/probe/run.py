@@ -1,34 +1,32 @@
 """Run the generated one-op cases on a backend and record, per case, whether it built and
 whether it computed within the case's bounds of the float64 reference.
 
-    probe = run_probe("chromium", ops=["pad", "clamp"])
+    probe = run_probe("chromium", ops=["pad", "clamp"])   # or "device:phone" (on_device.py)
     for result in probe.results:
         print(result.op, result.data_type, result.options, result.built, result.computed)
 
 The cases are each op of the backend's opSupportLimits() that has a generated case
 (cases.py), over every data type the spec allows its main operand (the browser's list
 included: a type it leaves out is probed too, so the report says whether build() takes it),
-and, for the ops VARIANTS lists, over each value of those options. They run in batches, each
-batch one page visit of the one browser (its start-up is the slow part).
+and, for the ops VARIANTS lists, over each value of those options; then the rank limits of the
+element-wise ops, and the largest constant build() takes (sizes.py). Where they run is the
+backend's business (backends.py: local Chromium in batches of page visits, a device one job
+per case with a few in flight).
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import ConverterError, OpValidationError
 from .cases import RANKED, VARIANTS, Case, case_ops, exact_bounds, main_operand, make_case
+from .sizes import SIZE_OP, constant_case, constant_sizes
 
-__all__ = ["Probe", "ProbeResult", "plan_cases", "run_probe", "RUNTIMES"]
-
-RUNTIMES = ("chromium",)
-# Cases per page visit: large enough that visits are few, small enough that a renderer crash
-# (which makes every case of its batch run again on its own page) costs little.
-BATCH = 64
+__all__ = ["Probe", "ProbeResult", "case_of", "plan_cases", "run_probe"]
 # The runner's stages up to and including build(): a failure there means not built.
 _BUILD_STAGES = ("import", "createContext", "weights", "build", "timeout", "page")
 
@@ -50,24 +48,29 @@ class ProbeResult:
     error: str = ""
     mismatch: str = ""
     rank: int | None = None  # a case probing the op's rank limits: its data operands' rank
+    constant_bytes: int | None = None  # a case probing the constant size limit: its bytes
 
     @property
     def name(self) -> str:
         extra = "".join(f" {k}={v}" for k, v in self.options.items())
         if self.rank is not None:
             extra += f" rank={self.rank}"
+        if self.constant_bytes is not None:
+            extra += f" of {self.constant_bytes} bytes"
         return f"{self.op} {self.data_type}{extra}"
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "dataType": self.data_type, "operand": self.operand,
-                "options": self.options, "rank": self.rank, "listed": self.listed,
+                "options": self.options, "rank": self.rank,
+                "constantBytes": self.constant_bytes, "listed": self.listed,
                 "built": self.built,
                 "computed": self.computed, "error": self.error, "mismatch": self.mismatch}
 
 
 @dataclass
 class Probe:
-    """What one probe found: the backend, its own limits, and a result per case."""
+    """What one probe found: the backend, its own limits, and a result per case. `runtime`:
+    as given (chromium, device:NAME ...); `label`: the probed target's name stem."""
 
     runtime: str
     browser: str
@@ -77,6 +80,7 @@ class Probe:
     # what was not probed, and why: "op data type: reason" (no graph for the type, an op the
     # browser does not list)
     skipped: list[str] = field(default_factory=list)
+    label: str = ""
 
 
 def _allowed_types(op: str, operand: str) -> list[str]:
@@ -124,40 +128,53 @@ def plan_cases(limits: dict[str, Any], ops: Iterable[str] | None = None
 
 
 def _known(ops: Iterable[str]) -> list[str]:
-    """`ops`, each checked to have a probe case (every op of the catalogue has one)."""
+    """`ops`, each checked to have a probe case (every op of the catalogue has one, and
+    "constant" names the constant size cases)."""
     ops = list(dict.fromkeys(ops))
-    unknown = [op for op in ops if op not in case_ops()]
+    unknown = [op for op in ops if op not in case_ops() and op != SIZE_OP]
     if unknown:
         raise ConverterError(f"no probe case for op '{unknown[0]}'",
                              fix="name ops of `webnn-convert ops` (MLGraphBuilder method names)")
     return ops
 
 
-def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None) -> Probe:
-    """Probe `runtime` (chromium only for now) on the planned cases (plan_cases), then the
-    rank limits of the RANKED ops among them."""
-    if runtime not in RUNTIMES:
-        raise ConverterError(f"probe runs on {', '.join(RUNTIMES)} only for now, not "
-                             f"'{runtime}'", fix="use --runtime chromium")
-    from ..runtimes.chromium import browser_version, op_support_limits, run_chromium_many
+def case_of(result: ProbeResult) -> Case:
+    """The case `result` is the verdict on, made again (cases are seeded: the same graph)."""
+    if result.constant_bytes is not None:
+        return constant_case(result.constant_bytes)
+    return make_case(result.op, result.data_type, rank=result.rank, **result.options)
+
+
+def run_probe(runtime: str = "chromium", ops: Iterable[str] | None = None,
+              say: Callable[[str], None] = lambda line: None) -> Probe:
+    """Probe `runtime` (chromium, device, device:NAME, device:NAME:TYPE) on the planned cases
+    (plan_cases), then the rank limits of the RANKED ops among them, then (every op, or
+    "constant" among `ops`) the largest constant its build() takes. `say` hears what a
+    device probe waits for."""
+    from .backends import backend
 
     if ops is not None:
         ops = _known(ops)  # before the browser starts
-    limits = op_support_limits()
-    probe = Probe(runtime, browser_version(), limits, ops=ops)
-    planned, probe.skipped = plan_cases(limits, ops)
+    where = backend(runtime, say)
+    limits = where.limits
+    probe = Probe(runtime, where.browser, limits, ops=ops, label=where.label)
+    planned, probe.skipped = plan_cases(limits, [op for op in ops if op != SIZE_OP]
+                                        if ops is not None else None)
 
     def run(cases) -> list[ProbeResult]:
-        judged = []
-        for start in range(0, len(cases), BATCH):
-            batch = cases[start:start + BATCH]
-            got = run_chromium_many([(case.graph, case.feeds) for case, _, _ in batch])
-            judged += [_judged(case, operand, listed, outputs)
-                       for (case, operand, listed), outputs in zip(batch, got)]
-        return judged
+        got = where.run([(case.graph, case.feeds) for case, _, _ in cases])
+        return [_judged(case, operand, listed, outputs)
+                for (case, operand, listed), outputs in zip(cases, got)]
 
     probe.results += run(planned)
     probe.results += _rank_ends(limits, ops, run)
+    if ops is None or SIZE_OP in ops:
+        def built(size: int) -> bool:
+            result = run([(constant_case(size), "constant", True)])[0]
+            probe.results.append(result)
+            return result.built
+
+        constant_sizes(built, limits.get("maxTensorByteLength"))
     return probe
 
 
@@ -194,7 +211,8 @@ def _rank_ends(limits: dict[str, Any], ops, run) -> list[ProbeResult]:
 
 def _judged(case: Case, operand: str, listed: bool, outputs) -> ProbeResult:
     result = ProbeResult(case.op, case.data_type, operand, dict(case.options), listed,
-                         built=True, computed=None, rank=case.rank)
+                         built=True, computed=None, rank=case.rank,
+                         constant_bytes=case.constant_bytes)
     if isinstance(outputs, ConverterError):
         result.error = outputs.what  # the case is one op: its place says nothing more
         result.built = getattr(outputs, "stage", "build") not in _BUILD_STAGES

@@ -6,7 +6,9 @@ convert --target read (converter/targets/__init__.py):
 * `refusedOptions`: an option value (VARIANTS) whose case did not build for a data type that
   another value of the option builds;
 * the rank range of an op in RANKED, where build() refused an end of the listed range: the
-  range it took, probed from each end inward (in the op's own limits: no key is needed).
+  range it took, probed from each end inward (in the op's own limits: no key is needed);
+* `maxConstantByteLength`: the largest constant build() took, where it refused a larger one
+  (sizes.py; none refused up to its ceiling: no key, and a note says how far it looked).
 
 A case that built but computed outside its bounds is not refused (build() takes it, and the
 target says what build() takes): a note names it, with how it missed. So do a data type the
@@ -33,7 +35,7 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
     built: dict[tuple[str, str], dict[tuple, bool]] = defaultdict(dict)
     operand_of = {}
     for r in results:
-        if r.listed and r.rank is None:
+        if r.listed and r.rank is None and r.constant_bytes is None:
             built[(r.op, r.data_type)][tuple(sorted(r.options.items()))] = r.built
             operand_of[r.op] = r.operand
     refused_types: dict[str, dict[str, list[str]]] = {}
@@ -54,10 +56,12 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
                          f"for {r.operand}: left out, as the browser says")
     limits = copy.deepcopy(probe.limits)
     notes += _narrow_ranks(limits, results)
+    largest, size_notes = _largest_constant(results)
+    notes += size_notes
     counts = (len(results), sum(r.built for r in results),
               sum(r.computed is True for r in results))
     extension = {
-        "name": name or f"{probe.runtime}-probed",
+        "name": name or f"{probe.label or probe.runtime}-probed",
         "description": f"{probe.browser}, probed by `webnn-convert probe`: its opSupportLimits() "
                        f"narrowed to what its build() takes",
         "sources": [f"opSupportLimits() of {probe.browser}, as it reports it",
@@ -66,6 +70,7 @@ def probed_target(probe: Probe, name: str | None = None) -> dict[str, Any]:
                     f"reference"],
         "refusedDataTypes": refused_types,
         "refusedOptions": refused_options,
+        "maxConstantByteLength": largest,
         "notes": notes,
     }
     extension = {k: v for k, v in extension.items() if v or k == "name"}
@@ -99,6 +104,25 @@ def _narrow_ranks(limits: dict[str, Any], results) -> list[str]:
         notes.append(f"{op}: build() takes ranks {low} to {high} where opSupportLimits() lists "
                      f"{listed['min']} to {listed['max']} (probed from each end inward)")
     return notes
+
+
+def _largest_constant(results) -> tuple[int | None, list[str]]:
+    """The largest constant that built where a larger one was refused (else None), and the
+    note that says what the sizes probed found."""
+    sizes = {r.constant_bytes: r.built for r in results if r.constant_bytes is not None}
+    if not sizes:
+        return None, []
+    took = [size for size, ok in sizes.items() if ok]
+    refused = [size for size, ok in sizes.items() if not ok]
+    if not refused:
+        return None, [f"every constant size probed built (up to {max(took)} bytes): no "
+                      f"limit on one constant is recorded"]
+    if not took:
+        return None, [f"no constant size probed built (down to {min(refused)} bytes): no "
+                      f"limit on one constant is recorded"]
+    largest, smallest_refused = max(took), min(refused)
+    return largest, [f"build() takes a constant of {largest} bytes and refuses one of "
+                     f"{smallest_refused} bytes: maxConstantByteLength {largest}"]
 
 
 def _which(probe: Probe) -> str:

@@ -21,6 +21,9 @@ def test_a_good_upload_round_trips():
     header, files = unpack(GOOD)
     assert header["device"] == "phone" and header["inputs"] == {"x": "in0.bin"}
     assert files == {"model.webnn": b"graph", "model.weights": b"w", "in0.bin": b"1234"}
+    header, _ = unpack(pack({"inputs": {}, "runs": 1000, "warmup": 0},
+                            {"model.webnn": b"graph"}))
+    assert (header["runs"], header["warmup"]) == (1000, 0)
 
 
 def _framed(header: dict, tail: bytes = b"") -> bytes:
@@ -56,6 +59,13 @@ BAD = {
     "input not a file name": _framed({"files": _LISTED, "inputs": {"x": "model.webnn"}}),
     "inputs a list": _framed({"files": _LISTED, "inputs": []}),
     "too many files": _framed({"files": [["in0.bin", 0]] * 10_001, "inputs": {}}),
+    # a bench's repeated runs: whole numbers, bounded (the page would loop on anything)
+    "runs zero": _framed({"files": _LISTED, "inputs": {}, "runs": 0}),
+    "runs huge": _framed({"files": _LISTED, "inputs": {}, "runs": 10**9}),
+    "runs a string": _framed({"files": _LISTED, "inputs": {}, "runs": "5"}),
+    "runs a bool": _framed({"files": _LISTED, "inputs": {}, "runs": True}),
+    "warmup negative": _framed({"files": _LISTED, "inputs": {}, "runs": 1, "warmup": -1}),
+    "warmup a float": _framed({"files": _LISTED, "inputs": {}, "warmup": 1.5}),
 }
 
 

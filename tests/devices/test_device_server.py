@@ -325,3 +325,23 @@ def test_a_port_in_use_gets_one_line(served, tmp_path):
     assert result.output.strip() == f"error: 127.0.0.1:{port}: cannot listen there (Address " \
                                     f"already in use); choose another --port (0: any free one) " \
                                     f"or --host"
+
+
+def test_a_devices_limits_are_given_to_a_probe_as_it_registered_them(use_it):
+    message = registration()
+    device = FakeDevice(use_it.url, "limited", message)
+    try:
+        described, kind, limits = client.device_limits("device:limited")
+        assert (described["name"], kind, limits) == ("limited", "cpu", message["contexts"]["cpu"])
+        with pytest.raises(ConverterError) as caught:
+            client.device_limits("device:limited:gpu")
+        assert caught.value.line().endswith("the device server refused it (404): device "
+                                            "'limited' has no 'gpu' context; its deviceTypes: cpu")
+        with pytest.raises(ConverterError) as caught:
+            client.device_limits("device:nobody")
+        assert "no device named 'nobody' is connected" in caught.value.line()
+        # a name in the path is checked as any device name is
+        status, text = _http(use_it.url + "api/limits/%3Cb%3E/cpu")
+        assert status == 400 and "is not a device name" in text
+    finally:
+        device.close()

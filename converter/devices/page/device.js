@@ -65,10 +65,27 @@ async function fetchBytes(url) {
   return response.arrayBuffer();
 }
 
+// The median time of `job.runs` runs (inputs written, the graph run, its outputs read back)
+// after `job.warmup` untimed ones, on the tensors of the first run.
+async function repeated(m, context, model, tensors, feeds, job) {
+  const warmup = Number.isInteger(job.warmup) ? job.warmup : 0;
+  const times = [];
+  for (let i = 0; i < warmup + job.runs; i++) {
+    const started = performance.now();
+    m.writeInputs(context, tensors, feeds);
+    m.dispatch(context, model, tensors);
+    await m.readOutputs(context, tensors);
+    if (i >= warmup) times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  return times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+}
+
 async function runJob(job) {
   let stage = "import";
   let context = null, model = null, tensors = null, m = null;
-  const times = {buildMs: null, runMs: null};
+  const times = {buildMs: null, runMs: null, medianMs: null};
   try {
     m = await import(jobUrl(job.module));
     stage = "createContext";
@@ -90,6 +107,10 @@ async function runJob(job) {
     stage = "read";
     const outputs = await m.readOutputs(context, tensors);
     times.runMs = performance.now() - started;
+    if (Number.isInteger(job.runs) && job.runs > 0) {  // a bench: the median of warm runs
+      stage = "repeat";
+      times.medianMs = await repeated(m, context, model, tensors, feeds, job);
+    }
     const encoded = {};
     for (const [name, array] of Object.entries(outputs)) {
       encoded[name] = base64(array.buffer.slice(array.byteOffset, array.byteOffset + array.byteLength));
@@ -102,6 +123,21 @@ async function runJob(job) {
     if (model !== null) model.graph.destroy();
     if (context !== null && typeof context.destroy === "function") context.destroy();
   }
+}
+
+// A job that neither finishes nor fails in the server's time for it is reported as hung: it
+// cannot be cancelled, but the jobs queued after it get their turn (the server has given up
+// on it by then).
+function withTimeout(running, job) {
+  const ms = Number.isInteger(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : 0;
+  if (ms === 0) return running;
+  let timer = null;
+  const hung = new Promise((resolve) => {
+    timer = setTimeout(() => resolve({type: "result", id: job.id, error: {
+      stage: "timeout", name: "TimeoutError", message: `no result after ${ms / 1000} s`},
+      times: {buildMs: null, runMs: null, medianMs: null}}), ms);
+  });
+  return Promise.race([running, hung]).finally(() => clearTimeout(timer));
 }
 
 async function connect() {
@@ -130,7 +166,7 @@ async function connect() {
     } else if (message.type === "job") {
       queue = queue.then(async () => {
         log(`job ${message.id} on ${message.deviceType}: running`);
-        const result = await runJob(message);
+        const result = await withTimeout(runJob(message), message);
         log(`job ${message.id}: ${result.error ? "failed at " + result.error.stage : "done"}`);
         socket.send(JSON.stringify(result));
       });
