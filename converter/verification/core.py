@@ -30,7 +30,7 @@ from ..ir import Graph, io_permutations
 from ..runtimes.source_runs import (SESSION_OPTIONS, dynamic_lstm_nodes, int8_activation_nodes,
                                    release_freed_memory, run_source, run_source_f64,
                                    source_alternates)
-from .notes import degenerate, overruled
+from .notes import degenerate, overruled, quantized_lstm_note
 from .output_bounds import float16_notes, output_bounds
 from .parity import Bounds, OutputParity, compare, judge, with_overrides
 from .text import BISECT_HINT, report_lines, summary
@@ -357,12 +357,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
             "quantization moves")
     lstm_nodes = dynamic_lstm_nodes(source)
     if lstm_nodes:
-        report.notes.append(
-            f"ONNX Runtime quantizes the input and, each step, the hidden state of {lstm_nodes} "
-            f"DynamicQuantizeLSTM node{'s' * (lstm_nodes != 1)} at run time, as the graph "
-            "does; a value float32 puts within its error of a rounding tie rounds either way, "
-            "and later steps carry that: an output outside the budget is judged against the "
-            "float64 oracle, ORT with those LSTMs in float measuring what the rounding moves")
+        report.notes.append(quantized_lstm_note(lstm_nodes))
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     if atol is None and rtol is None and ulp is None:
         report.notes += float16_notes(graph, want)
