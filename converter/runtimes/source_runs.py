@@ -13,7 +13,8 @@ setup, and each runtime holds the weights once. Its noise is measured at ENABLE_
 input moved by one ULP, and, where ORT has double kernels for every op, on a float64 copy of
 the model; a model whose MatMulNBits nodes have ORT quantize their activations to int8 at run
 time (accuracy_level 4) also runs with float activations, the model's math, whose distance
-from the int8 run is what that quantization moves.
+from the int8 run is what that quantization moves; one with DynamicQuantizeLSTM nodes runs
+them as float LSTMs too, measuring what their run-time rounding moves (quantized_lstm.py).
 LiteRT's noise: its builtin kernels against its default (XNNPACK) ones, and the input moved by
 one ULP.
 
@@ -29,11 +30,12 @@ import numpy as np
 
 from ..errors import ConverterError
 from ..threads import runtime_threads
+from .quantized_lstm import FLOAT_LSTM_LABEL, float_lstms, is_dynamic_lstm
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
            "ONE_ULP_LABEL", "release_freed_memory", "int8_activation_nodes",
-           "dynamic_quantize_nodes",
-           "FLOAT_ACTIVATIONS_LABEL"]
+           "dynamic_quantize_nodes", "dynamic_lstm_nodes",
+           "FLOAT_ACTIVATIONS_LABEL", "FLOAT_LSTM_LABEL"]
 
 SESSION_OPTIONS = {".onnx": "ONNX Runtime at ORT_DISABLE_ALL on both sides",
                    ".tflite": "LiteRT with its default kernels (XNNPACK)"}
@@ -69,13 +71,14 @@ def _run_litert(path: Path, feeds: Mapping[str, np.ndarray], kernels: str = "def
 
 
 def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str = "none",
-             where: str | None = None, float_activations: bool = False
-             ) -> dict[str, np.ndarray]:
+             where: str | None = None, float_activations: bool = False,
+             float_lstm: bool = False) -> dict[str, np.ndarray]:
     """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`.
 
     `float_activations` (a path only): run its MatMulNBits nodes at accuracy_level 0, the
     float math the model states, where accuracy_level 4 has ORT quantize their activations
-    to int8 at run time (int8_activation_nodes).
+    to int8 at run time (int8_activation_nodes). `float_lstm` (a path only): run each
+    DynamicQuantizeLSTM as a float LSTM on its dequantized weights (quantized_lstm.py).
 
     The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
     that crashes ORT is a ConverterError, not the converter's death (LiteRT's too)."""
@@ -85,14 +88,15 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 
     where = where or str(path)
     return guarded_run(
-        _model_key(path, level, float_activations),
-        lambda: _run_onnx_here(path, feeds, level, where, float_activations),
+        _model_key(path, level, float_activations, float_lstm),
+        lambda: _run_onnx_here(path, feeds, level, where, float_activations, float_lstm),
         what="ONNX Runtime", where=where,
         fix="the source runtime must run the model to verify against it: try another "
             "onnxruntime version, or convert without verifying")
 
 
-def _model_key(path: Path | bytes, level: str, float_activations: bool):
+def _model_key(path: Path | bytes, level: str, float_activations: bool,
+               float_lstm: bool = False):
     """What identifies a model's run for crash_guard: the file (its identity and version), or
     the bytes' digest, with how it is run; None for a file that cannot be looked at (ORT
     then reports it)."""
@@ -105,11 +109,12 @@ def _model_key(path: Path | bytes, level: str, float_activations: bool):
     except OSError:
         return None
     return str(Path(path).resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, \
-        level, float_activations
+        level, float_activations, float_lstm
 
 
 def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: str,
-                   where: str, float_activations: bool) -> dict[str, np.ndarray]:
+                   where: str, float_activations: bool, float_lstm: bool = False
+                   ) -> dict[str, np.ndarray]:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -122,8 +127,10 @@ def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: s
     if threads is not None:
         options.intra_op_num_threads = threads
     try:
+        edits = [e for e, on in ((_float_activations, float_activations),
+                                 (float_lstms, float_lstm)) if on]
         model = path if isinstance(path, bytes) else _external_view(
-            Path(path), options, _float_activations if float_activations else None)
+            Path(path), options, (lambda m: [e(m) for e in edits]) if edits else None)
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # ORT's own errors: the source cannot be the reference
         raise ConverterError(f"ONNX Runtime cannot load the source model: {_first_line(e)}",
@@ -309,6 +316,14 @@ def dynamic_quantize_nodes(path: Path) -> int:
         if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"))
 
 
+def dynamic_lstm_nodes(path: Path) -> int:
+    """How many com.microsoft DynamicQuantizeLSTM nodes an ONNX model has, If/Loop branches
+    included: each rounds its input and hidden state at run time (quantized_lstm.py)."""
+    model = _read_onnx(path)
+    return 0 if model is None else sum(1 for node in _all_nodes(model.graph)
+                                       if is_dynamic_lstm(node))
+
+
 def _read_onnx(path: Path):
     """The ModelProto without its weights' bytes, or None (not ONNX, or unreadable)."""
     if path.suffix.lower() != ".onnx":
@@ -375,6 +390,8 @@ def source_alternates(path: Path, feeds: Mapping[str, np.ndarray],
         if int8_activation_nodes(path):
             runs[FLOAT_ACTIVATIONS_LABEL] = lambda: run_onnx(path, feeds,
                                                              float_activations=True)
+        if dynamic_lstm_nodes(path):
+            runs[FLOAT_LSTM_LABEL] = lambda: run_onnx(path, feeds, float_lstm=True)
     found = {}
     for label, go in runs.items():
         try:

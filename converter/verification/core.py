@@ -27,10 +27,10 @@ import numpy as np
 from ..emit.permuted_record import module_permutations
 from ..errors import ConverterError, NoSourceRuntimeError
 from ..ir import Graph, io_permutations
-from ..runtimes.source_runs import (SESSION_OPTIONS, int8_activation_nodes,
+from ..runtimes.source_runs import (SESSION_OPTIONS, dynamic_lstm_nodes, int8_activation_nodes,
                                    release_freed_memory, run_source, run_source_f64,
                                    source_alternates)
-from .notes import degenerate, overruled
+from .notes import degenerate, overruled, quantized_lstm_note
 from .output_bounds import float16_notes, output_bounds
 from .parity import Bounds, OutputParity, compare, judge, with_overrides
 from .text import BISECT_HINT, report_lines, summary
@@ -355,6 +355,9 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
             "computes them in float, the model's math: an output outside the budget is judged "
             "against the float64 oracle, ORT at accuracy_level 0 measuring what that "
             "quantization moves")
+    lstm_nodes = dynamic_lstm_nodes(source)
+    if lstm_nodes:
+        report.notes.append(quantized_lstm_note(lstm_nodes))
     bounds = {name: _bounds(graph, name, atol, rtol, ulp) for name in want}
     if atol is None and rtol is None and ulp is None:
         report.notes += float16_notes(graph, want)

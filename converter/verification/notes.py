@@ -14,7 +14,7 @@ import numpy as np
 
 from .parity import Bounds, OutputParity
 
-__all__ = ["bounds_in_words", "degenerate", "overruled"]
+__all__ = ["bounds_in_words", "degenerate", "overruled", "quantized_lstm_note"]
 
 
 def bounds_in_words(bounds: Bounds) -> str:
@@ -65,3 +65,15 @@ def overruled(result: OutputParity, explicit: Mapping[str, object]) -> str | Non
     return (f"output '{result.name}' is outside the bounds you gave ({said}: "
             f"{bounds_in_words(result.bounds)}) and passes by the float64 oracle ({decided}); "
             f"--oracle never holds the bounds as given")
+
+
+def quantized_lstm_note(count: int) -> str:
+    """What the report says of a source whose DynamicQuantizeLSTM nodes ORT rounds at run time
+    (runtimes/quantized_lstm.py): how its outputs are judged."""
+    return (f"ONNX Runtime quantizes the input and, each step, the hidden state of {count} "
+            f"DynamicQuantizeLSTM node{'s' * (count != 1)} at run time, as the graph does (a "
+            "batch ORT splits over its threads: each row on its own, ORT's result with a "
+            "thread a row); a value float32 puts within its error of a rounding tie rounds "
+            "either way, and later steps carry that: an output outside the budget is judged "
+            "against the float64 oracle, ORT with those LSTMs in float measuring what the "
+            "rounding moves")

@@ -105,3 +105,42 @@ def test_dynamic_quantize_lstm_matches_onnx_runtime(direction, per_column):
     for have, want in zip(got, session.run(None, {"x": x})):
         assert have.shape == want.shape
         np.testing.assert_allclose(have, want, atol=1e-6)
+
+
+def _quantized_lstm(steps, batch, size, hidden):
+    """One forward DynamicQuantizeLSTM with int8 weights scaled per tensor, h0 and c0 given."""
+    inits = {"W": RNG.integers(-128, 128, (1, size, 4 * hidden)).astype(np.int8),
+             "R": RNG.integers(-128, 128, (1, hidden, 4 * hidden)).astype(np.int8),
+             "h0": RNG.standard_normal((1, batch, hidden)).astype(np.float32),
+             "c0": RNG.standard_normal((1, batch, hidden)).astype(np.float32),
+             "ws": np.array([0.02], np.float32), "wz": np.zeros(1, np.int8),
+             "rs": np.array([3 / hidden], np.float32), "rz": np.zeros(1, np.int8)}
+    node = helper.make_node("DynamicQuantizeLSTM",
+                            ["x", "W", "R", "", "", "h0", "c0", "", "ws", "wz", "rs", "rz"],
+                            ["y", "yh", "yc"], domain="com.microsoft", hidden_size=hidden)
+    return _model([node], [helper.make_tensor_value_info("x", F32, (steps, batch, size))],
+                  [helper.make_tensor_value_info(n, F32, None) for n in ("y", "yh", "yc")],
+                  inits, ms=True)
+
+
+@pytest.mark.parametrize("batch, hidden, threads", [
+    (3, 288, (1, 2, 3)),   # at most 4 rows, hidden over 256: one thread's, rows together
+    (2, 257, (1, 2)),
+    (3, 256, (3,)),        # hidden 256: the rows split over the threads, one a thread here
+    (5, 288, (5,))])       # over 4 rows: split likewise
+def test_dynamic_quantize_lstm_groups_hidden_rows_as_onnx_runtime(batch, hidden, threads):
+    """Which rows of the hidden state ORT quantizes with one scale: for a batch of at most 4
+    rows and hidden_size over 256 all of them, whatever its thread count (uni_directional_lstm
+    runs it on one thread); otherwise the rows each thread computes, one row each with a
+    thread per row, as imported."""
+    steps, size = 3, 8
+    model = _quantized_lstm(steps, batch, size, hidden)
+    x = RNG.standard_normal((steps, batch, size)).astype(np.float32)
+    _, got = imported(model, {"x": x})
+    for count in threads:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = count
+        session = ort.InferenceSession(model.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+        for have, want in zip(got, session.run(None, {"x": x})):
+            np.testing.assert_allclose(have, want, atol=2e-6, err_msg=f"{count} threads")

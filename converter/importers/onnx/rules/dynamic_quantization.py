@@ -139,17 +139,26 @@ def _quantized_product(ctx: ImportContext, x: Operand, w_int: Operand, w_scale: 
     return emit(ctx, "mul", emit(ctx, "matmul", x_int, w_int), emit(ctx, "mul", x_scale, w_scale))
 
 
+# ONNX Runtime splits an LSTM's batch over its threads unless the batch has at most 4 rows and
+# the hidden size is over 256 (uni_directional_lstm.cc, SetNumThreads): such a batch is one
+# thread's, its hidden state quantized with one scale over all its rows.
+_ONE_GROUP = (4, 256)
+
+
 @onnx_op("DynamicQuantizeLSTM", domain=MS, webnn=_OPS + ("slice", "split", "sigmoid", "tanh",
                                                        "concat"))
 def dynamic_quantize_lstm(ctx: ImportContext, node: OnnxNode):
     """An LSTM with int8/uint8 weights, unrolled as ONNX Runtime runs it: the whole input
     sequence X quantized at run time as one [steps * batch, input] matrix and multiplied by
-    W at once, then per step the previous hidden state quantized (each batch row on its own)
-    and multiplied by R. ONNX Runtime quantizes together the rows one thread computes, so its
-    results depend on its thread count; each row on its own is its result with a thread per
-    row (other groupings round the hidden state differently: 1e-3 apart in our tests). Gates
-    i, o, f, c (ONNX's order) with the default activations
-    sigmoid, tanh, tanh, and the float bias and peepholes."""
+    W at once, then per step the previous hidden state quantized and multiplied by R. Which
+    rows of the hidden state share one scale is ONNX Runtime's choice (uni_directional_lstm's
+    SetNumThreads): a batch of at most 4 rows with hidden_size over 256 is computed by one
+    thread, all rows together, whatever the thread count (_ONE_GROUP); other batches are split
+    over the threads, the rows one thread computes quantized together, so ORT's results depend
+    on its thread count: each row on its own is its result with a thread per row (other
+    groupings round the hidden state differently: 1e-3 apart in our tests). Gates i, o, f, c
+    (ONNX's order) with the default activations sigmoid, tanh, tanh, and the float bias and
+    peepholes."""
     if node.attr("activations") or node.attr("clip") is not None \
             or node.attr("input_forget", 0):
         raise Unsupported("only the default activations, no clip and no input_forget are "
@@ -166,6 +175,7 @@ def dynamic_quantize_lstm(ctx: ImportContext, node: OnnxNode):
         if np.any(np.asarray(lens) != steps):
             raise Unsupported("sequence_lens shorter than the sequence are not imported")
     flat_x = emit(ctx, "reshape", x, newShape=[steps * batch, size])
+    together = batch <= _ONE_GROUP[0] and hidden > _ONE_GROUP[1]
     ys, last_h, last_c = [], [], []
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
@@ -188,7 +198,8 @@ def dynamic_quantize_lstm(ctx: ImportContext, node: OnnxNode):
             x_t = emit(ctx, "reshape", emit(ctx, "slice", xw, starts=[t, 0, 0],
                                             sizes=[1, batch, 4 * hidden]),
                        newShape=[batch, 4 * hidden])
-            gates = emit(ctx, "add", x_t, _quantized_product(ctx, h, r_int, r_scale, per_row=True))
+            gates = emit(ctx, "add", x_t, _quantized_product(ctx, h, r_int, r_scale,
+                                                              per_row=not together))
             i, o, f, g = emit(ctx, "split", gates, splits=[hidden] * 4, axis=1)
             if peep is not None:
                 i = emit(ctx, "add", i, emit(ctx, "mul", peep[0], c))
