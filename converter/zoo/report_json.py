@@ -152,7 +152,10 @@ def describe_accuracy(result: dict, runtime: str) -> str | None:
         else:
             cosines = [o["cosine"] for o in acc["outputs"] if isinstance(o["cosine"], float)]
             top1 = [o["top1"] for o in acc["outputs"] if o["top1"] is not None]
-            text = (f"{acc['verdict']}: weights {size}, cosine "
+            missed = "".join(f" {c['metric']} of {c['output']} {format_number(c['value'], 10)}"
+                             f" against {c['bound']};" for c in acc["checks"]
+                             if not c["passed"])
+            text = (f"{acc['verdict']}:{missed} weights {size}, cosine "
                     f"{format_number(min(cosines) if cosines else None, fixed=6)}, top-1 "
                     f"{format_number(min(top1) if top1 else None, fixed=4)}")
         parts.append(text if len(variants) == 1 else f"{v['target']}: {text}")
