@@ -170,7 +170,8 @@ def judge(report: AccuracyReport, explicit: bool) -> AccuracyReport:
     fits nothing is noted."""
     for metric, bound in report.bounds.items():
         if metric == "tokens":
-            fits = [] if report.tokens is None else [("tokens", report.tokens["agreement"])]
+            fits = [] if report.tokens is None else [("the decoded text",
+                                                      report.tokens["agreement"])]
         else:
             fits = [(o.name, getattr(o, metric)) for o in report.outputs
                     if getattr(o, metric) is not None]
@@ -179,11 +180,10 @@ def judge(report: AccuracyReport, explicit: bool) -> AccuracyReport:
                    "top5": "a classifier-shaped output with more than 5 classes",
                    "top1": "a classifier-shaped output"}.get(metric, "a float output")
             if explicit:
+                rule = f" ({CLASSIFIER_RULE})" if metric.startswith("top") else ""
                 raise ConverterError(f"the accuracy bound {bound_text(metric, bound)} needs "
-                                     f"{why}; this graph has none",
-                                     where="--accuracy", fix=f"drop {metric}; "
-                                     f"{CLASSIFIER_RULE}" if metric.startswith("top") else
-                                     f"drop {metric}")
+                                     f"{why}; this graph has none", where="--accuracy",
+                                     fix=f"drop {metric}{rule}")
             report.notes.append(f"{bound_text(metric, bound)} not applied: no {why}")
             continue
         report.checks += [Check(metric, name, float(value), bound) for name, value in fits]

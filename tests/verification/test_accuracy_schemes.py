@@ -49,7 +49,7 @@ def test_token_agreement_counts_the_steps_before_the_first_difference():
                                accuracy="tokens>=0.5")
     assert report.tokens["agreed"] == 3 and report.tokens["agreement"] == 3 / 8
     assert report.ratio == 0.125 and not report.passed
-    assert report.lines()[-1] == "accuracy: fail (tokens of tokens 0.375 < 0.5)"
+    assert report.lines()[-1] == "accuracy: fail (tokens of the decoded text 0.375 < 0.5)"
 
 
 @QUANTIZED
@@ -58,7 +58,11 @@ def test_the_default_bounds_of_a_scheme_are_stated_and_applied(scheme):
     acc = _verify_json(TINY, "--weights", scheme, "--samples", 16)
     assert acc["boundsFrom"] == f"the default for {scheme} weights"
     assert ",".join(acc["bounds"].values()) == DEFAULT_ACCURACY[scheme]
-    assert acc["weightsBytes"]["after"] < acc["weightsBytes"]["before"]
+    sizes = acc["weightsBytes"]
+    # int8 stores the convolutions' weights in a quarter; int4 takes matmul/gemm weights only,
+    # and tiny_cnn's one gemm may be under the size worth compressing
+    assert sizes["after"] < sizes["before"] if scheme == "int8" else \
+        sizes["after"] <= sizes["before"]
     assert {c["metric"] for c in acc["checks"]} == set(acc["bounds"])
 
 
