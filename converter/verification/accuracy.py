@@ -187,6 +187,11 @@ def judge(report: AccuracyReport, explicit: bool) -> AccuracyReport:
             report.notes.append(f"{bound_text(metric, bound)} not applied: no {why}")
             continue
         report.checks += [Check(metric, name, float(value), bound) for name, value in fits]
+    for o in report.outputs:
+        if o.class_axis is not None and o.rows > 1 and o.source_classes == 1:
+            report.notes.append(f"the source ranked one class first in all {o.rows} rows of "
+                                f"{o.name}: its top-1/top-5 agreement says little (give "
+                                f"inputs that move it: --input/--inputs)")
     return report
 
 

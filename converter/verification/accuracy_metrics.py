@@ -38,12 +38,16 @@ class OutputAccuracy:
     top5: float | None = None  # None: not classifier-shaped, or 5 classes or fewer
     rows: int = 0  # classifier rows compared (samples x rows per sample)
     class_axis: int | None = None
+    # How many distinct classes the source ranked first over those rows: 1 of many rows says
+    # the inputs never moved its choice (seeded weights, a dominant class), so top-1 agreement
+    # proves little (the report notes it).
+    source_classes: int = 0
 
     def to_json(self) -> dict:
         return {"name": self.name, "shape": self.shape, "maxAbs": _finite(self.max_abs),
                 "maxRel": _finite(self.max_rel), "cosine": _finite(self.cosine),
                 "top1": self.top1, "top5": self.top5, "rows": self.rows,
-                "classAxis": self.class_axis}
+                "classAxis": self.class_axis, "sourceClasses": self.source_classes}
 
 
 def _finite(value):
@@ -103,6 +107,7 @@ def measure_output(name: str, got: Sequence[np.ndarray], want: Sequence[np.ndarr
     axis = class_axis(name, first.shape, kind)
     top1 = top5 = 0
     rows = 0
+    chosen: set[int] = set()
     for g, w in zip(got, want):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape:
@@ -116,6 +121,7 @@ def measure_output(name: str, got: Sequence[np.ndarray], want: Sequence[np.ndarr
         if axis is not None:
             gr, wr = _rows(g, axis), _rows(w, axis)
             source_top = np.argmax(wr, axis=1)
+            chosen.update(int(c) for c in np.unique(source_top))
             top1 += int(np.count_nonzero(np.argmax(gr, axis=1) == source_top))
             if gr.shape[1] > 5:
                 best5 = np.argsort(-gr, axis=1, kind="stable")[:, :5]
@@ -123,7 +129,7 @@ def measure_output(name: str, got: Sequence[np.ndarray], want: Sequence[np.ndarr
             rows += gr.shape[0]
     result = OutputAccuracy(name, list(first.shape), worst_abs, worst_rel, worst_cos)
     if axis is not None and rows:
-        result.class_axis, result.rows = axis, rows
+        result.class_axis, result.rows, result.source_classes = axis, rows, len(chosen)
         result.top1 = top1 / rows
         result.top5 = top5 / rows if first.shape[axis] > 5 else None
     return result

@@ -38,7 +38,8 @@ def _numpy_metrics(got: list[np.ndarray], want: list[np.ndarray]) -> dict:
     return {"max_abs": np.abs(g - w).max(), "max_rel": (np.abs(g - w) / np.abs(w)).max(),
             "cosine": min(cosines),
             "top1": float(np.mean(gr.argmax(1) == wr.argmax(1))),
-            "top5": float(np.mean([wr[i].argmax() in top5[i] for i in range(len(wr))]))}
+            "top5": float(np.mean([wr[i].argmax() in top5[i] for i in range(len(wr))])),
+            "classes": len(np.unique(wr.argmax(1)))}
 
 
 def _both_sides(graph, samples: int):
@@ -63,6 +64,11 @@ def test_metrics_equal_numpys_on_the_same_outputs():
     assert out.max_rel == pytest.approx(expected["max_rel"], rel=1e-9)
     assert out.cosine == pytest.approx(expected["cosine"], abs=1e-12)
     assert (out.top1, out.top5, out.rows) == (expected["top1"], expected["top5"], 8)
+    # seeded inputs in [0, 1) never move tiny_cnn's choice: said, since top-1 then proves little
+    assert out.source_classes == expected["classes"] == 1
+    assert report.notes == ["the source ranked one class first in all 8 rows of probabilities: "
+                            "its top-1/top-5 agreement says little (give inputs that move it: "
+                            "--input/--inputs)"]
     # the float16 pass stores the three big weights (3,488 bytes of float32) at half size
     assert (report.bytes_before, report.bytes_after) == (3592, 3592 - 3488 // 2)
     assert [c.metric for c in report.checks] == ["cosine"] and report.passed
