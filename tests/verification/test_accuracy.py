@@ -197,3 +197,36 @@ def test_every_scheme_has_a_default_that_parses():
 
     for scheme in WEIGHT_TYPES[1:]:
         assert parse_accuracy(DEFAULT_ACCURACY[scheme])
+
+
+def test_given_inputs_are_one_sample(tmp_path):
+    rng = np.random.default_rng(3)
+    np.save(tmp_path / "x.npy", rng.standard_normal((1, 3, 32, 32)).astype(np.float32))
+    r = _run("verify", TINY, "--weights", "float16", "--input", f"image={tmp_path / 'x.npy'}",
+             "--json")
+    assert r.exit_code == 0, r.output
+    acc = json.loads(r.stdout)["accuracy"]
+    assert (acc["samples"], acc["inputs"]) == (1, "the inputs given")
+
+
+def test_top1_asked_of_an_output_that_is_no_classifier_is_an_error(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(1).standard_normal((4, 3, 3, 3))
+                                .astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], [w])
+    source = tmp_path / "conv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    r = _run("verify", source, "--weights", "float16", "--samples", 2, "--accuracy",
+             "cosine>=0.999,top1>=0.99")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    line = r.stderr.strip().splitlines()[-1]
+    assert "top1>=0.99 needs a classifier-shaped output" in line, line
+    ok = _run("verify", source, "--weights", "float16", "--samples", 2, "--json")
+    assert ok.exit_code == 0, ok.output  # the default float16 bound: cosine alone
+    (out,) = json.loads(ok.stdout)["accuracy"]["outputs"]
+    assert out["top1"] is None and out["classAxis"] is None
