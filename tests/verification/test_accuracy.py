@@ -209,18 +209,24 @@ def test_given_inputs_are_one_sample(tmp_path):
     assert (acc["samples"], acc["inputs"]) == (1, "the inputs given")
 
 
-def test_top1_asked_of_an_output_that_is_no_classifier_is_an_error(tmp_path):
+def _conv_model(tmp_path, output: str = "y") -> Path:
+    """A conv whose output [1, 4, 6, 6] is no classifier (three axes after the batch > 1)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     w = numpy_helper.from_array(np.random.default_rng(1).standard_normal((4, 3, 3, 3))
                                 .astype(np.float32), "w")
     graph = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "conv",
+        [helper.make_node("Conv", ["x", "w"], [output], pads=[1, 1, 1, 1])], "conv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], [w])
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, 4, 6, 6])], [w])
     source = tmp_path / "conv.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    return source
+
+
+def test_top1_asked_of_an_output_that_is_no_classifier_is_an_error(tmp_path):
+    source = _conv_model(tmp_path)
     r = _run("verify", source, "--weights", "float16", "--samples", 2, "--accuracy",
              "cosine>=0.999,top1>=0.99")
     assert r.exit_code == 2 and "Traceback" not in r.output
@@ -230,3 +236,13 @@ def test_top1_asked_of_an_output_that_is_no_classifier_is_an_error(tmp_path):
     assert ok.exit_code == 0, ok.output  # the default float16 bound: cosine alone
     (out,) = json.loads(ok.stdout)["accuracy"]["outputs"]
     assert out["top1"] is None and out["classAxis"] is None
+
+
+def test_a_hostile_output_name_prints_inert(tmp_path):
+    """An output name is the model's: its control characters never reach the terminal."""
+    source = _conv_model(tmp_path, "y\x1b]8;;http://x\x07\x1b[2J")
+    r = _run("verify", source, "--weights", "float16", "--samples", 1, "--accuracy",
+             "cosine>=1.0000001")
+    assert r.exit_code == 1, r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output
+    assert r.stdout.splitlines()[-1].startswith("accuracy: fail (cosine of y")
