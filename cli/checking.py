@@ -25,6 +25,8 @@ class Checking:
     dump_dir: str | None = None
     steps: int | None = None
     prompt: list | None = None
+    accuracy: dict | None = None  # --accuracy, parsed: {metric: (direction, bound)}
+    samples: int | None = None  # --samples; None: accuracy.DEFAULT_SAMPLES
 
     @classmethod
     def of(cls, params: dict) -> "Checking":

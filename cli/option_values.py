@@ -105,3 +105,16 @@ def given_inputs(ctx, param, values) -> dict[str, str]:
             raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
         out[name] = path
     return out
+
+
+def parse_accuracy(ctx, param, value) -> dict | None:
+    """--accuracy 'cosine>=0.999,top1>=0.99' -> {metric: (direction, bound)}; strict."""
+    if value is None:
+        return None
+    from converter.errors import ConverterError
+    from converter.verification.accuracy_bounds import parse_accuracy as parse
+
+    try:
+        return parse(value)
+    except ConverterError as e:
+        raise click.BadParameter(f"{e.what}; {e.fix}") from None

@@ -88,8 +88,24 @@ VOCABULARY: dict[str, Shared] = {
         "256 bytes or more as float16, read through a cast to float32 (the weights file about "
         "halves; the graph still computes in float32). Smaller ones, values beyond float16's "
         "range and operands a --target wants constant stay float32 (-v lists them). Refused "
-        "for a .tflite output, whose export stores weights as float32.",
+        "for a .tflite output, whose export stores weights as float32. verify (and convert "
+        "--verify) then also measures the compressed graph against the float source: weights "
+        "size before and after, errors, cosine and top-1/top-5 over --samples inputs, judged "
+        "by --accuracy; zoo does so for every model of the run.",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
+    "accuracy": Shared(
+        ("--accuracy",),
+        "With --weights: the bounds the compressed graph must meet against the float source, "
+        "comma-separated, e.g. 'cosine>=0.999,top1>=0.99' (cosine, top1, top5, tokens take "
+        ">=; max_abs, max_rel take <=). Default per scheme, stated in the report: float16 "
+        "cosine>=0.9999; int8 cosine>=0.99,top1>=0.99; int4 cosine>=0.98. A bound that "
+        "fits no output (top1 without a classifier-shaped output) is an error.",
+        dict(callback=values.parse_accuracy, metavar="BOUNDS")),
+    "samples": Shared(
+        ("--samples",),
+        "With --weights: how many seeded inputs (seeds --seed, --seed+1, ...) the accuracy "
+        "is measured over (default 16; one when --input/--inputs give every input).",
+        dict(type=click.IntRange(min=1), metavar="N")),
     "dim": Shared(
         ("--dim", "dims"),
         "Give a symbolic dimension a value (repeatable); 0 empties the inputs it sizes (a "
@@ -229,7 +245,8 @@ STATE = ("state", "cache_capacity")
 STEPS = ("steps", "prompt")
 TOLERANCES = ("seed", "atol", "rtol", "ulp")
 # What verification takes beyond the graph: verify, and convert --verify, take all of these.
-VERIFYING = ("runtime", "server", "input", "inputs", *TOLERANCES, "oracle", "bisect", "dump", *STEPS)
+VERIFYING = ("runtime", "server", "input", "inputs", *TOLERANCES, "oracle", "bisect", "dump", *STEPS,
+             "accuracy", "samples")
 
 
 def use(*names: str, repeat: bool = False) -> Callable:

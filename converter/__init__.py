@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import (ConverterError, FormatError, GraphInvalidError, MissingFileError,
                      OpValidationError, ParseError, UnsupportedError, VerificationError,
+                     AccuracyError,
                      WeightsError)
 
 __version__ = "0.1.0"
@@ -89,7 +90,7 @@ __all__ = [
     "Graph", "Operand", "Operation", "Variants",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "MissingFileError", "OpValidationError", "ParseError", "UnsupportedError",
-    "VerificationError", "WeightsError",
+    "VerificationError", "WeightsError", "AccuracyError", "measure_accuracy",
 ]
 
 
@@ -137,6 +138,10 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
     prints the figures, and writes nothing; on a pass it returns the graph as without it.
+    With compressed `weights`, the float policy judges the same conversion uncompressed, and
+    the result gets its own accuracy verdict against the float source (`accuracy`= bounds,
+    else the scheme's default; over `samples`= seeded inputs, 16 by default, as
+    measure_accuracy): AccuracyError, writing nothing, when it misses them.
     When no runtime can run the source (a TFLite custom op LiteRT has no kernel for) and the
     graph agrees with its own float64 evaluation, it warns (ConversionWarning, "unjudged: no
     source runtime"), writes and returns the graph.
@@ -155,9 +160,13 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     if tolerances and not verify:
         raise ConverterError(f"{', '.join(tolerances)} applies with verify=True",
                              fix="give verify=True too")
-    if set(tolerances) - {"seed", "atol", "rtol", "ulp", "oracle"}:
+    taken = {"seed", "atol", "rtol", "ulp", "oracle", "accuracy", "samples"}
+    if set(tolerances) - taken:
         raise TypeError(f"convert() got unexpected keyword arguments "
-                        f"{sorted(set(tolerances) - {'seed', 'atol', 'rtol', 'ulp', 'oracle'})}")
+                        f"{sorted(set(tolerances) - taken)}")
+    if weights == "float32" and {"accuracy", "samples"} & set(tolerances):
+        raise ConverterError("accuracy and samples apply with compressed weights",
+                             fix="give weights='float16' (or another scheme) too")
     from .passes.float16_weights import check_weights, refuse_output
 
     check_weights(weights)
@@ -196,7 +205,10 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
 
             store_weights(result, weights)
         checks = [(result, dims)]
-    if tolerances is not None:  # before writing: a graph that does not match is not published
+    if tolerances is not None and weights != "float32":  # the float conversion, then accuracy
+        _verify_compressed(source, result, target, io_layout, dims, input_shapes, known_inputs,
+                           dequantize, weights, dict(tolerances))
+    elif tolerances is not None:  # before writing: a graph that does not match is not published
         for graph, at in checks:
             report = verify(source, graph, dims=at, input_shapes=input_shapes,
                             known_inputs=known_inputs, **tolerances)
@@ -213,6 +225,58 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
     if output is not None:
         write_any(result, output)
     return result
+
+
+def _verify_compressed(source, compressed, target, io_layout, dims, input_shapes, known_inputs,
+                       dequantize, weights, tolerances) -> None:
+    """convert(weights=..., verify=True): the same conversion uncompressed judged by the float
+    policy (VerificationError), the compressed one by its accuracy (AccuracyError)."""
+    from .conversion.by_suffix import load_any
+    from .verification.accuracy import DEFAULT_SAMPLES, measure_accuracy as measure, weights_bytes
+
+    bounds, samples = tolerances.pop("accuracy", None), tolerances.pop("samples", None)
+    floating = load_any(source, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs)
+    if target is not None:
+        from .targets.pipeline import convert_for_target
+
+        convert_for_target(floating, target, io_layout=io_layout, dequantize=dequantize)
+    report = verify(source, floating, dims=dims, input_shapes=input_shapes,
+                    known_inputs=known_inputs, **tolerances)
+    if report.verdict == "mismatch":
+        raise VerificationError(report, where=str(source))
+    before, floating = weights_bytes(floating), None
+    accuracy = measure(source, compressed, weights=weights, bytes_before=before,
+                       samples=samples or DEFAULT_SAMPLES, seed=tolerances.get("seed", 0),
+                       known_inputs=known_inputs, accuracy=bounds)
+    if not accuracy.passed:
+        raise AccuracyError(accuracy, where=str(source))
+
+
+def measure_accuracy(source: str | os.PathLike, weights: str, *,
+                     target: str | Path | Target | None = None, io_layout: str | None = None,
+                     dims: Mapping[str, int] | None = None,
+                     input_shapes: Mapping[str, Sequence[int]] | None = None,
+                     known_inputs: Mapping[str, Any] | None = None, samples: int = 16,
+                     seed: int = 0, feeds: Mapping[str, np.ndarray] | None = None,
+                     runtime: str = "ort", accuracy: str | None = None):
+    """`webnn-convert verify --weights` 's accuracy report as a function: `source` converted
+    (for `target`) twice, with float32 weights (its size is the "before") and with `weights`
+    ("float16", ...), the second run on `runtime` against the float source on its own runtime
+    over `samples` seeded inputs (seed, seed + 1, ...; or `feeds`). Returns the
+    AccuracyReport: .passed against `accuracy` ('cosine>=0.999,top1>=0.99') or the scheme's
+    default (verification.accuracy_bounds.DEFAULT_ACCURACY), .lines(), .to_json()."""
+    from .verification.accuracy import measure_accuracy as measure, weights_bytes
+    from .verification.accuracy_bounds import bounds_for
+
+    bounds_for(weights, accuracy)  # a malformed bound fails before any conversion
+    floating = convert(source, target=target, io_layout=io_layout, dims=dims,
+                       input_shapes=input_shapes, known_inputs=known_inputs)
+    before, floating = weights_bytes(floating), None
+    compressed = convert(source, target=target, io_layout=io_layout, dims=dims,
+                         input_shapes=input_shapes, known_inputs=known_inputs, weights=weights)
+    return measure(source, compressed, weights=weights, bytes_before=before, samples=samples,
+                   seed=seed, feeds=feeds, known_inputs=known_inputs, runtime=runtime,
+                   accuracy=accuracy)
 
 
 def check(graph: Graph | str | os.PathLike, target: str | Path | Target) -> list[Violation]:

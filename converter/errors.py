@@ -83,6 +83,20 @@ class VerificationError(ConverterError):
 _BISECT = "`webnn-convert verify --bisect` finds the first operation that leaves its budget"
 
 
+class AccuracyError(VerificationError):
+    """A graph with compressed weights (`convert(..., weights=..., verify=True)`) misses its
+    accuracy bounds against the float source; `report` is the AccuracyReport
+    (converter.verification.accuracy), which prints as `webnn-convert verify --weights` does."""
+
+    def __init__(self, report, *, where: str | None = None):
+        self.report = report
+        missed = "; ".join(c.text() for c in report.failures()) or "no bound applied"
+        ConverterError.__init__(self, f"the {report.weights} weights miss their accuracy "
+                                f"bounds ({missed})", where=where,
+                                fix="print(e.report) for the figures; give looser bounds "
+                                    "(accuracy=) or keep float32 weights")
+
+
 class ParseError(FormatError):
     """A syntax error in a text file, located by line and column (both 1-based)."""
 

@@ -45,9 +45,11 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     they do not, and 3 when no runtime can run the source (a TFLite custom op LiteRT has no
     kernel for: the outputs are written, checked against the graph's float64 evaluation
     only). --verify takes every option of `verify` (--runtime, --input, --inputs,
-    --seed, the tolerances, --oracle, --bisect, --dump, --steps, --prompt) with its defaults
-    and prints the same report; they are refused without --verify. --json prints that
-    report as JSON, or without --verify the files written. Nothing OUTPUT writes (its
+    --seed, the tolerances, --oracle, --bisect, --dump, --steps, --prompt, --accuracy,
+    --samples) with its defaults and prints the same report (with --weights, the float
+    conversion by the float policy and the written compressed graph by its accuracy against
+    the float source, both needed to write); they are refused without --verify. --json
+    prints that report as JSON, or without --verify the files written. Nothing OUTPUT writes (its
     manifest, weights, page, an .onnx model's data file) may be a file the command reads:
     SOURCE, its external data, a --const or --input file. Graph files named alike
     (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
@@ -67,6 +69,10 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
                                    f" with --verify")
     elif checks.usage_problem():
         raise click.UsageError(checks.usage_problem())
+    if then_verify:
+        from .compressed import check_usage
+
+        check_usage(weights, checks, cache_capacity=cache_capacity)
     reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
     refuse_overwriting(reads, output)
     if weights != "float32":
@@ -140,21 +146,49 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         also = {"litert (exported .tflite)": str(staged[0])} if output.endswith(".tflite") \
             else None
         say(f"verifying against {source} on its own runtime, the graph on {checks.runtime}")
+        # With --weights, the float policy judges the same conversion uncompressed, and the
+        # written (compressed) graph gets its own accuracy verdict against the float source.
+        floating = graph if weights == "float32" else _uncompressed(
+            source, target_name, io_layout, dims, input_shapes, known_inputs, state_patterns,
+            cache_capacity, dequantize)
         report, finding, bisected = compare(
-            source, graph, checks, graph_path=output, dims=dims, input_shapes=input_shapes,
+            source, floating, checks, graph_path=output, dims=dims, input_shapes=input_shapes,
             known_inputs=known_inputs, state_patterns=state_patterns, also=also)
+        accuracy = None
+        if weights != "float32":
+            from converter.verification.accuracy import weights_bytes
+
+            from .compressed import measure
+
+            before, floating = weights_bytes(floating), None
+            say(f"measuring the accuracy of {weights} weights against the float source")
+            accuracy = measure(source, graph, checks, weights=weights, bytes_before=before,
+                               known_inputs=known_inputs, state_patterns=state_patterns,
+                               dims=dims)
+        good = report.verdict != "mismatch" and (accuracy is None or accuracy.passed)
         # unjudged (no runtime runs the source): written, the report saying so (exit 3)
-        if report.verdict != "mismatch" or keep_on_mismatch:
+        if good or keep_on_mismatch:
             written = stage.commit(staged)
             if not as_json:
                 _wrote(written, graph, as_json)
-            if report.verdict == "mismatch":
+            if not good:
                 echo(f"verification failed; kept {', '.join(map(str, written))} as "
                      f"--keep-on-mismatch asks", err=True)
         else:
             echo(f"verification failed; nothing written (--keep-on-mismatch writes "
                  f"{output} anyway)", err=True)
-    finish(report, finding, bisected, as_json)
+    finish(report, finding, bisected, as_json, accuracy)
+
+
+def _uncompressed(source, target_name, io_layout, dims, input_shapes, known_inputs,
+                  state_patterns, cache_capacity, dequantize):
+    """SOURCE converted as this command converts it, its weights left float32."""
+    from .compressed import converted
+
+    return converted(source, weights="float32", target_name=target_name, io_layout=io_layout,
+                     dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+                     state_patterns=state_patterns, cache_capacity=cache_capacity,
+                     dequantize=dequantize)
 
 
 # The group leaves the collector paused for this command until its source's reader is imported.

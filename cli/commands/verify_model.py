@@ -34,13 +34,18 @@ def print_report(report) -> None:
         console_print(console, line, style)
 
 
-def finish(report, finding=None, bisected: bool = False, as_json: bool = False) -> None:
-    """Print a parity report (as JSON or a table), and a bisection's finding when one ran;
-    exit 1 on a mismatch, UNJUDGED_EXIT when no source runtime could judge the graph."""
+def finish(report, finding=None, bisected: bool = False, as_json: bool = False,
+           accuracy=None) -> None:
+    """Print a parity report (as JSON or a table), and a bisection's finding when one ran,
+    then a compressed graph's accuracy report when one was measured (--weights); exit 1 on a
+    mismatch or an accuracy that misses its bounds, UNJUDGED_EXIT when no source runtime
+    could judge the graph."""
     if as_json:
         out = report.to_json()
         if bisected:
             out["bisect"] = None if finding is None else finding.to_json()
+        if accuracy is not None:
+            out["accuracy"] = accuracy.to_json()
         echo_json(out, indent=2, default=_number)
     elif hasattr(report, "source_tokens"):
         from .stepping import print_decode_report
@@ -56,10 +61,26 @@ def finish(report, finding=None, bisected: bool = False, as_json: bool = False) 
             echo_lines(finding.describe_lines() if finding is not None else
                        ["bisect: every operation keeps within its budget against the float64 "
                         "oracle (conversion and executor)"])
+    if accuracy is not None and not as_json:
+        print_accuracy(accuracy)
+    if accuracy is not None and not accuracy.passed:
+        raise SystemExit(1)
     if getattr(report, "unjudged", None) and getattr(report, "verdict", "") != "mismatch":
         raise SystemExit(UNJUDGED_EXIT)
     if not report.passed:
         raise SystemExit(1)
+
+
+def print_accuracy(accuracy) -> None:
+    """A compressed graph's accuracy report, escaped for the terminal, its verdict in colour."""
+    from ..tables import console as make_console
+    from ..terminal import console_print
+
+    console = make_console()
+    for line in accuracy.lines():
+        style = ("bold" if line == "accuracy: pass" else
+                 "bold red" if line.startswith("accuracy: fail") else "")
+        console_print(console, line, style)
 
 
 # `verify` and `convert --verify` when no runtime could run the source (a TFLite custom op
@@ -87,9 +108,10 @@ def _number(value):
               help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
                    "(with --runtime chromium; --dim picks the dims it is built at); default: "
                    "convert SOURCE now.")
-@use(*SOURCE, *STATE, "target", "io_layout", *VERIFYING, "json")
+@use(*SOURCE, *STATE, "target", "io_layout", "weights", *VERIFYING, "json")
 def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlinks,
-            state_patterns, cache_capacity, target_name, io_layout, as_json, **checking):
+            state_patterns, cache_capacity, target_name, io_layout, weights, as_json,
+            **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
@@ -99,14 +121,22 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
     outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
     transposed for the graph; its outputs are transposed back before comparison. --steps
-    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. Exit 0 pass,
-    1 mismatch, 2 error.
+    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. With
+    --weights float16|int8|int4, SOURCE is also converted with its weights so compressed,
+    and that graph is measured against the float source (weights size before and after; max
+    abs and rel error, worst cosine, top-1/top-5 agreement over --samples inputs; a decoder's
+    greedy-token agreement over --steps): its own accuracy verdict, by --accuracy or the
+    scheme's default; the float graph keeps the float policy's verdict. Exit 0 pass, 1
+    mismatch or accuracy outside its bounds, 2 error.
     """
     checks = Checking.of(checking)
     source = model_path(source, follow_symlinks)
     graph_path = model_path(graph_path, follow_symlinks)
     if checks.usage_problem():
         raise click.UsageError(checks.usage_problem())
+    from .compressed import check_usage
+
+    check_usage(weights, checks, cache_capacity=cache_capacity, graph_path=graph_path)
     if graph_path and target_name:
         raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
                                "graph already: drop one")
@@ -149,9 +179,28 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
 
         graph = ConcatLoop(source, patterns=parse_state_patterns(state_patterns) or None,
                            dims=dims)
-    finish(*compare(source, graph if graph is not None else module, checks,
-                    graph_path=graph_path, dims=dims, input_shapes=input_shapes,
-                    known_inputs=known_inputs, state_patterns=state_patterns), as_json)
+    if weights != "float32" and graph is None:  # the float graph's size is the "before"
+        graph = load_any(source, dims=dims, input_shapes=input_shapes,
+                         known_inputs=known_inputs)
+    report, finding, bisected = compare(
+        source, graph if graph is not None else module, checks, graph_path=graph_path,
+        dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+        state_patterns=state_patterns)
+    accuracy = None
+    if weights != "float32":
+        from converter.verification.accuracy import weights_bytes
+
+        from .compressed import converted, measure
+
+        before, graph = weights_bytes(graph), None  # the float graph is done with
+        say(f"measuring the accuracy of {weights} weights against the float source")
+        compressed = converted(source, weights=weights, target_name=target_name,
+                               io_layout=io_layout, dims=dims, input_shapes=input_shapes,
+                               known_inputs=known_inputs, state_patterns=state_patterns,
+                               cache_capacity=cache_capacity)
+        accuracy = measure(source, compressed, checks, weights=weights, bytes_before=before,
+                           known_inputs=known_inputs, state_patterns=state_patterns, dims=dims)
+    finish(report, finding, bisected, as_json, accuracy)
 
 
 def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, input_shapes=None,

@@ -58,9 +58,10 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "'webnn-converter[ray]'`).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the cluster to join "
                                                     "(default: start a local one).")
-@use("json")
+@use("weights", "accuracy", "samples", "json")
 def command(manifest, jobs, timeout, memory, target_name, runtime, reports, results_path,
-            resume, baseline, error_growth, only, executor, ray_address, as_json):
+            resume, baseline, error_growth, only, executor, ray_address, weights, accuracy,
+            samples, as_json):
     """Convert and verify every model of MANIFEST (.json or .toml) for every --target.
 
     -t/--target T (repeatable): convert for T and check it too; without it each model's
@@ -68,6 +69,10 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     for parity; device: on every device connected to the server `webnn-convert serve`
     started last here, and on local chromium, one report column each (a model x device
     matrix: built, ran, verified, and the build and run times each page measured).
+    --weights float16|int8|int4: each graph is also converted with its weights so stored
+    and measured against the float source on every runtime (weights size before and after,
+    errors, worst cosine, top-1/top-5 over --samples inputs), judged by --accuracy or the
+    scheme's default: a miss makes the model a mismatch (error kind `accuracy`).
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
     meets its manifest entry's `expect` or misses it (an entry without `expect` expects
@@ -89,10 +94,15 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
                                  fix="create it first")
     if ray_address and executor != "ray":
         raise click.UsageError("--ray-address applies with --executor ray")
+    if weights == "float32" and (accuracy is not None or samples is not None):
+        raise click.UsageError("--accuracy and --samples apply with --weights "
+                               "float16|int8|int4 (the accuracy of the compressed graphs)")
     targets = list(target_name)
     options = ZooOptions(jobs=jobs, timeout=timeout, memory=memory, targets=targets,
                          runtimes=_every_device(list(runtime)), executor=executor,
-                         ray_address=ray_address)
+                         ray_address=ray_address, weights=weights,
+                         accuracy=_bounds_text(accuracy),
+                         samples=samples or ZooOptions.samples)
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)
     earlier = load_baseline(baseline) if baseline is not None else None
@@ -117,6 +127,15 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     if failed:
         echo_lines(failed, err=True)
         raise SystemExit(1)
+
+
+def _bounds_text(accuracy: dict | None) -> str | None:
+    """--accuracy as parsed, spelled again for the jobs' specs (plain JSON)."""
+    if accuracy is None:
+        return None
+    from converter.verification.accuracy_bounds import bound_text
+
+    return ",".join(bound_text(metric, bound) for metric, bound in accuracy.items())
 
 
 def _every_device(runtimes: list[str]) -> list[str]:

@@ -217,8 +217,18 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
 
             entry["device"] = last_run()
         out["parity"][runtime] = entry
+    failed = None
+    if spec.get("weights", "float32") != "float32":  # zoo --weights: compressed.py
+        from .compressed import measure_variant
+
+        added, more, failed = measure_variant(spec, source, target, graph, _load,
+                                              _const_inputs(spec) or None)
+        out.update(added)
+        statuses += more
     out["status"] = worst(statuses)
-    if out["status"] != "verified":
+    if failed and all(e["passed"] for e in out["parity"].values()):
+        out["error"] = {"kind": "accuracy", "message": failed}
+    elif out["status"] != "verified":
         first = next((e["error"] for e in out["parity"].values() if e["error"]), None)
         out["error"] = {"kind": "runtime" if first else "parity",
                         "message": first or "; ".join(

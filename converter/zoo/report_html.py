@@ -11,7 +11,8 @@ from __future__ import annotations
 import html
 
 from .manifest import STATUSES
-from .report_json import describe_runtime, format_number, model_seconds, printable
+from .report_json import (accuracy_runtimes, describe_accuracy, describe_runtime,
+                          format_number, model_seconds, printable)
 
 __all__ = ["render_html", "STATUS_COLOURS", "kind_colours"]
 
@@ -252,6 +253,15 @@ def _outcome_lines(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _compression(options: dict) -> str:
+    """The run's --weights and the bounds its accuracy is judged by, for the header line."""
+    if not options.get("weights"):
+        return ""
+    return (f" &middot; weights {escape(options['weights'])}, accuracy over "
+            f"{escape(options['samples'])} samples, bounds "
+            f"{escape(options.get('accuracy') or 'the scheme default')}")
+
+
 def render_html(doc: dict) -> str:
     s, options = doc["summary"], doc["options"]
     cards = [("models", s["models"])] + [(st, s["byStatus"][st]) for st in STATUSES] + \
@@ -265,19 +275,23 @@ def render_html(doc: dict) -> str:
     for c in s.get("baseline", {}).get("changes", []):
         changes.setdefault(c["id"], []).append(c)
     rows = []
+    measured = accuracy_runtimes(doc)
     for r in doc["models"]:
         rows.append(
             f'<tr data-status="{escape(r["status"])}"><td>{escape(r["id"])}</td>'
             f'<td>{_badge(r["status"])}</td>'
             f"<td>{_expect_cell(r)}</td><td>{_baseline_cell(changes.get(r['id']), s)}</td>"
             f"<td>{_targets_cell(r)}</td>"
-            + "".join(f"<td>{_runtime_cell(r, rt)}</td>" for rt in options["runtimes"]) +
+            + "".join(f"<td>{_runtime_cell(r, rt)}</td>" for rt in options["runtimes"])
+            + "".join(f"<td>{escape(describe_accuracy(r, rt) or '-')}</td>"
+                      for rt in measured) +
             f"{_num_cell(r['ops'])}{_num_cell(r['transposes'])}"
             f"{_num_cell(r['times'].get('convert', 0.0), 2)}{_num_cell(model_seconds(r), 2)}"
             f"<td>{_detail_cell(r)}</td></tr>")
     outcome = _outcome_lines(s)
     runtime_heads = "".join(f"<th data-sort>worst on {escape(rt)}</th>"
-                            for rt in options["runtimes"])
+                            for rt in options["runtimes"]) + \
+        "".join(f"<th data-sort>accuracy on {escape(rt)}</th>" for rt in measured)
     status_options = "".join(f'<option value="{st}">{st}</option>' for st in STATUSES)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -289,7 +303,7 @@ def render_html(doc: dict) -> str:
 {escape(doc['converterVersion'])} &middot; {options['jobs']} jobs ({escape(options['executor'])})
 &middot; {doc['wallSeconds']:,.1f} s wall &middot; targets:
 {escape(', '.join(options['targets']) or 'none')} &middot; runtimes:
-{escape(', '.join(options['runtimes']))}</p>
+{escape(', '.join(options['runtimes']))}{_compression(options)}</p>
 <div class="cards">{card_html}</div>
 {_baseline_line(s)}
 {outcome}

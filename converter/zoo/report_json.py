@@ -20,7 +20,8 @@ from .baseline import DEFAULT_GROWTH, Baseline, compare, load_baseline, worst_pa
 from .manifest import STATUSES
 
 __all__ = ["build_report", "render_json", "REPORT_FORMAT", "format_number", "describe_worst",
-           "describe_runtime", "worst_parity", "model_seconds", "printable"]
+           "describe_runtime", "worst_parity", "model_seconds", "printable",
+           "describe_accuracy", "accuracy_runtimes"]
 
 REPORT_FORMAT = "webnn-converter-zoo-report"
 
@@ -127,6 +128,38 @@ def describe_runtime(result: dict, runtime: str) -> str | None:
         if entry and entry.get("error"):
             return f"failed: {entry['error']}"
     return None
+
+
+def accuracy_runtimes(doc: dict) -> list[str]:
+    """The runtimes that get an accuracy column: every one, in a run with --weights."""
+    return list(doc["options"]["runtimes"]) if doc["options"].get("weights") else []
+
+
+def describe_accuracy(result: dict, runtime: str) -> str | None:
+    """What the compressed graph (zoo --weights) cost on one runtime, per target: the verdict,
+    the weights' size ratio, the worst cosine and top-1 agreement, or the error; None when it
+    was not measured (the model failed before)."""
+    variants = result.get("targets", [])
+    parts = []
+    for v in variants:
+        acc = (v.get("accuracy") or {}).get(runtime)
+        if acc is None:
+            continue
+        ratio = (v.get("weights") or {}).get("ratio")
+        size = "-" if ratio is None else f"{format_number(ratio, fixed=3)}x"
+        if "error" in acc:
+            text = f"weights {size}; failed: {acc['error']}"
+        else:
+            cosines = [o["cosine"] for o in acc["outputs"] if isinstance(o["cosine"], float)]
+            top1 = [o["top1"] for o in acc["outputs"] if o["top1"] is not None]
+            missed = "".join(f" {c['metric']} of {c['output']} {format_number(c['value'], 10)}"
+                             f" against {c['bound']};" for c in acc["checks"]
+                             if not c["passed"])
+            text = (f"{acc['verdict']}:{missed} weights {size}, cosine "
+                    f"{format_number(min(cosines) if cosines else None, fixed=6)}, top-1 "
+                    f"{format_number(min(top1) if top1 else None, fixed=4)}")
+        parts.append(text if len(variants) == 1 else f"{v['target']}: {text}")
+    return "; ".join(parts) or None
 
 
 def format_number(value, digits: int = 3, fixed: int | None = None) -> str:

@@ -18,7 +18,8 @@ import html
 import re
 
 from .manifest import STATUSES
-from .report_json import describe_runtime, format_number, model_seconds, printable
+from .report_json import (accuracy_runtimes, describe_accuracy, describe_runtime,
+                          format_number, model_seconds, printable)
 
 __all__ = ["render_markdown", "code", "table_header"]
 
@@ -36,11 +37,27 @@ def code(text, table: bool = False) -> str:
     return span.replace("|", "\\|") if table else span
 
 
-def table_header(runtimes: list[str]) -> tuple[str, ...]:
-    """The model table's columns: one worst-output column per runtime."""
+def table_header(runtimes: list[str], measured: list[str] = ()) -> tuple[str, ...]:
+    """The model table's columns: one worst-output column per runtime, and with --weights
+    one accuracy column per runtime (`measured`)."""
     return ("model", "status", "expected", "targets",
             *(f"worst on {runtime}" for runtime in runtimes),
+            *(f"accuracy on {runtime}" for runtime in measured),
             "ops", "transposes", "convert s", "wall s")
+
+
+def _accuracy(result: dict, runtime: str) -> str:
+    text = describe_accuracy(result, runtime)
+    return "-" if text is None else code(text, table=True)
+
+
+def _compression(options: dict) -> str:
+    """The run's --weights and the bounds its accuracy is judged by, for the header line."""
+    if not options.get("weights"):
+        return ""
+    bounds = options.get("accuracy")
+    return (f"; weights {code(options['weights'])}, accuracy over {options['samples']} "
+            f"samples, bounds {code(bounds) if bounds else 'the scheme default'}")
 
 
 def _status(status) -> str:
@@ -96,12 +113,14 @@ def _ids(ids: list[str]) -> str:
 
 def render_markdown(doc: dict) -> str:
     s, options = doc["summary"], doc["options"]
-    header = table_header(options["runtimes"])
+    measured = accuracy_runtimes(doc)
+    header = table_header(options["runtimes"], measured)
     lines = [f"# Model zoo: {s['models']} models", "",
              f"Manifest {code(doc['manifest'])}, converter {code(doc['converterVersion'])}, "
              f"{options['jobs']} jobs, {doc['wallSeconds']:.1f} s wall; targets: "
              f"{', '.join(code(t) for t in options['targets']) or 'none'}; runtimes: "
-             f"{', '.join(code(r) for r in options['runtimes'])}.", "",
+             f"{', '.join(code(r) for r in options['runtimes'])}"
+             f"{_compression(options)}.", "",
              "| status | models |", "| --- | ---: |"]
     lines += [f"| {status} | {s['byStatus'][status]} |" for status in STATUSES]
     lines += ["", f"{s['meetExpect']} of {s['models']} meet their expected outcome; "
@@ -117,6 +136,7 @@ def render_markdown(doc: dict) -> str:
     for r in doc["models"]:
         row = (code(r["id"], table=True), _status(r["status"]), _expected(r), _targets(r),
                *(_runtime(r, runtime) for runtime in options["runtimes"]),
+               *(_accuracy(r, runtime) for runtime in measured),
                format_number(r["ops"]), format_number(r["transposes"]),
                f"{r['times'].get('convert', 0.0):.2f}", f"{model_seconds(r):.2f}")
         lines.append("| " + " | ".join(row) + " |")

@@ -56,13 +56,26 @@ class ZooOptions:
     runtimes: list[str] = field(default_factory=lambda: ["ort"])
     executor: str = "local"
     ray_address: str | None = None
+    # --weights: every graph is also converted with its weights so stored, and its accuracy
+    # against the float source measured on every runtime (verification/accuracy.py), judged
+    # by `accuracy` ('cosine>=0.999,top1>=0.99'; None: the scheme's default) over `samples`.
+    weights: str = "float32"
+    accuracy: str | None = None
+    samples: int = 16  # verification.accuracy.DEFAULT_SAMPLES (tests/zoo/test_weights.py)
     # Test suite only: "module:function" called in the child with the spec before the job
     # (see converter/zoo/job.py). Never set by the command line.
     hook: str | None = None
 
     def to_json(self) -> dict:
         return {"jobs": self.jobs, "timeout": self.timeout, "memory": self.memory,
-                "targets": self.targets, "runtimes": self.runtimes, "executor": self.executor}
+                "targets": self.targets, "runtimes": self.runtimes, "executor": self.executor,
+                **self.compression()}
+
+    def compression(self) -> dict:
+        """What --weights asks of every job (its spec and its resume key), or {} without it."""
+        if self.weights == "float32":
+            return {}
+        return {"weights": self.weights, "accuracy": self.accuracy, "samples": self.samples}
 
 
 @dataclass
@@ -113,7 +126,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     check_outputs(manifest.inputs(), [("the results file", Path(results_path))])
     store = ResultStore(results_path, resume=resume)
     keys = {e.id: result_key(e.content_id(), __version__, e.spec(), options.targets,
-                             options.runtimes) for e in entries}
+                             options.runtimes, options.compression()) for e in entries}
     started = time.perf_counter()
     by_id: dict[str, dict] = {}
     stored = {e.id: store.reusable(keys[e.id], options.timeout, options.memory)
@@ -258,7 +271,8 @@ def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], b
     lost). Same limits and the same result as `run_isolated`, without a fresh interpreter."""
     from .warm import WorkerLost
 
-    spec = {**spec, "targets": list(options.targets), "runtimes": list(options.runtimes)}
+    spec = {**spec, "targets": list(options.targets), "runtimes": list(options.runtimes),
+            **options.compression()}
     with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
         files = {k: Path(folder) / f for k, f in
                  (("spec", "spec.json"), ("out", "result.json"), ("err", "stderr.txt"))}

@@ -7,8 +7,8 @@
 A key is what identifies the model's content (`ZooEntry.content_id`: a package file's sha256,
 a local file's identity and change time, never read in the parent), the converter's version
 and every manifest field and option that changes a result (the entry's path, source and
-expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets
-and runtimes): `result_key`. The run's limits (`--timeout`, `--memory`) change only the results
+expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets,
+runtimes and weights scheme with its accuracy bounds and samples): `result_key`. The run's limits (`--timeout`, `--memory`) change only the results
 they cut short, so they are kept beside each record and judged when it is read back
 (`ResultStore.reusable`): a model that timed out is run again under a longer timeout, one that
 ran out of memory under a larger limit. So `--resume` reuses a result only when it would come
@@ -35,9 +35,13 @@ NOT_KEYED = ("id", "expect", "notes")
 
 
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
-               runtimes: list[str]) -> str:
+               runtimes: list[str], compression: dict[str, Any] | None = None) -> str:
+    """`compression`: the run's --weights, --accuracy and --samples (ZooOptions.compression),
+    empty without --weights (so a float run's keys are what they were before the option)."""
     options = {k: spec.get(k) for k in KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
+    if compression:
+        options["compression"] = dict(compression)
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
     return f"{content}:{version}:{digest}"
 

@@ -26,8 +26,13 @@ CHANGED = {
 }
 
 
-def _key(spec=SPEC, targets=(), runtimes=("ort",), content="f" * 64, version="1.0.0"):
-    return result_key(content, version, dict(spec), list(targets), list(runtimes))
+def _key(spec=SPEC, targets=(), runtimes=("ort",), content="f" * 64, version="1.0.0",
+         compression=None):
+    return result_key(content, version, dict(spec), list(targets), list(runtimes), compression)
+
+
+# zoo --weights: the scheme, the accuracy bounds and the samples each change a result.
+FLOAT16 = {"weights": "float16", "accuracy": None, "samples": 16}
 
 
 def test_every_manifest_field_is_either_keyed_or_named_as_not_changing_a_result():
@@ -53,9 +58,25 @@ def test_changing_one_field_changes_the_key_exactly_when_it_changes_a_result(fie
     ("runtimes", lambda: _key(runtimes=["ort", "chromium"])),
     ("content", lambda: _key(content="e" * 64)),
     ("converter version", lambda: _key(version="1.0.1")),
+    ("weights", lambda: _key(compression=FLOAT16)),
+    ("weights scheme", lambda: _key(compression={**FLOAT16, "weights": "int8"})
+     != _key(compression=FLOAT16) and _key(compression={**FLOAT16, "weights": "int8"})),
+    ("accuracy bounds", lambda: _key(compression={**FLOAT16, "accuracy": "cosine>=0.99"})
+     != _key(compression=FLOAT16) and _key(compression={**FLOAT16, "accuracy": "top1>=1"})),
+    ("samples", lambda: _key(compression={**FLOAT16, "samples": 64})
+     != _key(compression=FLOAT16) and _key(compression={**FLOAT16, "samples": 64})),
 ])
 def test_run_options_and_content_change_the_key(what, key):
     assert key() and key() != _key(), what
+
+
+def test_every_option_a_weights_run_adds_is_in_the_key():
+    """ZooOptions.compression is what the jobs are given; every field of it is keyed."""
+    from converter.zoo.runner import ZooOptions
+
+    options = ZooOptions(weights="float16", accuracy="cosine>=0.99", samples=8)
+    assert set(options.compression()) == set(FLOAT16)
+    assert ZooOptions().compression() == {}  # a float run: the keys it had before
 
 
 def _store(tmp_path, result, limits):
