@@ -120,7 +120,7 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
             dims: Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None,
             known_inputs: Mapping[str, Any] | None = None, dequantize: bool = False,
-            weights: str = "float32", verify: bool = False,
+            weights: str = "float32", block_size: int | None = None, verify: bool = False,
             **tolerances: Any) -> Graph | Variants:
     """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
     `target` when given (a built-in target's name, a target file or a Target; `io_layout`
@@ -133,6 +133,11 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     `dequantize` (with `target`) stores quantized weights as float, as the CLI's --dequantize.
     `weights="float16"` stores float32 weights of 256 bytes or more as float16, each cast back to
     float32 in the graph (the CLI's --weights float16; one value of each dim only).
+    `weights="int8"` stores conv2d/convTranspose2d/matmul/gemm weights of 256 bytes or more as
+    int8 with one float32 scale per output channel, `weights="int4"` matmul/gemm weights as int4
+    with one scale per `block_size` values (default 32) along the reduction dim, each read
+    through dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a
+    .tflite output takes int8 only (the CLI's --weights and --block-size).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
@@ -158,20 +163,21 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     if set(tolerances) - {"seed", "atol", "rtol", "ulp", "oracle"}:
         raise TypeError(f"convert() got unexpected keyword arguments "
                         f"{sorted(set(tolerances) - {'seed', 'atol', 'rtol', 'ulp', 'oracle'})}")
-    from .passes.float16_weights import check_weights, refuse_output
+    from .passes.weight_types import check_block_size, check_weights, refuse_output
 
-    check_weights(weights)
+    check_block_size(check_weights(weights), block_size)
     refuse_output(weights, output)
     if weights != "float32" and dims and any(not isinstance(v, int) for v in dims.values()):
         raise ConverterError(f"weights={weights!r} converts one value of each dim",
                              where="dims", fix="convert each value apart")
     with tracking():  # the files read (external data too) are never the ones written
         return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs,
-                        dequantize, weights, tolerances if verify else None)
+                        dequantize, (weights, block_size), tolerances if verify else None)
 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
-             weights, tolerances):
+             stored_as, tolerances):
+    weights, block_size = stored_as
     from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
@@ -190,11 +196,11 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
             from .targets.pipeline import convert_for_target
 
             convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize,
-                               weights=weights)
+                               weights=weights, block_size=block_size)
         elif weights != "float32":
             from .targets.pipeline import store_weights
 
-            store_weights(result, weights)
+            store_weights(result, weights, block_size)
         checks = [(result, dims)]
     if tolerances is not None:  # before writing: a graph that does not match is not published
         for graph, at in checks:
