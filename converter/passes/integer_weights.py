@@ -248,6 +248,6 @@ def integer_weights(graph: Graph, ctx: PassContext) -> PassResult:
         notes.insert(0, f"{len(chosen)} weight{'s' * (len(chosen) != 1)} stored as {how}"
                         f"{blocks} with float32 scales: {format_size(before)} -> "
                         f"{format_size(after)}")
-    counts = {"quantized": len(chosen),
-              "kept float32": sum(map(len, kept.values()))}
+    counts = {"quantized": len(chosen), "kept float32": sum(map(len, kept.values())),
+              "bytes_before": before, "bytes_after": after}  # of the weights quantized
     return PassResult(bool(chosen), counts, notes)

@@ -20,7 +20,11 @@ def test_the_cli_and_the_pass_take_the_same_types():
     from cli.options import WEIGHT_TYPES
     from converter.passes.float16_weights import WEIGHT_TYPES as PASS_WEIGHT_TYPES
 
-    assert WEIGHT_TYPES == PASS_WEIGHT_TYPES == ("float32", "float16")
+    from cli.options import DEFAULT_BLOCK_SIZE
+    from converter.passes.weight_types import DEFAULT_BLOCK_SIZE as PASS_BLOCK_SIZE
+
+    assert WEIGHT_TYPES == PASS_WEIGHT_TYPES == ("float32", "float16", "int8", "int4")
+    assert DEFAULT_BLOCK_SIZE == PASS_BLOCK_SIZE == 32
 
 
 @pytest.mark.parametrize("target", [None, "chromium-litert"])
@@ -37,13 +41,13 @@ def test_convert_weights_float16_halves_the_weights_file(tmp_path, target):
     assert sizes["f16"] <= 0.55 * sizes["f32"], sizes
 
 
-@pytest.mark.parametrize("value", ["int8", "FLOAT16", "bfloat16", ""])
+@pytest.mark.parametrize("value", ["int2", "FLOAT16", "bfloat16", ""])
 def test_unknown_weights_type_is_one_error_line(tmp_path, value):
     r = _run("convert", TINY, "-o", tmp_path / "out.webnn", "--weights", value)
     assert r.exit_code == 2 and "Traceback" not in r.output
     errors = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
     assert len(errors) == 1 and "--weights" in errors[0], r.output
-    assert "'float32', 'float16'" in errors[0], errors[0]
+    assert "'float32', 'float16', 'int8', 'int4'" in errors[0], errors[0]
     assert list(tmp_path.iterdir()) == []
 
 

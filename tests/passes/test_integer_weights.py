@@ -88,7 +88,10 @@ def _quantized(case, weights):
     graph, w_value, feeds = _graph(case)
     want = run_on_ort(graph, feeds)["y"]
     [(_, result)] = run_passes(graph, ["integer_weights"], PassContext(weights=weights))
-    assert result.counts == {"quantized": 1, "kept float32": 0}, result.notes
+    stored = w_value.size // (1 if weights == "int8" else 2)
+    scales = (w_value.shape[case[4]] if weights == "int8" else w_value.size // 32) * 4
+    assert result.counts == {"quantized": 1, "kept float32": 0, "bytes_before": w_value.nbytes,
+                             "bytes_after": stored + scales}, result.notes
     dq = graph.operand("w").producer
     assert dq.op_type == "dequantizeLinear"
     q, scale, zero = dq.inputs
