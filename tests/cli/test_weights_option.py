@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import converter
 from cli.main import main
 
 TINY = Path(__file__).parents[2] / "models" / "tiny_cnn.onnx"
@@ -59,3 +60,78 @@ def test_a_tflite_output_is_refused_in_one_line(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and ".tflite" in lines[0], lines
     assert list(tmp_path.iterdir()) == []
+
+
+LLAMA = Path(__file__).parents[2] / "models" / "optimum-tiny" / "llama" / "decoder_model.onnx"
+LLAMA_DIMS = ("--dim", "batch_size=1", "--dim", "sequence_length=4")
+
+
+@pytest.mark.parametrize("target", [None, "chromium-litert", "coreml"])
+def test_convert_weights_int4_lists_what_it_did(tmp_path, target):
+    with_target = ["--target", target] if target else []
+    r = _run("convert", LLAMA, *LLAMA_DIMS, "-o", tmp_path / "q.webnn", "--weights", "int4",
+             "--block-size", "16", "-v", *with_target)
+    assert r.exit_code == 0, r.output
+    stored = "int8" if target == "coreml" else "int4"  # coreml's dequantizeLinear takes no int4
+    assert (f"integer_weights: 15 weights stored as {stored}, blocks of 16 with float32 scales: "
+            f"84.0 KiB -> ") in r.stderr, r.stderr
+    assert "integer_weights: kept float32 (not a weight of matmul, gemm): " \
+           "model.embed_tokens.weight" in r.stderr
+    assert "integer_weights: kept float32 (fills): model.layers.0.input_layernorm.weight" \
+        in r.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--weights", "int4", "--block-size", "1"), "block size 1 is not a whole number of 2"),
+    (("--weights", "int4", "--block-size", "0"), "block size 0 is not a whole number of 2"),
+    (("--weights", "int4", "--block-size", "-32"), "block size -32 is not a whole number"),
+    (("--weights", "int4", "--block-size", "24"),
+     "block size 24 does not divide the reduction dim (32) of "),
+    (("--weights", "int8", "--block-size", "32"), "a block size applies with int4 weights"),
+    (("--block-size", "32",), "a block size applies with int4 weights, not float32"),
+    (("--weights", "int4", "-o.tflite"), "int4 weights stay int4 in .webnn, .json, .js and .onnx"),
+])
+def test_block_sizes_and_outputs_refused_in_one_line(tmp_path, args, says):
+    output = tmp_path / ("out.tflite" if "-o.tflite" in args else "out.webnn")
+    args = [a for a in args if a != "-o.tflite"]
+    r = _run("convert", LLAMA, *LLAMA_DIMS, "-o", output, *args)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tflite_output_keeps_int8_weights_as_dequantize(tmp_path):
+    """TFLite's own form of int8 weights: int8 tensors with per-channel quantization read by
+    DEQUANTIZE; the .tflite is about a third of the float one and LiteRT's results match ONNX
+    Runtime on the float source (cosine >= 0.9999). The light squeezenet's .tflite is then
+    <= 0.27x of the float one."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from converter.runtimes.litert import run_litert
+
+    for name, extra in (("f32", []), ("q", ["--weights", "int8"])):
+        r = _run("convert", TINY, "-o", tmp_path / f"{name}.tflite", *extra)
+        assert r.exit_code == 0, r.output
+    sizes = {n: (tmp_path / f"{n}.tflite").stat().st_size for n in ("f32", "q")}
+    # 2,512 bytes of weights saved; TFLite's per-channel parameters cost some back
+    assert sizes["q"] <= sizes["f32"] - 1500, sizes
+    from tests.exporters.tflite.helpers import operator_codes
+
+    codes = operator_codes((tmp_path / "q.tflite").read_bytes())
+    assert codes.count("DEQUANTIZE") == 3, codes  # two filters and the fc weights
+    assert "DEQUANTIZE" not in operator_codes((tmp_path / "f32.tflite").read_bytes())
+    session = ort.InferenceSession(str(TINY), providers=["CPUExecutionProvider"])
+    feeds = {"image": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
+    want = session.run(None, feeds)[0].ravel()
+    got = next(iter(run_litert(tmp_path / "q.tflite", feeds).values())).ravel()
+    assert got @ want / (np.linalg.norm(got) * np.linalg.norm(want)) >= 0.9999
+
+    from converter.testing.light_models import light_model
+
+    source = light_model("squeezenet", tmp_path, seed=0)
+    converter.convert(source, tmp_path / "sq_f32.tflite")
+    converter.convert(source, tmp_path / "sq_q.tflite", weights="int8")
+    ratio = (tmp_path / "sq_q.tflite").stat().st_size / (tmp_path / "sq_f32.tflite").stat().st_size
+    assert ratio <= 0.27, ratio
