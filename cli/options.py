@@ -92,15 +92,16 @@ VOCABULARY: dict[str, Shared] = {
         "int4 matmul and gemm weights as int4 with a scale per --block-size values along the "
         "reduction dim, each read through dequantizeLinear (int4 kept where the --target takes "
         "it, else widened exactly to uint4 or int8). Smaller constants, biases and norms, values "
-        "beyond the type's range and operands a --target wants constant stay float32 (-v lists "
-        "them). A .tflite output takes int8 only: its export stores float16 and int4 weights "
+        "float16 cannot hold (or not finite, for int8/int4) and operands a --target wants "
+        "constant stay float32 (-v lists them). A .tflite output takes int8 only: its export stores float16 and int4 weights "
         "as float32.",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
     "block_size": Shared(
         ("--block-size",),
         f"With --weights int4: the values per scale along each weight's reduction dim (default "
-        f"{DEFAULT_BLOCK_SIZE}); it must divide every matmul and gemm weight's reduction dim "
-        f"(one shorter than a block stays float32).",
+        f"{DEFAULT_BLOCK_SIZE}, which leaves a weight whose reduction dim it does not divide "
+        f"float32); a size given must divide every matmul and gemm weight's reduction dim "
+        f"that is not shorter than one block (those stay float32).",
         dict(type=int, metavar="N")),
     "dim": Shared(
         ("--dim", "dims"),

@@ -135,9 +135,10 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     float32 in the graph (the CLI's --weights float16; one value of each dim only).
     `weights="int8"` stores conv2d/convTranspose2d/matmul/gemm weights of 256 bytes or more as
     int8 with one float32 scale per output channel, `weights="int4"` matmul/gemm weights as int4
-    with one scale per `block_size` values (default 32) along the reduction dim, each read
-    through dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a
-    .tflite output takes int8 only (the CLI's --weights and --block-size).
+    with one scale per `block_size` values along the reduction dim (None: 32, leaving float32
+    a weight it does not divide; a size given must divide each), each read through
+    dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a .tflite
+    output takes int8 only (the CLI's --weights and --block-size).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`

@@ -39,7 +39,9 @@ class PassContext:
     io_layout: str | None = None  # "nchw" | "nhwc" | None (keep the source's)
     dequantize: bool = False  # quantized weights become float at conversion time, everywhere
     weights: str = "float32"  # passes.weight_types.WEIGHT_TYPES: how float32 weights are stored
-    block_size: int = 32  # values per int4 block (integer_weights, weights "int4")
+    # values per int4 block (integer_weights, weights "int4"); None: the default, 32, which
+    # leaves a weight it does not divide float32, where a given size must divide every one
+    block_size: int | None = None
 
 
 @dataclass

@@ -33,9 +33,10 @@ A float32 constant stays as it is, and the notes list it, when
   * it is small (under float16_weights.MIN_BYTES), a fill, a graph output, or holds values
     that are not finite;
   * an op reads it in a slot the target wants constant (a dequantizeLinear result is not);
-  * int4: it is a convolution filter, or its reduction dim is shorter than one block.
-A reduction dim the block size does not divide is refused (ConverterError naming the weight)
-before anything changes.
+  * int4: it is a convolution filter, its reduction dim is shorter than one block, or the
+    default block size (32) does not divide that dim.
+A reduction dim that a block size given (--block-size) does not divide is refused
+(ConverterError naming the weight) before anything changes: the user asked for that size.
 
 It runs after fold_constants (which would fold a small dequantizeLinear of constants back into
 float32) and after the layout pass (a filter's final layout decides its channel axis).
@@ -54,7 +55,7 @@ from . import PassContext, PassResult, graph_pass
 from .float16_weights import MIN_BYTES, constant_slots
 from .quantized_weights import encoding_for
 from .rank_limits import type_allowed
-from .weight_types import check_weights
+from .weight_types import DEFAULT_BLOCK_SIZE, check_weights
 
 __all__ = ["WEIGHT_OPS", "weight_axes", "integer_weights"]
 
@@ -125,8 +126,11 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | _Weight:
         return f"read where {ctx.target.name} wants a constant", f"{name} ({', '.join(slots)})"
     if operand.is_graph_output():
         return "graph outputs", name
-    if ctx.weights == "int4" and operand.shape[axes[1]] < ctx.block_size:
-        return f"fewer than {ctx.block_size} values per block", name
+    block = ctx.block_size or DEFAULT_BLOCK_SIZE
+    if ctx.weights == "int4" and operand.shape[axes[1]] < block:
+        return f"fewer than {block} values per block", name
+    if ctx.weights == "int4" and ctx.block_size is None and operand.shape[axes[1]] % block:
+        return f"reduction dim not a multiple of {block}", name
     if not np.isfinite(data.numpy()).all():
         return "values not finite", name
     return _Weight(operand, *axes)
@@ -198,7 +202,7 @@ def _read_through_dequantize(graph: Graph, w: _Weight, ctx: PassContext, stored:
     old = w.operand
     data_type, shift = stored
     q, scale = quantize(old.constant.numpy(), ctx.weights, w.output_axis, w.reduction_axis,
-                        ctx.block_size)
+                        ctx.block_size or DEFAULT_BLOCK_SIZE)
     data = _stored(q, data_type, shift)
     budget.claim(data.nbytes + scale.nbytes, f"storing '{old.name}' as {data_type}",
                  where=f"--weights {ctx.weights}")
@@ -230,7 +234,7 @@ def integer_weights(graph: Graph, ctx: PassContext) -> PassResult:
             chosen.append(why)
         else:
             kept.setdefault(why[0], []).append(why[1])
-    if ctx.weights == "int4":
+    if ctx.weights == "int4" and ctx.block_size is not None:
         _refuse_blocks(chosen, ctx.block_size)
     stored = _storage(ctx)
     if isinstance(stored, str) and chosen:
@@ -244,7 +248,8 @@ def integer_weights(graph: Graph, ctx: PassContext) -> PassResult:
     notes = [f"kept float32 ({why}): {', '.join(names)}" for why, names in kept.items()]
     if chosen:
         how = stored[0] + (f" (zero point {stored[1]:+d})" if stored[1] else "")
-        blocks = f", blocks of {ctx.block_size}" if ctx.weights == "int4" else ", per channel"
+        blocks = f", blocks of {ctx.block_size or DEFAULT_BLOCK_SIZE}" \
+            if ctx.weights == "int4" else ", per channel"
         notes.insert(0, f"{len(chosen)} weight{'s' * (len(chosen) != 1)} stored as {how}"
                         f"{blocks} with float32 scales: {format_size(before)} -> "
                         f"{format_size(after)}")

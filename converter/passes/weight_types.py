@@ -32,12 +32,12 @@ def check_weights(weights: str) -> str:
     return weights
 
 
-def check_block_size(weights: str, block_size: int | None) -> int:
-    """The int4 block size to use: `block_size`, or the default when None. Refused when given
-    with another weights type (it would do nothing) or under 2 (a block of one value is a
-    scale per weight: nothing saved)."""
+def check_block_size(weights: str, block_size: int | None) -> int | None:
+    """`block_size` when it is one `weights` takes (None: not given, the default applies).
+    Refused when given with another weights type (it would do nothing) or under 2 (a block of
+    one value is a scale per weight: nothing saved)."""
     if block_size is None:
-        return DEFAULT_BLOCK_SIZE
+        return None
     if weights != "int4":
         raise ConverterError(f"a block size applies with int4 weights, not {weights}",
                              where="--block-size", fix="give --weights int4 too, or leave it out")

@@ -135,7 +135,7 @@ def _run_written(graph, path, feeds):
 @pytest.mark.parametrize("case, weights", SWEEP)
 def test_written_weights_equal_numpy_quantize_dequantize(case, weights, suffix, tmp_path):
     if suffix == ".tflite" and weights == "int4":
-        pytest.skip("refused for .tflite: test_tflite_takes_int8_weights_only")
+        pytest.skip("refused for .tflite (tests/cli/test_weights_option.py)")
     graph, w_value, feeds, want = _quantized(case, weights)
     got = _run_written(graph, tmp_path / f"g{suffix}", feeds)
     _, _, _, _, out_axis, red_axis, _ = case
@@ -158,6 +158,20 @@ def test_int4_block_size_is_an_option():
     assert scale.shape == (4, 24)
     got = q.constant.numpy().astype(np.float32) * np.repeat(scale.constant.numpy(), 16, axis=0)
     np.testing.assert_array_equal(got, reference(w_value, "int4", 1, 0, block=16))
+
+
+def test_the_default_block_size_leaves_a_dim_it_does_not_divide_float32():
+    """K = 72 and the default block size (32): that weight stays float32, listed; K = 64 beside
+    it is quantized."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 72])
+    odd = b.constant(rng.standard_normal((72, 64)).astype(np.float32), name="odd")
+    even = b.constant(rng.standard_normal((64, 8)).astype(np.float32), name="even")
+    graph = b.build({"y": b.matmul(b.matmul(x, odd), even)})
+    [(_, result)] = run_passes(graph, ["integer_weights"], PassContext(weights="int4"))
+    assert result.notes[1:] == ["kept float32 (reduction dim not a multiple of 32): odd"]
+    assert graph.operand("odd").is_constant and not graph.operand("even").is_constant
 
 
 @pytest.mark.parametrize("block", [48, 128])
