@@ -93,8 +93,8 @@ VOCABULARY: dict[str, Shared] = {
         "reduction dim, each read through dequantizeLinear (int4 kept where the --target takes "
         "it, else widened exactly to uint4 or int8). Smaller constants, biases and norms, values "
         "float16 cannot hold (or not finite, for int8/int4) and operands a --target wants "
-        "constant stay float32 (-v lists them). A .tflite output takes int8 only: its export stores float16 and int4 weights "
-        "as float32.",
+        "constant stay float32 (-v lists them). A .tflite output keeps float16 and int8 "
+        "weights (read by DEQUANTIZE); int4 is refused there (TFLite has no blockwise scales).",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
     "block_size": Shared(
         ("--block-size",),

@@ -138,7 +138,7 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     with one scale per `block_size` values along the reduction dim (None: 32, leaving float32
     a weight it does not divide; a size given must divide each), each read through
     dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a .tflite
-    output takes int8 only (the CLI's --weights and --block-size).
+    output refuses int4 (the CLI's --weights and --block-size).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`

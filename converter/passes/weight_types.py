@@ -8,8 +8,8 @@
              values along the reduction dim, read through dequantizeLinear (integer_weights).
 
 Both the CLI (`convert --weights`, `--block-size`) and converter.convert(weights=,
-block_size=) check their values here, before anything is read, and refuse output formats that
-cannot keep the weights so.
+block_size=) check their values here, before anything is read, and refuse an output format
+that cannot keep the weights so (.tflite for int4).
 """
 from __future__ import annotations
 
@@ -52,18 +52,16 @@ def check_block_size(weights: str, block_size: int | None) -> int | None:
 def refuse_output(weights: str, output) -> None:
     """Raise when `output`'s format cannot keep the weights as asked.
 
-    A .tflite keeps int8 weights (DEQUANTIZE of an int8 constant quantized per channel, the
-    TFLite converter's own form) but neither float16 weights read through a cast nor int4
-    blocks: the exporter folds a cast of a constant, and the emulation of a blockwise
-    dequantizeLinear, into float32 constants, so the file would hold float32 weights."""
-    if weights not in ("float16", "int4") or output is None \
-            or not str(output).lower().endswith(".tflite"):
+    A .tflite keeps float16 weights and int8 ones in TFLite's own forms (a float16 constant,
+    or an int8 constant quantized per channel, read by DEQUANTIZE) but not int4 blocks:
+    TFLite's quantization parameters have one scale per tensor or per channel, so the
+    exporter would compute a blockwise dequantizeLinear into float32 constants."""
+    if weights != "int4" or output is None or not str(output).lower().endswith(".tflite"):
         return
-    kept = "int8" if weights == "int4" else "int8 (or no --weights)"
-    raise ConverterError(f"{weights} weights stay {weights} in .webnn, .json, .js and .onnx "
-                         f"outputs only: the .tflite export stores them as float32",
-                         where=str(output),
-                         fix=f"give --weights {kept} for a .tflite, or write another format")
+    raise ConverterError("int4 weights stay int4 in .webnn, .json, .js and .onnx outputs "
+                         "only: the .tflite export stores them as float32", where=str(output),
+                         fix="give --weights int8 (or float16) for a .tflite, or write another "
+                             "format")
 
 
 def weights_pass(weights: str) -> list[str]:
