@@ -30,8 +30,8 @@ scale and result keeps every weight float32.
 A float32 constant stays as it is, and the notes list it, when
   * no op reads it as a weight (biases, normalization scales, a gather's table ...), or an op
     also reads it otherwise, or two ops read it along different channel axes;
-  * it is small (under float16_weights.MIN_BYTES), a fill, a graph output, or holds values
-    that are not finite;
+  * it is small (under float16_weights.MIN_BYTES), a fill, or holds values that are not
+    finite;
   * an op reads it in a slot the target wants constant (a dequantizeLinear result is not);
   * int4: it is a convolution filter, its reduction dim is shorter than one block, or the
     default block size (32) does not divide that dim.
@@ -124,14 +124,13 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | _Weight:
     slots = constant_slots(operand, ctx)
     if slots:
         return f"read where {ctx.target.name} wants a constant", f"{name} ({', '.join(slots)})"
-    if operand.is_graph_output():
-        return "graph outputs", name
     block = ctx.block_size or DEFAULT_BLOCK_SIZE
     if ctx.weights == "int4" and operand.shape[axes[1]] < block:
         return f"fewer than {block} values per block", name
     if ctx.weights == "int4" and ctx.block_size is None and operand.shape[axes[1]] % block:
         return f"reduction dim not a multiple of {block}", name
-    if not np.isfinite(data.numpy()).all():
+    values = data.numpy()  # min and max allocate nothing; a NaN makes both NaN
+    if not (np.isfinite(values.min()) and np.isfinite(values.max())):
         return "values not finite", name
     return _Weight(operand, *axes)
 
@@ -159,19 +158,22 @@ def quantize(values: np.ndarray, weights: str, output_axis: int, reduction_axis:
     levels, low, high = _LEVELS[weights]
     shape = list(values.shape)
     if weights == "int8":  # one block spanning every axis but the output channel
-        others = tuple(a for a in range(len(shape)) if a != output_axis)
-        peak = np.abs(values).max(axis=others, keepdims=True)
+        axes = tuple(a for a in range(len(shape)) if a != output_axis)
         scale_shape = [d if a == output_axis else 1 for a, d in enumerate(shape)]
         split = values
     else:
         r = reduction_axis
         split = values.reshape(shape[:r] + [shape[r] // block_size, block_size] + shape[r + 1:])
-        peak = np.abs(split).max(axis=r + 1, keepdims=True)
+        axes = (r + 1,)
         scale_shape = shape[:r] + [shape[r] // block_size] + shape[r + 1:]
+    # max |w| as the larger of max and -min: no |w| copy of the weights
+    peak = np.maximum(split.max(axis=axes, keepdims=True), -split.min(axis=axes, keepdims=True))
     scale = peak / np.float32(levels)
     scale = np.where(scale > 0, scale, np.float32(1)).astype(np.float32)
-    q = np.clip(np.rint(split / scale), low, high).astype(np.int8).reshape(shape)
-    return q, scale.reshape(scale_shape)
+    quotient = split / scale  # the one float32 copy: rounded and clipped in place
+    np.rint(quotient, out=quotient)
+    np.clip(quotient, low, high, out=quotient)
+    return quotient.astype(np.int8).reshape(shape), scale.reshape(scale_shape)
 
 
 def _stored(q: np.ndarray, data_type: str, shift: int) -> ConstantData:

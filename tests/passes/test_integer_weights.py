@@ -8,6 +8,8 @@ weights exactly (scale = max|w| / 127 or / 7 in float32, q = roundEven(w / scale
 op's result stays within a stated error of the float graph on ONNX Runtime."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from converter.ops.builder import GraphBuilder
 from converter.passes import PassContext, run_passes
 
 RNG_SEED = 11
+ROOT_TARGETS = Path(__file__).parents[2] / "converter" / "targets" / "data"
 
 
 def reference(w: np.ndarray, weights: str, output_axis: int, reduction_axis: int,
@@ -226,3 +229,32 @@ def test_what_stays_float32_is_listed(weights, quantized, kept):
                   if not graph.operand(n).is_constant) == sorted(quantized)
     assert result.notes[0].startswith(f"{len(quantized)} weight")
     assert sorted(result.notes[1:]) == sorted(kept)
+
+
+def test_non_finite_weights_graph_outputs_and_constant_slots_stay_float32(tmp_path):
+    """A weight holding NaN or infinity (no scale holds it) and a weight read where the target
+    wants a constant (a target file asking matmul's b constant: a dequantizeLinear result is
+    computed) stay float32, each listed."""
+    import json
+
+    from converter.targets import load_target
+
+    rng = np.random.default_rng(2)
+    b = GraphBuilder("g")
+    x = b.input("x", "float32", [2, 64])
+    values = {n: rng.standard_normal((64, 64)).astype(np.float32) for n in ("nan", "inf")}
+    values["nan"][3, 4], values["inf"][5, 6] = np.nan, -np.inf
+    consts = {n: b.constant(v, name=n) for n, v in values.items()}
+    graph = b.build({"y": b.matmul(b.matmul(x, consts["nan"]), consts["inf"])})
+    [(_, result)] = run_passes(graph, ["integer_weights"], PassContext(weights="int8"))
+    assert not result.changed
+    assert result.notes == ["kept float32 (values not finite): nan, inf"]
+    doc = json.loads((ROOT_TARGETS / "portable.json").read_text())
+    doc["webnn-converter"].update(name="b-constant", constantOperands={"matmul": ["b"]})
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    target = load_target(tmp_path / "t.json")
+    graph, _, _ = _graph(CASES[7])
+    [(_, result)] = run_passes(graph, ["integer_weights"],
+                               PassContext(target=target, weights="int8"))
+    assert result.notes == ["kept float32 (read where b-constant wants a constant): "
+                            "w (matmul 'matmul' b)"]
