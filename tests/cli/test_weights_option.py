@@ -72,7 +72,18 @@ def test_a_tflite_output_keeps_float16_and_int8_weights(tmp_path, weights, dequa
     assert sizes["small"] <= sizes["f32"] - {"float16": 1000, "int8": 1500}[weights], sizes
     codes = operator_codes((tmp_path / "small.tflite").read_bytes())
     assert codes.count("DEQUANTIZE") == dequantized, codes  # two filters and the fc weights
-    assert "DEQUANTIZE" not in operator_codes((tmp_path / "f32.tflite").read_bytes())
+    plain = operator_codes((tmp_path / "f32.tflite").read_bytes())
+    assert "DEQUANTIZE" not in plain
+    # the oihw filters are stored permuted to TFLite's ohwi: no TRANSPOSE at run time
+    assert codes.count("TRANSPOSE") == plain.count("TRANSPOSE"), (codes, plain)
+    # ... and each once: the dequantizeLinear's (or cast's) unpermuted DEQUANTIZE is dropped
+    from ai_edge_litert import schema_py_generated as fb
+
+    model = fb.ModelT.InitFromPackedBuf((tmp_path / "small.tflite").read_bytes(), 0)
+    stored = [t for t in model.subgraphs[0].tensors
+              if t.type == {"float16": fb.TensorType.FLOAT16, "int8": fb.TensorType.INT8}[weights]
+              and model.buffers[t.buffer].data is not None]
+    assert len(stored) == 3, [t.name for t in stored]
     session = ort.InferenceSession(str(TINY), providers=["CPUExecutionProvider"])
     feeds = {"image": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
     want = session.run(None, feeds)[0].ravel()
