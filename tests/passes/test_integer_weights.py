@@ -258,3 +258,18 @@ def test_non_finite_weights_graph_outputs_and_constant_slots_stay_float32(tmp_pa
                                PassContext(target=target, weights="int8"))
     assert result.notes == ["kept float32 (read where b-constant wants a constant): "
                             "w (matmul 'matmul' b)"]
+
+
+@pytest.mark.parametrize("weights, block_size, says", [
+    ("int8", 16, "a block size applies with int4 weights, not int8"),
+    ("float32", 32, "a block size applies with int4 weights, not float32"),
+    ("int4", 1, "block size 1 is not a whole number of 2 or more"),
+    ("int4", 2.5, "block size 2.5 is not a whole number"),
+    ("int4", True, "block size True is not a whole number"),
+])
+def test_converter_convert_refuses_block_sizes_before_reading(tmp_path, weights, block_size,
+                                                              says):
+    with pytest.raises(ConverterError, match=says):
+        converter.convert(tmp_path / "absent.onnx", tmp_path / "out.webnn", weights=weights,
+                          block_size=block_size)
+    assert list(tmp_path.iterdir()) == []
