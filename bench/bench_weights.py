@@ -66,8 +66,9 @@ def main() -> None:
     args = parser.parse_args()
     from converter.passes.weight_types import WEIGHT_TYPES
 
-    print(f"| model | weights | .weights bytes | vs float32 | quantized weights "
-          f"(float32 -> stored) | ratio |{'' if args.target is None else ' target ' + args.target}")
+    print(f"target: {args.target or 'none'}\n")
+    print("| model | weights | .weights bytes | vs float32 | quantized weights "
+          "(float32 -> stored) | ratio |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
