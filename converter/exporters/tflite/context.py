@@ -301,9 +301,17 @@ class ExportContext:
         perm = [int(p) for p in perm]
         arr = self.array(operand)
         if arr is None and perm != list(range(len(perm))) and id(operand) not in self._override:
-            stored = self._stored_weights(operand, perm)
-            if stored is not None:
-                return stored
+            key = (id(operand), "permuted", tuple(perm))
+            if key not in self._reads:  # a stored weight (--weights) is permuted now
+                from .quantization import stored_weight_permuted  # a rule module: imported late
+
+                saved, self.op = self.op, None
+                try:
+                    self._reads[key] = stored_weight_permuted(self, operand, perm)
+                finally:
+                    self.op = saved
+            if self._reads[key] is not None:
+                return self._reads[key]
         if arr is None or perm == list(range(len(perm))) or id(operand) in self._override:
             return self.transpose(self.value(operand), perm)
         key = (id(operand), "permuted", tuple(perm))
@@ -330,39 +338,6 @@ class ExportContext:
                 self.op = saved
             self._reads[key] = t
         return self._reads[key]
-
-    def _stored_weights(self, operand: Operand, perm: list[int]) -> int | None:
-        """A weight stored in another type (`--weights`: a float16 constant cast to float32,
-        an int8 constant dequantized per axis) read permuted: the stored constant permuted
-        now, under a DEQUANTIZE of its own, instead of a TRANSPOSE at run time of the weight
-        it computes. None for any other operand. The DEQUANTIZE the producing operation
-        emitted is dropped at the end when nothing else reads it (prune_dequantize)."""
-        op = operand.producer
-        if op is None or len(op.outputs) != 1:
-            return None
-        key = (id(operand), "permuted", tuple(perm))
-        if key in self._reads:
-            return self._reads[key]
-        source = op.inputs[0]
-        if op.op_type == "cast" and source.is_constant and source.data_type == "float16" \
-                and operand.data_type == "float32" and source.constant.fill is None \
-                and source.size > _F16_WEIGHTS_SIZE:
-            t = self.permuted(source, perm)  # the float16 constant permuted, dequantized
-        elif op.op_type == "dequantizeLinear":
-            from .quantization import dequantize_permuted
-
-            saved = self.op
-            self.op = None
-            try:
-                t = dequantize_permuted(self, op, perm)
-            finally:
-                self.op = saved
-            if t is None:
-                return None
-        else:
-            return None
-        self._reads[key] = t
-        return t
 
     # -- common operators ----------------------------------------------------------------------
     def cast(self, tensor: int, to: str) -> int:

@@ -115,14 +115,24 @@ def _constant_form(ctx: ExportContext, op: Operation):
     return None
 
 
-def dequantize_permuted(ctx: ExportContext, op: Operation, perm) -> int | None:
-    """The op's result with its axes permuted by `perm`, as DEQUANTIZE of its int8 constant
-    permuted now (a filter in TFLite's layout needs no TRANSPOSE at run time); None when the
-    op is not TFLite's own form of quantized weights."""
-    form = _constant_form(ctx, op)
-    if form is None:
+def stored_weight_permuted(ctx: ExportContext, operand: Operand, perm) -> int | None:
+    """A weight stored in another type (`--weights`: an int8 constant dequantized per axis,
+    a float16 constant cast to float32) read with its axes permuted by `perm`: the stored
+    constant permuted now under a DEQUANTIZE of its own, so a filter in TFLite's layout needs
+    no TRANSPOSE at run time. None for any other operand. The DEQUANTIZE that the producing
+    operation emitted is dropped at the end if nothing else reads it (prune_dequantize)."""
+    op = operand.producer
+    if op is None:
         return None
-    return _dequantize_constant(ctx, op, *form, perm=tuple(perm))
+    source = op.inputs[0]
+    if op.op_type == "cast" and source.is_constant and source.data_type == "float16" \
+            and operand.data_type == "float32":
+        return ctx.permuted(source, perm)  # float16 in the file, under its DEQUANTIZE
+    if op.op_type == "dequantizeLinear":
+        form = _constant_form(ctx, op)
+        if form is not None:
+            return _dequantize_constant(ctx, op, *form, perm=tuple(perm))
+    return None
 
 
 def _dequantize_constant(ctx: ExportContext, op: Operation, axis: int, scale: np.ndarray,
