@@ -54,9 +54,10 @@ class Shared:
 
 
 _RUNTIMES = ("ort", "chromium")
-# converter.passes.float16_weights.WEIGHT_TYPES, spelled here so start-up does not import the
-# passes (tests/cli/test_weights_option.py checks they agree).
-WEIGHT_TYPES = ("float32", "float16")
+# converter.passes.weight_types.WEIGHT_TYPES and DEFAULT_BLOCK_SIZE, spelled here so start-up
+# does not import the passes (tests/cli/test_weights_option.py checks they agree).
+WEIGHT_TYPES = ("float32", "float16", "int8", "int4")
+DEFAULT_BLOCK_SIZE = 32
 
 VOCABULARY: dict[str, Shared] = {
     "output": Shared(
@@ -86,13 +87,25 @@ VOCABULARY: dict[str, Shared] = {
         ("--weights",),
         "The type float32 weights are stored as: float16 stores each float32 constant of "
         "256 bytes or more as float16, read through a cast to float32 (the weights file about "
-        "halves; the graph still computes in float32). Smaller ones, values beyond float16's "
-        "range and operands a --target wants constant stay float32 (-v lists them). Refused "
-        "for a .tflite output, whose export stores weights as float32. verify (and convert "
-        "--verify) then also measures the compressed graph against the float source: weights "
-        "size before and after, errors, cosine and top-1/top-5 over --samples inputs, judged "
-        "by --accuracy; zoo does so for every model of the run.",
+        "halves; the graph still computes in float32). int8 stores conv2d, convTranspose2d, "
+        "matmul and gemm weights as int8 with a float32 scale per output channel (symmetric), "
+        "int4 matmul and gemm weights as int4 with a scale per --block-size values along the "
+        "reduction dim, each read through dequantizeLinear (int4 kept where the --target takes "
+        "it, else widened exactly to uint4 or int8). Smaller constants, biases and norms, values "
+        "float16 cannot hold (or not finite, for int8/int4) and operands a --target wants "
+        "constant stay float32 (-v lists them). A .tflite output keeps float16 and int8 "
+        "weights (read by DEQUANTIZE); int4 is refused there (TFLite has no blockwise scales). "
+        "verify (and convert --verify) then also measures the compressed graph against the float source: weights size "
+        "before and after, errors, cosine and top-1/top-5 over --samples inputs, judged by "
+        "--accuracy; zoo does so for every model of the run.",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
+    "block_size": Shared(
+        ("--block-size",),
+        f"With --weights int4: the values per scale along each weight's reduction dim (default "
+        f"{DEFAULT_BLOCK_SIZE}, which leaves a weight whose reduction dim it does not divide "
+        f"float32); a size given must divide every matmul and gemm weight's reduction dim "
+        f"that is not shorter than one block (those stay float32).",
+        dict(type=int, metavar="N")),
     "accuracy": Shared(
         ("--accuracy",),
         "With --weights: the bounds the compressed graph must meet against the float source, "

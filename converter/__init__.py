@@ -121,7 +121,7 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
             dims: Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None,
             known_inputs: Mapping[str, Any] | None = None, dequantize: bool = False,
-            weights: str = "float32", verify: bool = False,
+            weights: str = "float32", block_size: int | None = None, verify: bool = False,
             **tolerances: Any) -> Graph | Variants:
     """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
     `target` when given (a built-in target's name, a target file or a Target; `io_layout`
@@ -134,6 +134,12 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     `dequantize` (with `target`) stores quantized weights as float, as the CLI's --dequantize.
     `weights="float16"` stores float32 weights of 256 bytes or more as float16, each cast back to
     float32 in the graph (the CLI's --weights float16; one value of each dim only).
+    `weights="int8"` stores conv2d/convTranspose2d/matmul/gemm weights of 256 bytes or more as
+    int8 with one float32 scale per output channel, `weights="int4"` matmul/gemm weights as int4
+    with one scale per `block_size` values along the reduction dim (None: 32, leaving float32
+    a weight it does not divide; a size given must divide each), each read through
+    dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a .tflite
+    output refuses int4 (the CLI's --weights and --block-size).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
@@ -167,20 +173,21 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     if weights == "float32" and {"accuracy", "samples"} & set(tolerances):
         raise ConverterError("accuracy and samples apply with compressed weights",
                              fix="give weights='float16' (or another scheme) too")
-    from .passes.float16_weights import check_weights, refuse_output
+    from .passes.weight_types import check_block_size, check_weights, refuse_output
 
-    check_weights(weights)
+    check_block_size(check_weights(weights), block_size)
     refuse_output(weights, output)
     if weights != "float32" and dims and any(not isinstance(v, int) for v in dims.values()):
         raise ConverterError(f"weights={weights!r} converts one value of each dim",
                              where="dims", fix="convert each value apart")
     with tracking():  # the files read (external data too) are never the ones written
         return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs,
-                        dequantize, weights, tolerances if verify else None)
+                        dequantize, (weights, block_size), tolerances if verify else None)
 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
-             weights, tolerances):
+             stored_as, tolerances):
+    weights, block_size = stored_as
     from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
@@ -199,11 +206,11 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
             from .targets.pipeline import convert_for_target
 
             convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize,
-                               weights=weights)
+                               weights=weights, block_size=block_size)
         elif weights != "float32":
             from .targets.pipeline import store_weights
 
-            store_weights(result, weights)
+            store_weights(result, weights, block_size)
         checks = [(result, dims)]
     if tolerances is not None and weights != "float32":  # the float conversion, then accuracy
         _verify_compressed(source, result, target, io_layout, dims, input_shapes, known_inputs,
@@ -258,10 +265,11 @@ def measure_accuracy(source: str | os.PathLike, weights: str, *,
                      input_shapes: Mapping[str, Sequence[int]] | None = None,
                      known_inputs: Mapping[str, Any] | None = None, samples: int = 16,
                      seed: int = 0, feeds: Mapping[str, np.ndarray] | None = None,
-                     runtime: str = "ort", accuracy: str | None = None):
+                     runtime: str = "ort", accuracy: str | None = None,
+                     block_size: int | None = None):
     """`webnn-convert verify --weights` 's accuracy report as a function: `source` converted
     (for `target`) twice, with float32 weights (its size is the "before") and with `weights`
-    ("float16", ...), the second run on `runtime` against the float source on its own runtime
+    ("float16", "int8", "int4" with `block_size`: see convert), the second run on `runtime` against the float source on its own runtime
     over `samples` seeded inputs (seed, seed + 1, ...; or `feeds`). Returns the
     AccuracyReport: .passed against `accuracy` ('cosine>=0.999,top1>=0.99') or the scheme's
     default (verification.accuracy_bounds.DEFAULT_ACCURACY), .lines(), .to_json()."""
@@ -273,7 +281,8 @@ def measure_accuracy(source: str | os.PathLike, weights: str, *,
                        input_shapes=input_shapes, known_inputs=known_inputs)
     before, floating = weights_bytes(floating), None
     compressed = convert(source, target=target, io_layout=io_layout, dims=dims,
-                         input_shapes=input_shapes, known_inputs=known_inputs, weights=weights)
+                         input_shapes=input_shapes, known_inputs=known_inputs, weights=weights,
+                         block_size=block_size)
     return measure(source, compressed, weights=weights, bytes_before=before, samples=samples,
                    seed=seed, feeds=feeds, known_inputs=known_inputs, runtime=runtime,
                    accuracy=accuracy)

@@ -29,9 +29,9 @@ def refuse_without_weights(weights: str, checks: Checking) -> None:
 
 def converted(source, *, weights: str, target_name=None, io_layout=None, dims=None,
               input_shapes=None, known_inputs=None, state_patterns=(), cache_capacity=None,
-              dequantize: bool = False):
+              dequantize: bool = False, block_size: int | None = None):
     """SOURCE converted as the command converts it: with its state declared, for the target,
-    its weights stored as `weights`."""
+    its weights stored as `weights` (int4: one scale per `block_size` values)."""
     import converter
 
     if cache_capacity is not None or state_patterns:
@@ -44,15 +44,15 @@ def converted(source, *, weights: str, target_name=None, io_layout=None, dims=No
             from converter.targets.pipeline import convert_for_target
 
             convert_for_target(graph, target_name, io_layout=io_layout, dequantize=dequantize,
-                               weights=weights)
+                               weights=weights, block_size=block_size)
         elif weights != "float32":
             from converter.targets.pipeline import store_weights
 
-            store_weights(graph, weights)
+            store_weights(graph, weights, block_size)
         return graph
     return converter.convert(source, target=target_name, io_layout=io_layout, dims=dims,
                              input_shapes=input_shapes, known_inputs=known_inputs,
-                             dequantize=dequantize, weights=weights)
+                             dequantize=dequantize, weights=weights, block_size=block_size)
 
 
 def measure(source, compressed, checks: Checking, *, weights: str, bytes_before: int,

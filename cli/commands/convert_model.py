@@ -23,7 +23,7 @@ from .stepping import load_with_state
 
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
-@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize", "weights")
+@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize", "weights", "block_size")
 @click.option("--verify", "then_verify", is_flag=True,
               help="Also verify the result against the source, as `verify` does, taking "
                    "verify's options below; the outputs are written only if it passes.")
@@ -31,14 +31,15 @@ from .stepping import load_with_state
               help="With --verify: write the outputs even when verification fails.")
 @use(*VERIFYING, "json", "verbose")
 def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
-            cache_capacity, target_name, io_layout, dequantize, weights, then_verify,
-            keep_on_mismatch, as_json, verbose, **checking):
+            cache_capacity, target_name, io_layout, dequantize, weights, block_size,
+            then_verify, keep_on_mismatch, as_json, verbose, **checking):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it (with --weights float16, its float32 weights stored as float16); .onnx writes the graph's ONNX lowering (past 2 GiB with its weights in
-    NAME.onnx.data beside it), .tflite its TFLite export (verified on LiteRT too with
-    --verify), .js an ES module and page for the browser. With --dim
+    beside it (with --weights float16, int8 or int4, its float32 weights stored so); .onnx
+    writes the graph's ONNX lowering (past 2 GiB with its weights in NAME.onnx.data beside
+    it), .tflite its TFLite export (verified on LiteRT too with --verify), .js an ES module
+    and page for the browser. With --dim
     NAME=V1,V2,... or NAME=LO..HI, the model is converted at each value and written as one
     .webnn/.json (one weights file), or one .js module taking the dims. With --verify, the
     outputs appear only if they match the source (or with --keep-on-mismatch); exits 1 when
@@ -75,9 +76,10 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         check_usage(weights, checks, cache_capacity=cache_capacity)
     reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
     refuse_overwriting(reads, output)
-    if weights != "float32":
-        from converter.passes.float16_weights import refuse_output
+    if weights != "float32" or block_size is not None:
+        from converter.passes.weight_types import check_block_size, refuse_output
 
+        check_block_size(weights, block_size)
         refuse_output(weights, output)
     stateful = bool(state_patterns) or cache_capacity is not None
     say = ctx.with_resource(phases(False if as_json else None))
@@ -121,14 +123,14 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
         say(f"rewriting for {target_name}")
-        _rewrite_for(graph, target_name, io_layout, verbose, dequantize, weights)
+        _rewrite_for(graph, target_name, io_layout, verbose, dequantize, (weights, block_size))
     elif weights != "float32":
         from converter.targets.pipeline import store_weights
 
-        result = store_weights(graph, weights)
+        name, result = store_weights(graph, weights, block_size)
         if verbose:
             for note in result.notes:
-                echo(f"float16_weights: {note}", err=True)
+                echo(f"{name}: {note}", err=True)
     say(f"writing {output}")
     if not then_verify:
         # A graph as imported was verified at the end of its import (stateful loading, a
@@ -207,7 +209,7 @@ def _wrote(written, graph, as_json: bool) -> None:
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
-                 dequantize: bool = False, weights: str = "float32") -> None:
+                 dequantize: bool = False, stored_as: tuple = ("float32", None)) -> None:
     """Run the target's passes; list every remaining violation and exit 1 if any remain.
     With `verbose`, each pass's statistics go to stderr (stdout carries results only)."""
     from converter.errors import UnsupportedError
@@ -216,8 +218,9 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
 
     target = load_target(target_name)
     try:
-        report = convert_for_target(graph, target, io_layout=io_layout,
-                                    dequantize=dequantize, weights=weights)
+        weights, block_size = stored_as
+        report = convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize,
+                                    weights=weights, block_size=block_size)
     except UnsupportedError as e:
         for item in e.items:
             echo(f"{target.name}: {item}", err=True)

@@ -108,9 +108,9 @@ def _number(value):
               help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
                    "(with --runtime chromium; --dim picks the dims it is built at); default: "
                    "convert SOURCE now.")
-@use(*SOURCE, *STATE, "target", "io_layout", "weights", *VERIFYING, "json")
+@use(*SOURCE, *STATE, "target", "io_layout", "weights", "block_size", *VERIFYING, "json")
 def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlinks,
-            state_patterns, cache_capacity, target_name, io_layout, weights, as_json,
+            state_patterns, cache_capacity, target_name, io_layout, weights, block_size, as_json,
             **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
@@ -137,6 +137,10 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     from .compressed import check_usage
 
     check_usage(weights, checks, cache_capacity=cache_capacity, graph_path=graph_path)
+    if weights != "float32" or block_size is not None:
+        from converter.passes.weight_types import check_block_size
+
+        check_block_size(weights, block_size)
     if graph_path and target_name:
         raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
                                "graph already: drop one")
@@ -197,7 +201,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         compressed = converted(source, weights=weights, target_name=target_name,
                                io_layout=io_layout, dims=dims, input_shapes=input_shapes,
                                known_inputs=known_inputs, state_patterns=state_patterns,
-                               cache_capacity=cache_capacity)
+                               cache_capacity=cache_capacity, block_size=block_size)
         accuracy = measure(source, compressed, checks, weights=weights, bytes_before=before,
                            known_inputs=known_inputs, state_patterns=state_patterns, dims=dims)
     finish(report, finding, bisected, as_json, accuracy)

@@ -7,7 +7,9 @@
 `ctx` carries the target (None: no target, only target-independent rewrites) and the options
 a user gives (`io_layout`: the layout graph inputs and outputs keep, default the source's;
 `dequantize`: quantized weights become float constants even where the target takes them;
-`weights`: "float16" stores float32 weights as float16, each cast back to float32 in the graph).
+`weights`: "float16" stores float32 weights as float16, each cast back to float32 in the graph,
+"int8"/"int4" stores conv/matmul/gemm weights quantized, read through dequantizeLinear, int4 in
+blocks of `block_size` values).
 
 A pass edits the graph in place through the IR's own methods and returns a PassResult: whether
 it changed anything, counts worth reporting (transposes before and after ...), and notes on
@@ -36,7 +38,10 @@ class PassContext:
     target: "Target | None" = None
     io_layout: str | None = None  # "nchw" | "nhwc" | None (keep the source's)
     dequantize: bool = False  # quantized weights become float at conversion time, everywhere
-    weights: str = "float32"  # "float16": float32 weights stored as float16 (float16_weights)
+    weights: str = "float32"  # passes.weight_types.WEIGHT_TYPES: how float32 weights are stored
+    # values per int4 block (integer_weights, weights "int4"); None: the default, 32, which
+    # leaves a weight it does not divide float32, where a given size must divide every one
+    block_size: int | None = None
 
 
 @dataclass

@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     fold_constants,
     int8_in_float,
     int_clamp,
+    integer_weights,
     layout,
     pad_modes,
     quantized_weights,

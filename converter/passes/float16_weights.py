@@ -28,28 +28,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..budget import MemoryBudget, format_size
-from ..errors import ConverterError
 from ..ir import Graph, Operand
 from . import PassContext, PassResult, graph_pass
+from .weight_types import WEIGHT_TYPES, check_weights, refuse_output  # noqa: F401 (re-exported)
 
-__all__ = ["WEIGHT_TYPES", "MIN_BYTES", "check_weights", "refuse_output", "float16_weights"]
+__all__ = ["WEIGHT_TYPES", "MIN_BYTES", "check_weights", "refuse_output", "constant_slots",
+           "float16_weights"]
 
-# What `--weights` takes: the type float32 weights are stored as.
-WEIGHT_TYPES = ("float32", "float16")
 # Constants smaller than this stay float32 (listed in the pass's notes).
 MIN_BYTES = 256
 _FLOAT16_MAX = float(np.finfo(np.float16).max)
 
 
-def check_weights(weights: str) -> str:
-    """`weights` if it is a type `--weights` takes; else ConverterError naming them."""
-    if weights not in WEIGHT_TYPES:
-        raise ConverterError(f"unknown weights type '{weights}'",
-                             fix=f"use one of {', '.join(WEIGHT_TYPES)}")
-    return weights
-
-
-def _constant_slots(operand: Operand, ctx: PassContext) -> list[str]:
+def constant_slots(operand: Operand, ctx: PassContext) -> list[str]:
     """The uses of `operand` in slots the target wants constant, as "op 'name' operand"."""
     if ctx.target is None:
         return []
@@ -72,7 +63,7 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | None:
         return "fills", name
     if data.nbytes < MIN_BYTES:
         return f"under {format_size(MIN_BYTES)}", name
-    slots = _constant_slots(operand, ctx)
+    slots = constant_slots(operand, ctx)
     if slots:
         return f"read where {ctx.target.name} wants a constant", f"{name} ({', '.join(slots)})"
     if operand.is_graph_output():
@@ -83,20 +74,9 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | None:
     return None
 
 
-def refuse_output(weights: str, output) -> None:
-    """Raise when `output`'s format cannot keep float16 weights: the TFLite exporter folds a
-    cast of a constant into a float32 constant (work on constants happens at export), so a
-    .tflite would hold float32 weights, and more bytes than without the option."""
-    if weights == "float16" and output is not None and str(output).lower().endswith(".tflite"):
-        raise ConverterError("float16 weights stay float16 in .webnn, .json, .js and .onnx "
-                             "outputs only: the .tflite export stores them as float32",
-                             where=str(output),
-                             fix="leave --weights out for a .tflite, or write another format")
-
-
 @graph_pass("float16_weights")
 def float16_weights(graph: Graph, ctx: PassContext) -> PassResult:
-    if check_weights(ctx.weights) == "float32":
+    if check_weights(ctx.weights) != "float16":
         return PassResult(False)
     candidates = [c for c in graph.constants.values() if c.data_type == "float32"]
     budget = MemoryBudget(weights_bytes=sum(c.constant.nbytes for c in candidates

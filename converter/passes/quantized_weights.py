@@ -43,7 +43,7 @@ from .rank_limits import type_allowed
 if TYPE_CHECKING:
     from ..targets import Target
 
-__all__ = ["Decision", "plan", "quantized_weights", "ENCODINGS"]
+__all__ = ["Decision", "plan", "quantized_weights", "ENCODINGS", "encoding_for"]
 
 # Exact re-encodings of a quantized type: (new type, shift added to weights and zero point),
 # best first (same width, then wider).
@@ -112,6 +112,15 @@ def _takes(target: "Target", data_type: str) -> bool:
         for key in ("input", "zeroPoint"))
 
 
+def encoding_for(target: "Target", q_type: str) -> tuple[str, int] | None:
+    """The type the target's dequantizeLinear reads `q_type` values in, with the shift added
+    to values and zero point: `q_type` itself (shift 0) when the target takes it, else the
+    first exact re-encoding of ENCODINGS it takes; None when none holds the values."""
+    if _takes(target, q_type):
+        return q_type, 0
+    return next(((t, s) for t, s in ENCODINGS.get(q_type, ()) if _takes(target, t)), None)
+
+
 def _op_missing(target: "Target", op: Operation) -> str | None:
     """Why the target cannot run this dequantizeLinear whatever its weights' type (None: it
     can)."""
@@ -134,13 +143,12 @@ def decide(op: Operation, target: "Target", dequantize: bool = False) -> Decisio
     runtime_scale = "" if can_compute else \
         "its scale is computed at run time, so it cannot be dequantized at conversion time"
     unforced = f"; --dequantize: {runtime_scale}" if dequantize else ""  # it was asked for
-    if missing is None and _takes(target, q_type):
+    encoding = encoding_for(target, q_type) if missing is None else None
+    if encoding is not None and encoding[0] == q_type:
         return Decision(op, "keep", q_type, q_type, why=unforced.removeprefix("; "), **named)
-    if missing is None:
-        for new_type, shift in ENCODINGS.get(q_type, ()):
-            if _takes(target, new_type):
-                return Decision(op, "re-encode", q_type, new_type, shift,
-                                f"{target.name} takes no {q_type} there{unforced}", **named)
+    if encoding is not None:
+        return Decision(op, "re-encode", q_type, *encoding,
+                        f"{target.name} takes no {q_type} there{unforced}", **named)
     why = missing or f"{target.name} takes no {q_type} there, nor a type that holds its values"
     if can_compute:
         return Decision(op, "dequantize", q_type, out_type, why=why, **named)

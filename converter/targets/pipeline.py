@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import ConverterError, UnsupportedError
 from ..ir import Graph
 from ..passes import PassContext, PassResult, pipeline_for, run_passes
-from ..passes.float16_weights import check_weights
+from ..passes.weight_types import check_block_size, check_weights, weights_pass
 from . import Target, load_target
 from .check import Violation, check
 
@@ -88,7 +88,7 @@ class TargetReport:
 
 def convert_for_target(graph: Graph, target: Target | str | Path, *,
                        io_layout: str | None = None, dequantize: bool = False,
-                       weights: str = "float32") -> TargetReport:
+                       weights: str = "float32", block_size: int | None = None) -> TargetReport:
     """Rewrite `graph` in place for `target` and check the result.
 
     Args:
@@ -101,7 +101,10 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
             by default weights stay quantized where the target takes them or an exact
             re-encoding (uint4 -> int4 ...), and only the rest is dequantized.
         weights: "float16" stores float32 weights as float16, each read through a cast to
-            float32 (the float16_weights pass, run last, so the check sees its casts).
+            float32 (the float16_weights pass); "int8"/"int4" stores conv/matmul/gemm weights
+            as integers read through dequantizeLinear (the integer_weights pass). Either runs
+            last, so the check sees what it added.
+        block_size: values per int4 block (weights "int4" only; None: the default, 32).
 
     Returns the report. Raises UnsupportedError with every violation left after the passes.
     """
@@ -111,11 +114,12 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
                              fix=f"use one of {', '.join(IO_LAYOUTS)}, or leave it out to keep "
                                  f"the source's layout")
     check_weights(weights)
+    block_size = check_block_size(weights, block_size)
     transposes_before, operations_before = _transposes(graph), len(graph.operations)
-    names = pipeline_for(target) + (["float16_weights"] if weights == "float16" else [])
+    names = pipeline_for(target) + weights_pass(weights)
     results = run_passes(graph, names,
-                         PassContext(target=target, io_layout=io_layout,
-                                     dequantize=dequantize, weights=weights))
+                         PassContext(target=target, io_layout=io_layout, dequantize=dequantize,
+                                     weights=weights, block_size=block_size))
     violations = check(graph, target)
     used = {op.op_type for op in graph.operations}
     report = TargetReport(target.name, results, transposes_before, _transposes(graph),
@@ -134,12 +138,16 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
     return report
 
 
-def store_weights(graph: Graph, weights: str) -> PassResult:
+def store_weights(graph: Graph, weights: str, block_size: int | None = None
+                  ) -> tuple[str, PassResult]:
     """Without a target: store float32 weights as `weights` ("float16": the float16_weights
-    pass; "float32" changes nothing). Edits `graph` in place."""
-    check_weights(weights)
-    ((_, result),) = run_passes(graph, ["float16_weights"], PassContext(weights=weights))
-    return result
+    pass, "int8"/"int4": integer_weights, keeping int4 as int4; "float32" changes nothing).
+    Edits `graph` in place; returns the pass's name and result."""
+    block_size = check_block_size(check_weights(weights), block_size)
+    names = weights_pass(weights) or ["float16_weights"]  # float32: a pass that does nothing
+    ((name, result),) = run_passes(graph, names,
+                                   PassContext(weights=weights, block_size=block_size))
+    return name, result
 
 
 def check_after_passes(graph: Graph, target: Target | str | Path, *,

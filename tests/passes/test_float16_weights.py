@@ -136,10 +136,11 @@ def test_values_beyond_float16_range_and_fills_stay_float32():
 
 
 def test_unknown_weights_type_is_refused():
-    with pytest.raises(ConverterError, match="unknown weights type 'int8'.*float32, float16"):
-        converter.convert(ROOT / "models" / "tiny_cnn.onnx", weights="int8")
+    with pytest.raises(ConverterError,
+                       match="unknown weights type 'int2'.*float32, float16, int8, int4"):
+        converter.convert(ROOT / "models" / "tiny_cnn.onnx", weights="int2")
     with pytest.raises(ConverterError, match="the .tflite export stores them as float32"):
-        converter.convert(ROOT / "models" / "tiny_cnn.onnx", "out.tflite", weights="float16")
+        converter.convert(ROOT / "models" / "tiny_cnn.onnx", "out.tflite", weights="int4")
     with pytest.raises(ConverterError, match="converts one value of each dim"):
         converter.convert(ROOT / "models" / "tiny_cnn.onnx", weights="float16",
                           dims={"batch": [1, 2]})

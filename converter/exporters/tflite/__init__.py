@@ -27,10 +27,10 @@ from pathlib import Path
 from ...errors import ConverterError
 from ...ir import Graph
 from .context import ExportContext, Permuted
-from .flatbuffer import INLINE_LIMIT, pack
+from .flatbuffer import INLINE_LIMIT, ArrayBuffer, pack
 from .layout import pointwise_permutation, run_permuted
 from .registry import all_rules, problems, raise_problems, rule_for
-from .schema import fb
+from .schema import builtin_code, fb
 
 __all__ = ["to_tflite", "save_tflite", "export_problems", "exportable_ops", "build_model"]
 
@@ -98,7 +98,45 @@ def build_model(graph: Graph) -> fb.ModelT:
                 ctx.bind(operand, _settle(ctx, operand, t))
     ctx.op = None
     outputs = _outputs(ctx, graph, set(inputs))
+    inputs, outputs = prune_dequantize(ctx, inputs, outputs)
     return _model(ctx, graph, inputs, outputs)
+
+
+def prune_dequantize(ctx: ExportContext, inputs: list[int], outputs: list[int]
+                     ) -> tuple[list[int], list[int]]:
+    """Drop each DEQUANTIZE whose result nothing reads, with the tensors only it used, and
+    return the inputs' and outputs' new tensor indices.
+
+    A stored weight (`--weights`) read permuted gets a DEQUANTIZE of its own permuted constant
+    (ExportContext.permuted), so the one its dequantizeLinear or cast emitted first may be
+    left unread: without this the file would hold the weight twice. A dropped constant's
+    buffer is emptied (buffer indices stay as they are); the tensors are renumbered."""
+    if not ctx.operators:
+        return inputs, outputs
+    code = next((i for i, (c, _) in enumerate(ctx.codes) if c == builtin_code("DEQUANTIZE")),
+                None)
+    read = set(outputs) | {i for op in ctx.operators for i in op.inputs}
+    dropped = [op for op in ctx.operators
+               if op.opcodeIndex == code and not any(o in read for o in op.outputs)]
+    if not dropped:
+        return inputs, outputs
+    ctx.operators[:] = [op for op in ctx.operators if all(op is not d for d in dropped)]
+    used = set(inputs) | set(outputs) | {i for op in ctx.operators
+                                         for i in (*op.inputs, *op.outputs)}
+    released = {i for op in dropped for i in (*op.inputs, *op.outputs)} - used
+    index, kept = {}, []
+    for i, tensor in enumerate(ctx.tensors):
+        if i in released:
+            if tensor.buffer:
+                ctx.buffers[tensor.buffer] = ArrayBuffer()  # its bytes are not written
+            continue
+        index[i] = len(kept)
+        kept.append(tensor)
+    ctx.tensors[:] = kept
+    for op in ctx.operators:
+        op.inputs = [index[i] if i >= 0 else i for i in op.inputs]
+        op.outputs = [index[i] for i in op.outputs]
+    return [index[i] for i in inputs], [index[i] for i in outputs]
 
 
 def _settle(ctx: ExportContext, operand, t: int, perm=None) -> int:

@@ -300,6 +300,18 @@ class ExportContext:
         under its DEQUANTIZE); a computed operand gets a TRANSPOSE."""
         perm = [int(p) for p in perm]
         arr = self.array(operand)
+        if arr is None and perm != list(range(len(perm))) and id(operand) not in self._override:
+            key = (id(operand), "permuted", tuple(perm))
+            if key not in self._reads:  # a stored weight (--weights) is permuted now
+                from .quantization import stored_weight_permuted  # a rule module: imported late
+
+                saved, self.op = self.op, None
+                try:
+                    self._reads[key] = stored_weight_permuted(self, operand, perm)
+                finally:
+                    self.op = saved
+            if self._reads[key] is not None:
+                return self._reads[key]
         if arr is None or perm == list(range(len(perm))) or id(operand) in self._override:
             return self.transpose(self.value(operand), perm)
         key = (id(operand), "permuted", tuple(perm))

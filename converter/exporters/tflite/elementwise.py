@@ -215,5 +215,10 @@ def _cast(ctx: ExportContext, op: Operation) -> list[int]:
     to = op.attr("dataType")
     if x.data_type == to:
         return [ctx.get(x)]
+    if x.is_constant and x.data_type == "float16" and to == "float32":
+        # float16 weights read as float32 (`--weights float16`): TFLite's own form, the
+        # float16 constant kept in the file under a DEQUANTIZE (ctx.value), where a CAST of
+        # a constant would be folded into float32 bytes
+        return [ctx.value(x)]
     return [ctx.cast(ctx.get(x), to)]
 

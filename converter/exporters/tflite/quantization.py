@@ -91,35 +91,70 @@ def _dequantize_problem(op: Operation) -> str | None:
          check=_dequantize_problem)
 def dequantize_linear(ctx: ExportContext, op: Operation) -> list[int]:
     x, scale, zero = op.input("input"), op.input("scale"), op.input("zeroPoint")
+    form = _constant_form(ctx, op)
+    if form is not None:
+        return [_dequantize_constant(ctx, op, *form)]
     ft = compute_type(scale.data_type)
-    axis = _per_axis(scale, x)
-    held = _UNPACKED.get(x.data_type, x.data_type)
-    scale_value, zero_value = ctx.array(scale), ctx.array(zero)
-    if axis == -1:  # one scale: repeated along the first axis longer than 1, if any
-        axis = next((a for a, d in enumerate(x.shape) if d > 1), None)
-    if (x.is_constant and scale_value is not None and zero_value is not None
-            and axis is not None and held == "int8"):
-        return [_dequantize_constant(ctx, op, axis, scale_value, zero_value, ft)]
     xv = ctx.cast(_integers(ctx, x), ft)
     zp = _blockwise(ctx, ctx.cast(_integers(ctx, zero), ft), x.shape)
     sv = _blockwise(ctx, ctx.value(scale), x.shape)
     return [ctx.mul(ctx.sub(xv, zp), sv)]
 
 
+def _constant_form(ctx: ExportContext, op: Operation):
+    """(axis, scale, zero point, result type) when the op is TFLite's own form of quantized
+    weights (a constant int8 input with one scale per tensor or per channel); else None."""
+    x, scale, zero = op.input("input"), op.input("scale"), op.input("zeroPoint")
+    axis = _per_axis(scale, x)
+    if axis == -1:  # one scale: repeated along the first axis longer than 1, if any
+        axis = next((a for a, d in enumerate(x.shape) if d > 1), None)
+    scale_value, zero_value = ctx.array(scale), ctx.array(zero)
+    if (x.is_constant and scale_value is not None and zero_value is not None
+            and axis is not None and _UNPACKED.get(x.data_type, x.data_type) == "int8"):
+        return axis, scale_value, zero_value, compute_type(scale.data_type)
+    return None
+
+
+def stored_weight_permuted(ctx: ExportContext, operand: Operand, perm) -> int | None:
+    """A weight stored in another type (`--weights`: an int8 constant dequantized per axis,
+    a float16 constant cast to float32) read with its axes permuted by `perm`: the stored
+    constant permuted now under a DEQUANTIZE of its own, so a filter in TFLite's layout needs
+    no TRANSPOSE at run time. None for any other operand. The DEQUANTIZE that the producing
+    operation emitted is dropped at the end if nothing else reads it (prune_dequantize)."""
+    op = operand.producer
+    if op is None:
+        return None
+    source = op.inputs[0]
+    if op.op_type == "cast" and source.is_constant and source.data_type == "float16" \
+            and operand.data_type == "float32":
+        return ctx.permuted(source, perm)  # float16 in the file, under its DEQUANTIZE
+    if op.op_type == "dequantizeLinear":
+        form = _constant_form(ctx, op)
+        if form is not None:
+            return _dequantize_constant(ctx, op, *form, perm=tuple(perm))
+    return None
+
+
 def _dequantize_constant(ctx: ExportContext, op: Operation, axis: int, scale: np.ndarray,
-                         zero: np.ndarray, ft: str) -> int:
-    """DEQUANTIZE of the input as an int8 constant quantized along `axis`."""
+                         zero: np.ndarray, ft: str, perm: tuple[int, ...] | None = None) -> int:
+    """DEQUANTIZE of the input as an int8 constant quantized along `axis` (permuted by
+    `perm` when given, its quantized axis moving with it)."""
     x = op.input("input")
-    values = np.ascontiguousarray(ctx.array(x), np.int8)
-    q = ctx.const(values, "int8", name=f"{x.name}/quantized")
+    values = ctx.array(x)
     count = x.shape[axis]
+    shape = x.shape
+    name = f"{x.name}/quantized"
+    if perm is not None:
+        values, axis = values.transpose(perm), perm.index(axis)
+        shape, name = tuple(x.shape[p] for p in perm), f"{x.name}/quantized/permuted"
+    q = ctx.const(np.ascontiguousarray(values, np.int8), "int8", name=name)
     params = fb.QuantizationParametersT()
     params.scale = [float(s) for s in np.broadcast_to(
         np.asarray(scale, np.float32).reshape(-1), (count,))]
     params.zeroPoint = [int(z) for z in np.broadcast_to(np.asarray(zero).reshape(-1), (count,))]
     params.quantizedDimension = axis
     ctx.tensors[q].quantization = params
-    return ctx.emit("DEQUANTIZE", [q], (ft, x.shape))
+    return ctx.emit("DEQUANTIZE", [q], (ft, shape))
 
 
 def _quantize_problem(op: Operation) -> str | None:
