@@ -83,3 +83,21 @@ def test_int4_on_the_tiny_decoder_reports_greedy_tokens_over_32_steps():
                        "--weights", "int4")
     assert acc["tokens"]["steps"] == 32 and 0 <= acc["tokens"]["agreement"] <= 1
     assert acc["weightsBytes"]["ratio"] < 0.5
+
+
+def test_verify_measures_int4_at_the_block_size_given():
+    """tiny_cnn's fc weight has a reduction dim of 8: the default block (32) leaves it float32,
+    --block-size 8 quantizes it, and the report's sizes say which happened."""
+    default = _verify_json(TINY, "--weights", "int4", "--samples", 2)
+    blocks_of_8 = _verify_json(TINY, "--weights", "int4", "--block-size", 8, "--samples", 2)
+    assert default["weightsBytes"]["after"] == default["weightsBytes"]["before"]
+    assert blocks_of_8["weightsBytes"]["after"] < default["weightsBytes"]["after"]
+
+
+@pytest.mark.parametrize("args", [["--weights", "int8", "--block-size", "8"],
+                                  ["--block-size", "8"],
+                                  ["--weights", "int4", "--block-size", "1"]])
+def test_verify_refuses_a_block_size_int4_cannot_use_in_one_line(args):
+    r = CliRunner().invoke(main, ["verify", str(TINY), *args])
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "block size" in r.output
