@@ -25,7 +25,8 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many models run at the same time (one process each; each model's "
                    "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
-                   "says otherwise).")
+                   "says otherwise). On devices: how many ort jobs at a time; each device, "
+                   "and chromium, runs one at a time.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, help="Seconds a model may take, fetching and hashing its "
                                       "file included; then its process is killed and it is "
@@ -66,8 +67,13 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     -t/--target T (repeatable): convert for T and check it too; without it each model's
     graph is verified as imported. --runtime (repeatable, default ort): where the graphs run
     for parity; device: on every device connected to the server `webnn-convert serve`
-    started last here, and on local chromium, one report column each (a model x device
-    matrix: built, ran, verified, and the build and run times each page measured).
+    started last here (device:NAME: that one; add --runtime chromium for this machine's
+    Chromium as one more device). On devices, each model is a job per device, each device
+    works through its own queue while the others do theirs (one job at a time each, as local
+    chromium; ort --jobs at a time), and the reports hold a model x device matrix: built (or
+    why not), ran, the verdict, the build and run times each page measured, and the device,
+    browser and deviceType. A device that disconnects: the job it ran and those left in its
+    queue are "device lost" (the model an error), the others go on. At most one --target.
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
     meets its manifest entry's `expect` or misses it (an entry without `expect` expects
@@ -120,9 +126,9 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
 
 
 def _every_device(runtimes: list[str]) -> list[str]:
-    """`device` as device:NAME for each device connected now, and chromium (this machine's
-    own browser beside them); device:NAME:TYPE is not a zoo runtime (each device runs on its
-    default deviceType). The jobs find the server as `serve` recorded it."""
+    """`device` as device:NAME for each device connected now (chromium, this machine's own
+    browser, only when named too); device:NAME:TYPE is not a zoo runtime (each device runs
+    on its default deviceType). The jobs find the server as `serve` recorded it."""
     if any(r.count(":") > 1 for r in runtimes):
         raise click.BadParameter("the zoo runs each device on its default deviceType: give "
                                  "device or device:NAME", param_hint="--runtime")
@@ -136,8 +142,7 @@ def _every_device(runtimes: list[str]) -> list[str]:
                              fix="open the URL `webnn-convert serve` printed on each device")
     expanded = []
     for runtime in runtimes:
-        expanded += [f"device:{n}" for n in names] + ["chromium"] if runtime == "device" \
-            else [runtime]
+        expanded += [f"device:{n}" for n in names] if runtime == "device" else [runtime]
     return list(dict.fromkeys(expanded))
 
 

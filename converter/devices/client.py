@@ -88,7 +88,9 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     error = reply.get("error")
     times = reply.get("times") if isinstance(reply.get("times"), dict) else {}
     built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
-    _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
+    _LAST = {"device": device.get("name"), "browser": device.get("browser"),
+             "platform": device.get("platform"), "userAgent": device.get("userAgent"),
+             "deviceType": kind, "built": built,
              "ran": error is None, "buildMs": _ms(times.get("buildMs")),
              "runMs": _ms(times.get("runMs"))}
     if error is not None:
@@ -99,9 +101,10 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
 
 
 def last_run() -> dict | None:
-    """What this process's last `run_on_device` did on the device: {device, deviceType,
-    built, ran, buildMs, runMs} (milliseconds as its page measured them, None where it did
-    not get that far), or None when it reached no device. For the zoo's per-device record."""
+    """What this process's last `run_on_device` did on the device: {device, browser,
+    platform, userAgent, deviceType, built, ran, buildMs, runMs} (the device as the server
+    describes it; milliseconds as its page measured them, None where it did not get that
+    far), or None when it reached no device. For the zoo's per-device record."""
     return None if _LAST is None else dict(_LAST)
 
 

@@ -210,6 +210,8 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
             statuses.append("unsupported")
         except ConverterError as e:
             entry = {"passed": False, "outputs": [], "error": e.line()}
+            if isinstance(getattr(e, "stage", None), str):  # chromium's: how far it got
+                entry["stage"] = e.stage
             statuses.append("error")
         out["times"][f"run:{runtime}"] = round(time.perf_counter() - t, 4)
         if runtime.startswith("device:"):  # built, ran, and how long each took there

@@ -8,7 +8,9 @@ A key is what identifies the model's content (`ZooEntry.content_id`: a package f
 a local file's identity and change time, never read in the parent), the converter's version
 and every manifest field and option that changes a result (the entry's path, source and
 expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets
-and runtimes): `result_key`. The run's limits (`--timeout`, `--memory`) change only the results
+and runtimes): `result_key`. A device run (runner.py: one job per model and device) keys each
+cell apart, the device's identity included: a result from another browser on the same name
+is not reused. The run's limits (`--timeout`, `--memory`) change only the results
 they cut short, so they are kept beside each record and judged when it is read back
 (`ResultStore.reusable`): a model that timed out is run again under a longer timeout, one that
 ran out of memory under a larger limit. So `--resume` reuses a result only when it would come
@@ -23,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultStore", "result_key", "default_results_path"]
+__all__ = ["ResultStore", "result_key", "default_results_path", "DEVICE_KEYED"]
 
 # The spec members that change a result: where the model is and the hash it must have (a wrong
 # hash is an error; another file of the same package is another model), and how it is run.
@@ -34,10 +36,19 @@ KEYED = ("path", "source", "sha256", "format", "inputShapes", "dims", "constInpu
 NOT_KEYED = ("id", "expect", "notes")
 
 
+# What identifies a device a cell of a device run ran on (cells.device_identity): another
+# browser build, platform or set of contexts behind the same name is another device.
+DEVICE_KEYED = ("name", "userAgent", "platform", "deviceTypes")
+
+
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
-               runtimes: list[str]) -> str:
+               runtimes: list[str], device: dict[str, Any] | None = None) -> str:
+    """The key of a model's result; with `device`, of one cell of a device run (the model
+    on one runtime, `runtimes` that one), the device's identity (DEVICE_KEYED) part of it."""
     options = {k: spec.get(k) for k in KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
+    if device is not None:
+        options["device"] = {k: device.get(k) for k in DEVICE_KEYED}
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
     return f"{content}:{version}:{digest}"
 

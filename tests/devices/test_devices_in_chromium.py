@@ -5,7 +5,6 @@ as the local runtimes are: the same numbers as `--runtime chromium`, the device 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from click.testing import CliRunner
 import converter
 from cli.main import main
 from converter.devices import client
-from converter.errors import ConverterError
 
 from .serving import Served
 
@@ -24,20 +22,6 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
 NAMES = ("alpha", "beta")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """The chromium runtime's own browser (the one `--runtime chromium` uses here)."""
-    from converter.runtimes import chromium
-
-    try:
-        limits = chromium.op_support_limits()
-    except ConverterError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser must run in CI: {e.line()}")
-        pytest.skip(f"no WebNN browser: {e.line()}")
-    return chromium._session().browser, limits
 
 
 @pytest.fixture(scope="module")
