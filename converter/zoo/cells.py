@@ -36,9 +36,9 @@ def is_device(runtime: str) -> bool:
 def device_identity(listed: dict) -> dict[str, Any]:
     """What identifies a connected device (as `client.devices()` lists it): the key of its
     cells includes it (store.DEVICE_KEYED), the lost check compares it."""
-    return {"name": listed.get("name"), "userAgent": listed.get("userAgent"),
-            "platform": listed.get("platform"),
-            "deviceTypes": list(listed.get("deviceTypes") or [])}
+    from .store import DEVICE_KEYED
+
+    return {k: listed.get(k) for k in DEVICE_KEYED}
 
 
 def where_of(runtime: str, listed: dict | None) -> dict[str, Any]:
@@ -148,5 +148,11 @@ def _first_error(runtimes: list[str], raws: dict[str, dict], cells: dict[str, di
         variant = (raw.get("targets") or [{}])[0]
         error = variant.get("error") or raw.get("error")
         if error:
-            return {"kind": error["kind"], "message": f"{runtime}: {error['message']}"}
+            return {"kind": error["kind"], "message": _named(runtime, error["message"])}
+        return {"kind": "runtime", "message": f"{runtime}: {cell['verdict']}"}
     return None
+
+
+def _named(runtime: str, message: str) -> str:
+    """`message` naming the runtime it is about (a parity failure names it already)."""
+    return message if message.startswith(f"{runtime} ") else f"{runtime}: {message}"

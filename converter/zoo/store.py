@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultStore", "result_key", "default_results_path", "DEVICE_KEYED"]
+__all__ = ["ResultStore", "result_key", "default_results_path", "DEVICE_KEYED", "DEVICE_NOT_KEYED"]
 
 # The spec members that change a result: where the model is and the hash it must have (a wrong
 # hash is an error; another file of the same package is another model), and how it is run.
@@ -39,6 +39,10 @@ NOT_KEYED = ("id", "expect", "notes")
 # What identifies a device a cell of a device run ran on (cells.device_identity): another
 # browser build, platform or set of contexts behind the same name is another device.
 DEVICE_KEYED = ("name", "userAgent", "platform", "deviceTypes")
+# What the server lists of a device that does not change a result: the browser is read from
+# the user agent (keyed), the target files' paths and the refusals' words vary from one
+# `serve` to the next. tests/zoo/test_resume_key.py holds every listed field to one side.
+DEVICE_NOT_KEYED = ("browser", "targets", "refused")
 
 
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
