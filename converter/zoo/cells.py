@@ -75,7 +75,8 @@ def make_cell(runtime: str, raw: dict, where: dict, started_at: float, ended_at:
         ran = bool(entry.get("outputs"))
         stage = entry.get("stage")
         built = True if ran else (stage not in _BEFORE_BUILT if stage else None)
-        build_ms = run_ms = None
+        page = entry.get("pageTimes") or {}  # chromium's page measures as a device's does
+        build_ms, run_ms = page.get("buildMs"), page.get("runMs")
     else:  # never reached the runtime: the model did not convert, or the job died
         built, ran, build_ms, run_ms = (None if lost else False), False, None, None
     reason = None

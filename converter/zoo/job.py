@@ -218,6 +218,10 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
             from ..devices.client import last_run
 
             entry["device"] = last_run()
+        elif runtime == "chromium":  # how long its page took to build and run the graph
+            from ..runtimes.chromium import last_times
+
+            entry["pageTimes"] = last_times()
         out["parity"][runtime] = entry
     out["status"] = worst(statuses)
     if out["status"] != "verified":

@@ -162,9 +162,9 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
                 complete(entry)
     finally:  # also on Ctrl-C: what finished is stored; what runs is killed, not waited for
         stopping.set()
-        from .runner import kill_running
+        from .warm import kill_children  # a device run's jobs are all the warm worker's
 
-        kill_running()
+        kill_children()
         for thread in threads:
             thread.join()
     return results, resumed

@@ -203,13 +203,17 @@ def test_a_zoo_over_two_devices_and_local_chromium(use_it, tmp_path):
                                   "platform": "Linux", "deviceType": "cpu",
                                   "userAgent": cell["device"]["userAgent"]}
     assert "device" not in parity["chromium"]
-    assert cells["chromium"]["verdict"] == "verified" and cells["chromium"]["ran"] is True
+    local = cells["chromium"]  # this machine's browser, measured by its page as a device's
+    assert local["verdict"] == "verified" and local["built"] is True and local["ran"] is True
+    assert local["buildMs"] > 0 and local["runMs"] > 0
+    assert parity["chromium"]["pageTimes"] == {"buildMs": local["buildMs"],
+                                               "runMs": local["runMs"]}
     assert cells["chromium"]["device"]["browser"] == "Chromium (this machine)"
     page = (tmp_path / "zoo.html").read_text()
     for runtime in runtimes:  # the model x device matrix: a column per device
         assert f"<th data-sort>worst on {runtime}</th>" in page
         assert f"<th title=" in page and f">{runtime}<small>" in page
-    assert page.count(" ms, ran in ") == 2 and page.count("built in ") == 4
+    assert page.count(" ms, ran in ") == 2 and page.count("built in ") == 5
     markdown = (tmp_path / "zoo.md").read_text()
     assert "| model | `device:alpha` | `device:beta` | `chromium` |" in markdown
 
