@@ -17,7 +17,6 @@ from markdown_it import MarkdownIt
 
 from converter.devices import client
 from converter.zoo import ZooOptions, build_report, run_zoo, write_reports
-from converter.zoo.cells import LOST, LOST_KIND
 
 from .serving import Served
 from .zoo_hooks import FIRST, FLAGS, HOOK, SECOND, started
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 THIRD = "matmul_softmax"
 MODELS = [FIRST, SECOND, THIRD]
 RUNTIMES = ["device:alpha", "device:beta"]
+LOST, LOST_KIND = "device lost", "device-lost"  # a cell's verdict, its model's error kind
 # Chosen by whoever opens the page: markup, a table's pipe, backticks, quotes.
 PAYLOAD = '<img src=x onerror="alert(1)">'
 HOSTILE_AGENT = (f"Mozilla/5.0 (X11; Linux x86_64) {PAYLOAD} | ``a|b`` & 'q' "
