@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -174,6 +175,11 @@ def _summary(doc: dict) -> None:
          + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
     for target, c in s["byTarget"].items():
         echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
+    for runtime in doc["options"]["runtimes"]:  # a run on devices: each column's verdicts
+        verdicts = Counter(c["verdict"] for r in doc["models"] for c in r.get("cells") or []
+                           if c["runtime"] == runtime)
+        if verdicts:
+            echo(f"  on {runtime}: " + ", ".join(f"{n} {v}" for v, n in verdicts.items()))
 
 
 def _why_failed(doc: dict) -> list[str]:

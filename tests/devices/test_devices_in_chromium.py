@@ -224,12 +224,15 @@ def test_zoo_device_alone_leaves_local_chromium_out(use_it, tmp_path):
     shutil.copy(TINY, tmp_path / "tiny_cnn.onnx")
     manifest = tmp_path / "zoo.json"
     manifest.write_text(json.dumps({"models": [{"id": "tiny_cnn", "path": "tiny_cnn.onnx"}]}))
-    result = _cli("zoo", manifest, "--runtime", "device", "--json", "--results",
-                  tmp_path / "results.jsonl")
+    result = _cli("zoo", manifest, "--runtime", "device", "--results",
+                  tmp_path / "results.jsonl", "--report", tmp_path / "report.json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads((tmp_path / "report.json").read_text())
     assert report["options"]["runtimes"] == ["device:alpha", "device:beta"]
     assert [c["runtime"] for c in report["models"][0]["cells"]] == report["options"]["runtimes"]
+    # each device's column in the summary
+    assert result.output.splitlines()[-2:] == ["  on device:alpha: 1 verified",
+                                               "  on device:beta: 1 verified"]
 
 
 def test_zoo_on_a_device_not_connected_is_refused_before_anything_runs(use_it, tmp_path):
