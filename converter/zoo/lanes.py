@@ -105,7 +105,7 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
     for entry in entries:
         for runtime in runtimes:
             stored = store.reusable(cell_key(entry, runtime), options.timeout, options.memory)
-            if stored is not None and isinstance(stored.get("cell"), dict):
+            if _whole(stored, runtime):
                 raw = {k: v for k, v in stored.items() if k != "cell"}
                 raws[entry.id][runtime] = raw
                 cells[entry.id][runtime] = {**stored["cell"], "resumed": True}
@@ -168,6 +168,19 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
         for thread in threads:
             thread.join()
     return results, resumed
+
+
+def _whole(stored: dict | None, runtime: str) -> bool:
+    """Whether a stored record is a cell of `runtime` as this run writes them (a results file
+    is a file like any other: one edited or from another version is run again, not read)."""
+    from .cells import CELL_VERDICTS
+    from .manifest import STATUSES
+
+    cell = stored.get("cell") if isinstance(stored, dict) else None
+    return (isinstance(cell, dict) and cell.get("runtime") == runtime
+            and cell.get("verdict") in CELL_VERDICTS and cell.get("lost") is None
+            and stored.get("status") in STATUSES and isinstance(stored.get("targets"), list)
+            and isinstance(stored.get("times"), dict))
 
 
 def _one(lane: _Lane, entry, options, shared) -> tuple[dict, dict]:

@@ -158,3 +158,39 @@ def test_the_markdown_matrix_makes_no_device_string_live(doc):
     rows = re.findall(r"<tr>(.*?)</tr>", models, re.S)
     assert len(rows) == 1 + len(HOSTILE)
     assert {r.count("<td") + r.count("<th") for r in rows} == {3}
+
+
+def test_a_results_file_of_a_run_on_devices_is_a_baseline_of_whole_models(tmp_path):
+    """Its records are cells (one per model and device): the baseline's model is the worst of
+    them, with every device's numbers, not whichever device's record came last."""
+    import json
+
+    from converter.zoo.baseline import compare, load_baseline
+
+    records = []
+    for runtime, passed in (("device:alpha", False), ("device:beta", True)):
+        raw = _raw(runtime, passed)
+        records.append({"key": runtime, "limits": {},
+                        "result": {**raw, "cell": make_cell(runtime, raw, WHERE, 0.0, 1.0)}})
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    baseline = load_baseline(path)
+    assert baseline.results["m"]["status"] == "mismatch"
+    now = {**_raw("device:alpha"), "status": "verified"}
+    assert compare([now], baseline.results) == [
+        {"id": "m", "kind": "status", "before": "mismatch", "after": "verified"}]
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: r.pop("cell"), lambda r: r["cell"].update(runtime="device:beta"),
+    lambda r: r["cell"].update(verdict="<b>fine</b>"), lambda r: r.update(status="great"),
+    lambda r: r["cell"].update(lost="gone"), lambda r: r.update(targets=None),
+])
+def test_a_stored_cell_that_is_not_one_this_run_writes_is_not_reused(change):
+    from converter.zoo.lanes import _whole
+
+    raw = _raw("device:alpha")
+    record = {**raw, "cell": make_cell("device:alpha", raw, WHERE, 0.0, 1.0)}
+    assert _whole(record, "device:alpha")
+    change(record)
+    assert not _whole(record, "device:alpha")
