@@ -88,9 +88,10 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     error = reply.get("error")
     times = reply.get("times") if isinstance(reply.get("times"), dict) else {}
     built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
-    _LAST = {"device": device.get("name"), "browser": device.get("browser"),
-             "platform": device.get("platform"), "userAgent": device.get("userAgent"),
-             "deviceType": kind, "built": built,
+    _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
+             # the server's words for the device, strings or nothing (it is another program)
+             **{k: v if isinstance(v := device.get(k), str) else None
+                for k in ("browser", "platform", "userAgent")},
              "ran": error is None, "buildMs": _ms(times.get("buildMs")),
              "runMs": _ms(times.get("runMs"))}
     if error is not None:

@@ -45,11 +45,12 @@ def where_of(runtime: str, listed: dict | None) -> dict[str, Any]:
     """Where a cell runs, as the matrix names it: the device, its browser, platform, user
     agent and deviceType (the first of cpu, gpu, npu it has, the server's choice for a
     runtime that names none); for a local runtime, the runtime itself."""
-    if listed is not None:
-        types = list(listed.get("deviceTypes") or [])
-        return {"name": listed.get("name"), "browser": listed.get("browser"),
-                "platform": listed.get("platform"), "userAgent": listed.get("userAgent"),
-                "deviceType": types[0] if types else None}
+    if listed is not None:  # the server's words: strings or nothing
+        types = listed.get("deviceTypes") if isinstance(listed.get("deviceTypes"), list) else []
+        where = {k: v if isinstance(v := listed.get(k), str) else None
+                 for k in ("name", "browser", "platform", "userAgent")}
+        return {**where, "deviceType": types[0] if types and isinstance(types[0], str)
+                else None}
     browser = "Chromium (this machine)" if runtime == "chromium" else None
     return {"name": runtime, "browser": browser, "platform": None, "userAgent": None,
             "deviceType": "cpu"}

@@ -283,9 +283,9 @@ class SharedWorker:
         try:
             result, lost = run_warm(worker, spec, options)
         finally:
-            if lost:
+            if lost:  # killed from outside: the models it ran say so; a new worker goes on
                 with self._replacing:
-                    if self.current is worker:
+                    if self.current is worker:  # the first job to see it gone replaces it
                         worker.close()
                         self.current = WarmWorker(_child_env(self._jobs),
                                                   targets=bool(self._options.targets))
