@@ -44,7 +44,10 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "one file per manifest in the cache (WEBNN_CONVERTER_CACHE, default "
                    "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
-                                             "already has a result for (same options).")
+                                             "already has a result for (same options; on "
+                                             "devices, each model x device cell the same "
+                                             "device ran: name, user agent, platform, "
+                                             "deviceTypes).")
 @click.option("--baseline", type=click.Path(), metavar="FILE",
               help="An earlier run's results (.jsonl) or JSON report, read before any model "
                    "runs: every model whose status changed, or whose worst error grew more "
@@ -84,7 +87,8 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     status or grew its worst error past --error-growth); 1 otherwise, naming each model and
     why; 2 on bad input, before any model runs: a manifest that is not plain data (a package
     that is not a plain name and version, a path outside the manifest's folder), a bad
-    --baseline, or an output (--report, --results) that is an input or another output.
+    --baseline, an output (--report, --results) that is an input or another output, or a
+    device named that is not connected.
     """
     for path in reports:
         try:
