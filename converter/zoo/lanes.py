@@ -101,7 +101,6 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
     cells: dict[str, dict[str, dict]] = {e.id: {} for e in entries}
     results: dict[str, dict] = {}
     lanes = {r: _Lane(r, devices.get(r), deque()) for r in runtimes}
-    from_store: set[str] = set()
     for entry in entries:
         for runtime in runtimes:
             stored = store.reusable(cell_key(entry, runtime), options.timeout, options.memory)
@@ -138,6 +137,8 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
                         break
                     entry = lane.todo.popleft()
                 arrived.put((entry, lane.runtime, *_one(lane, entry, options, shared)))
+        except BaseException as e:  # a fault of ours: raised in the caller's thread
+            arrived.put(e)
         finally:
             arrived.put(_DONE)
 
@@ -154,8 +155,10 @@ def run_matrix(entries: list, options, shared, store, cell_key: Callable[[Any, s
             if item is _DONE:
                 running -= 1
                 continue
+            if isinstance(item, BaseException):
+                raise item
             entry, runtime, raw, cell = item
-            if not cell["lost"]:  # a lost cell never ran: a --resume runs it
+            if not cell["lost"]:  # a lost cell got no verdict: a --resume runs it again
                 store.append(cell_key(entry, runtime), {**raw, "cell": cell}, limits)
             raws[entry.id][runtime], cells[entry.id][runtime] = raw, cell
             if len(cells[entry.id]) == len(runtimes):

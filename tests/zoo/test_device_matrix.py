@@ -194,3 +194,22 @@ def test_a_stored_cell_that_is_not_one_this_run_writes_is_not_reused(change):
     assert _whole(record, "device:alpha")
     change(record)
     assert not _whole(record, "device:alpha")
+
+
+def test_a_fault_in_a_lane_is_raised_in_the_callers_thread_not_lost(tmp_path):
+    """A lane's thread that fails (here: its worker raises) must not leave the run waiting
+    for a cell that never comes, nor drop the error."""
+    from types import SimpleNamespace
+
+    from converter.zoo.lanes import run_matrix
+    from converter.zoo.store import ResultStore
+
+    class Broken:
+        def run(self, spec, options):
+            raise RuntimeError("the worker broke")
+
+    entry = SimpleNamespace(id="m", spec=lambda: {"id": "m"})
+    with pytest.raises(RuntimeError, match="the worker broke"):
+        run_matrix([entry], ZooOptions(runtimes=["ort"]), Broken(),
+                   ResultStore(tmp_path / "r.jsonl", resume=False), lambda e, r: f"{e.id}{r}",
+                   {"ort": None}, lambda e, merged: merged)
