@@ -193,7 +193,8 @@ VOCABULARY: dict[str, Shared] = {
         "first), or device[:NAME[:TYPE]] (a phone or laptop whose browser has the page of "
         "`webnn-convert serve` open; NAME may be left out when one is connected, TYPE is its "
         "deviceType, cpu by default). zoo takes it repeatedly, device there meaning every "
-        "connected device and local chromium.",
+        "connected device, each working through its own queue of models (with chromium "
+        "too: this machine's browser as one more).",
         dict(type=Runtime(_RUNTIMES), default="ort", show_default=True,
              metavar="|".join(_RUNTIMES) + "|device[:NAME[:TYPE]]"),
         repeatable_in=("zoo",)),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -25,7 +26,8 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many models run at the same time (one process each; each model's "
                    "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
-                   "says otherwise).")
+                   "says otherwise). On devices: how many ort jobs at a time; each device, "
+                   "and chromium, runs one at a time.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, help="Seconds a model may take, fetching and hashing its "
                                       "file included; then its process is killed and it is "
@@ -42,7 +44,10 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "one file per manifest in the cache (WEBNN_CONVERTER_CACHE, default "
                    "~/.cache/webnn-converter/zoo/), never the working directory.")
 @click.option("--resume", is_flag=True, help="Keep the results file and skip the models it "
-                                             "already has a result for (same options).")
+                                             "already has a result for (same options; on "
+                                             "devices, each model x device cell the same "
+                                             "device ran: name, user agent, platform, "
+                                             "deviceTypes).")
 @click.option("--baseline", type=click.Path(), metavar="FILE",
               help="An earlier run's results (.jsonl) or JSON report, read before any model "
                    "runs: every model whose status changed, or whose worst error grew more "
@@ -67,8 +72,13 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     -t/--target T (repeatable): convert for T and check it too; without it each model's
     graph is verified as imported. --runtime (repeatable, default ort): where the graphs run
     for parity; device: on every device connected to the server `webnn-convert serve`
-    started last here, and on local chromium, one report column each (a model x device
-    matrix: built, ran, verified, and the build and run times each page measured).
+    started last here (device:NAME: that one; add --runtime chromium for this machine's
+    Chromium as one more device). On devices, each model is a job per device, each device
+    works through its own queue while the others do theirs (one job at a time each, as local
+    chromium; ort --jobs at a time), and the reports hold a model x device matrix: built (or
+    why not), ran, the verdict, the build and run times each page measured, and the device,
+    browser and deviceType. A device that disconnects: the job it ran and those left in its
+    queue are "device lost" (the model an error), the others go on. At most one --target.
     --weights float16|int8|int4: each graph is also converted with its weights so stored
     and measured against the float source on every runtime (weights size before and after,
     errors, worst cosine, top-1/top-5 over --samples inputs), judged by --accuracy or the
@@ -82,7 +92,8 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     status or grew its worst error past --error-growth); 1 otherwise, naming each model and
     why; 2 on bad input, before any model runs: a manifest that is not plain data (a package
     that is not a plain name and version, a path outside the manifest's folder), a bad
-    --baseline, or an output (--report, --results) that is an input or another output.
+    --baseline, an output (--report, --results) that is an input or another output, or a
+    device named that is not connected.
     """
     for path in reports:
         try:
@@ -139,9 +150,9 @@ def _bounds_text(accuracy: dict | None) -> str | None:
 
 
 def _every_device(runtimes: list[str]) -> list[str]:
-    """`device` as device:NAME for each device connected now, and chromium (this machine's
-    own browser beside them); device:NAME:TYPE is not a zoo runtime (each device runs on its
-    default deviceType). The jobs find the server as `serve` recorded it."""
+    """`device` as device:NAME for each device connected now (chromium, this machine's own
+    browser, only when named too); device:NAME:TYPE is not a zoo runtime (each device runs
+    on its default deviceType). The jobs find the server as `serve` recorded it."""
     if any(r.count(":") > 1 for r in runtimes):
         raise click.BadParameter("the zoo runs each device on its default deviceType: give "
                                  "device or device:NAME", param_hint="--runtime")
@@ -155,8 +166,7 @@ def _every_device(runtimes: list[str]) -> list[str]:
                              fix="open the URL `webnn-convert serve` printed on each device")
     expanded = []
     for runtime in runtimes:
-        expanded += [f"device:{n}" for n in names] + ["chromium"] if runtime == "device" \
-            else [runtime]
+        expanded += [f"device:{n}" for n in names] if runtime == "device" else [runtime]
     return list(dict.fromkeys(expanded))
 
 
@@ -188,6 +198,11 @@ def _summary(doc: dict) -> None:
          + (f" ({len(s['resumed'])} from an earlier run)" if s["resumed"] else ""))
     for target, c in s["byTarget"].items():
         echo(f"  {target}: " + ", ".join(f"{c[st]} {st}" for st in STATUSES if c[st]))
+    for runtime in doc["options"]["runtimes"]:  # a run on devices: each column's verdicts
+        verdicts = Counter(c["verdict"] for r in doc["models"] for c in r.get("cells") or []
+                           if c["runtime"] == runtime)
+        if verdicts:
+            echo(f"  on {runtime}: " + ", ".join(f"{n} {v}" for v, n in verdicts.items()))
 
 
 def _why_failed(doc: dict) -> list[str]:

@@ -140,6 +140,9 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
     times = reply.get("times") if isinstance(reply.get("times"), dict) else {}
     built = not isinstance(error, dict) or error.get("stage") not in _BEFORE_BUILT
     _LAST = {"device": device.get("name"), "deviceType": kind, "built": built,
+             # the server's words for the device, strings or nothing (it is another program)
+             **{k: v if isinstance(v := device.get(k), str) else None
+                for k in ("browser", "platform", "userAgent")},
              "ran": error is None, "buildMs": _ms(times.get("buildMs")),
              "runMs": _ms(times.get("runMs")), "medianMs": _ms(times.get("medianMs"))}
     if error is not None:
@@ -152,10 +155,11 @@ def run_on_device(graph: Graph, feeds: Mapping[str, np.ndarray], runtime: str = 
 
 
 def last_run() -> dict | None:
-    """What this process's last `run_on_device` did on the device: {device, deviceType,
-    built, ran, buildMs, runMs, medianMs} (milliseconds as its page measured them, None where
-    it did not get that far or, medianMs, was not asked for), or None when it reached no
-    device. For the zoo's per-device record and the browser bench."""
+    """What this process's last `run_on_device` did on the device: {device, browser,
+    platform, userAgent, deviceType, built, ran, buildMs, runMs, medianMs} (the device as the
+    server describes it; milliseconds as its page measured them, None where it did not get
+    that far or, medianMs, was not asked for), or None when it reached no device. For the
+    zoo's per-device record and the browser bench."""
     return None if _LAST is None else dict(_LAST)
 
 

@@ -42,7 +42,7 @@ from .browser_install import find_chromium
 from .chromium_sandbox import launch
 
 __all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits",
-           "browser_version",
+           "browser_version", "last_times",
            "browser_page", "close_browser", "LAUNCH_ARGS"]
 
 # Sandboxed or not is chromium_sandbox.launch's choice (--no-sandbox only where it must).
@@ -51,6 +51,8 @@ _RUNNER = Path(__file__).with_name("chromium_runner.js")
 # A graph that neither finishes nor fails in this time is reported as hung.
 _CASE_TIMEOUT_MS = 300_000
 _LABEL = re.compile(r"\[([^\[\]]+)\]")
+# The page's times of the last case run_chromium_many ran (see `last_times`).
+_LAST_TIMES: dict | None = None
 
 
 def run_chromium(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -68,6 +70,8 @@ def run_chromium_many(cases: Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
     from ..emit.javascript import write_js
     from ..ir.feeds import check_feeds
 
+    global _LAST_TIMES
+    _LAST_TIMES = None
     session = _session()
     batch = session.new_folder()
     try:
@@ -83,6 +87,10 @@ def run_chromium_many(cases: Sequence[tuple[Graph, Mapping[str, np.ndarray]]]
                 inputs[name] = f"{session.url(folder)}/in{j}.bin"
             specs.append({"module": f"{session.url(folder)}/model.js", "inputs": inputs})
         raw = session.run_specs(specs)
+        given = raw[-1].get("times") if raw else None
+        _LAST_TIMES = {k: round(float(v), 3) if type(v) in (int, float) else None
+                       for k, v in given.items() if k in ("buildMs", "runMs")} \
+            if isinstance(given, dict) else None
         return [_result(graph, r) for (graph, _), r in zip(cases, raw)]
     finally:
         shutil.rmtree(batch, ignore_errors=True)
@@ -178,6 +186,13 @@ def _prefix(graph: Graph, count: int) -> Graph:
             if out.name not in read:
                 part.set_output(out.name, part.operand(out.name))
     return part
+
+
+def last_times() -> dict | None:
+    """{buildMs, runMs} of the last graph this process ran (run_chromium, or the last case of
+    run_chromium_many), as the page measured them (None where it did not get that far), or
+    None when it reached no page. For the zoo's cell of local chromium."""
+    return None if _LAST_TIMES is None else dict(_LAST_TIMES)
 
 
 def op_support_limits() -> dict[str, Any]:

@@ -20,6 +20,7 @@ async function fetchBytes(url) {
 async function runCase(spec) {
   let stage = "import";
   let context = null, model = null, tensors = null, m = null;
+  const times = {buildMs: null, runMs: null};  // as the device page measures them
   try {
     m = await import(spec.module);
     stage = "createContext";
@@ -28,22 +29,26 @@ async function runCase(spec) {
     const weights = await m.loadWeights();
     stage = "build";
     // A module written for several values of its dims takes them here (others ignore it).
+    let started = performance.now();
     model = await m.buildGraph(context, weights, spec.dims);
+    times.buildMs = performance.now() - started;
     if (spec.buildOnly) return {built: true};
     stage = "inputs";
     const feeds = {};
     for (const [name, file] of Object.entries(spec.inputs)) feeds[name] = await fetchBytes(file);
     stage = "dispatch";
+    started = performance.now();  // inputs written, the graph run, its outputs read back
     tensors = await m.createTensors(context, model);
     m.writeInputs(context, tensors, feeds);
     m.dispatch(context, model, tensors);
     stage = "read";
     const outputs = await m.readOutputs(context, tensors);
+    times.runMs = performance.now() - started;
     const encoded = {};
     for (const [name, array] of Object.entries(outputs)) encoded[name] = base64(array.buffer);
-    return {outputs: encoded};
+    return {outputs: encoded, times};
   } catch (e) {
-    return {error: {stage, name: e?.name ?? "Error", message: e?.message ?? String(e)}};
+    return {error: {stage, name: e?.name ?? "Error", message: e?.message ?? String(e)}, times};
   } finally {
     if (tensors !== null) m.destroyTensors(tensors);
     if (model !== null) model.graph.destroy();

@@ -9,8 +9,11 @@
 
 Modules: manifest (the model list), files (reading and writing hostile files), job (one
 model, in a child process), store (results as JSON lines, for --resume), runner (scheduling
-and isolation), ray_executor (the same jobs on a Ray cluster), baseline (an earlier run to
-compare with), report_json / report_md / report_html (the three views of one report).
+and isolation), lanes (a run on devices: each device's own queue, worked at the same time as
+the others), cells (one model on one device, and the model made of its cells), ray_executor
+(the same jobs on a Ray cluster), baseline (an earlier run to compare with), report_json /
+report_md / report_html (the three views of one report), report_matrix (the model x device
+matrix both pages show).
 """
 from __future__ import annotations
 

@@ -41,7 +41,8 @@ class Baseline:
 
 def load_baseline(path: str | Path) -> Baseline:
     """An earlier run: from the JSON-lines results file a run appends to (the last record of
-    an id wins) or from a `.json` report. Anything else is refused in one line."""
+    an id wins; of a run on devices, the last of each model and device, the model the worst
+    of them) or from a `.json` report. Anything else is refused in one line."""
     path = Path(path)
     where = str(path)
     fix = "give the results file of an earlier run (.jsonl) or its JSON report (.json)"
@@ -66,10 +67,28 @@ def load_baseline(path: str | Path) -> Baseline:
             raise ConverterError("not a zoo report (no `models` list)", where=where, fix=fix)
         results = [(f"{where}: $.models[{i}]", r) for i, r in enumerate(doc["models"])]
     by_id: dict[str, dict] = {}
+    cells: dict[str, dict[str, dict]] = {}  # a run on devices: id -> runtime -> its record
     for place, result in results:
         _check_result(result, place, fix)
-        by_id[result["id"]] = result
+        cell = result.get("cell")
+        if isinstance(cell, dict) and isinstance(cell.get("runtime"), str):
+            cells.setdefault(result["id"], {})[cell["runtime"]] = result
+        else:
+            by_id[result["id"]] = result
+    for model, records in cells.items():
+        by_id[model] = _of_cells(model, list(records.values()))
     return Baseline(path, by_id)
+
+
+def _of_cells(model: str, records: list[dict]) -> dict:
+    """A model of a run on devices from its cells' records (one per device, the last of each
+    kept): the worst of their statuses, and every device's parity, as compare() reads them."""
+    from .job import worst
+    from .manifest import STATUSES
+
+    statuses = [r["status"] if r["status"] in STATUSES else "error" for r in records]
+    return {"id": model, "status": worst(statuses),
+            "targets": [v for r in records for v in r.get("targets", [])]}
 
 
 def _check_result(result: Any, where: str, fix: str) -> None:

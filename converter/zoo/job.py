@@ -210,12 +210,18 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
             statuses.append("unsupported")
         except ConverterError as e:
             entry = {"passed": False, "outputs": [], "error": e.line()}
+            if isinstance(getattr(e, "stage", None), str):  # chromium's: how far it got
+                entry["stage"] = e.stage
             statuses.append("error")
         out["times"][f"run:{runtime}"] = round(time.perf_counter() - t, 4)
         if runtime.startswith("device:"):  # built, ran, and how long each took there
             from ..devices.client import last_run
 
             entry["device"] = last_run()
+        elif runtime == "chromium":  # how long its page took to build and run the graph
+            from ..runtimes.chromium import last_times
+
+            entry["pageTimes"] = last_times()
         out["parity"][runtime] = entry
     failed = None
     if spec.get("weights", "float32") != "float32":  # zoo --weights: compressed.py

@@ -1,4 +1,5 @@
-"""The zoo report as one self-contained HTML page: a summary, three charts, the model table.
+"""The zoo report as one self-contained HTML page: a summary, three charts, the model x device
+matrix of a run on devices, the model table.
 
     render_html(build_report(run))    # the page's text; converter.zoo.write_reports writes it
 
@@ -14,10 +15,11 @@ from .manifest import STATUSES
 from .report_json import (accuracy_runtimes, describe_accuracy, describe_runtime,
                           format_number, model_seconds, printable)
 
-__all__ = ["render_html", "STATUS_COLOURS", "kind_colours"]
+__all__ = ["render_html", "STATUS_COLOURS", "kind_colours", "matrix_section"]
 
 STATUS_COLOURS = {"verified": "#2e7d32", "mismatch": "#f9a825", "unsupported": "#757575",
                   "error": "#c62828", "timeout": "#6a1b9a", "crash": "#000000"}
+LOST_COLOUR = "#ad1457"  # a matrix cell whose device went away
 _NEUTRAL = "#546e7a"  # bars that stand for no one status
 _BAR_H, _GAP, _LABEL_W, _PLOT_W = 22, 8, 190, 460
 
@@ -43,6 +45,7 @@ th{background:#f0f0f0;position:sticky;top:0} td.num{text-align:right;font-varian
 details{margin:.2rem 0} code{font-size:12px}
 th[data-sort]{cursor:pointer} th[data-sort]::after{content:" \\2195";color:#999}
 .filters{margin:.5rem 0} .filters input,.filters select{font:inherit;margin-right:.6rem}
+#matrix td{white-space:normal} #matrix small{color:#555;display:block}
 """
 
 # Sorting (click a header; again to reverse) and filtering (text and status) of the model
@@ -189,6 +192,40 @@ def _device_line(done: dict) -> str:
                              not None else "")
 
 
+def matrix_section(doc: dict) -> str:
+    """The model x device matrix of a device run (report_matrix), or nothing. The column
+    heads name each device (its user agent in the tooltip); every device's and model's
+    string is escaped: whoever opened the page chose them."""
+    from .report_matrix import cell_lines, cell_of, matrix_columns, where_line
+
+    columns = matrix_columns(doc)
+    if not columns:
+        return ""
+    heads = "".join(f'<th title="{escape(where.get("userAgent") or "")}">{escape(runtime)}'
+                    f"<small>{escape(where_line(where))}</small></th>"
+                    for runtime, where in columns)
+    rows = []
+    for model in doc["models"]:
+        tds = []
+        for runtime, _ in columns:
+            cell = cell_of(model, runtime)
+            if cell is None:
+                tds.append("<td>-</td>")
+                continue
+            verdict, lines = cell_lines(cell)
+            colour = STATUS_COLOURS.get(verdict, LOST_COLOUR)
+            tds.append(f'<td><span class="status" style="background:{colour}">'
+                       f"{escape(verdict)}</span>"
+                       + "".join(f"<small>{escape(line)}</small>" for line in lines) + "</td>")
+        rows.append(f"<tr><td>{escape(model['id'])}</td>{''.join(tds)}</tr>")
+    agents = "".join(f"<li><code>{escape(where_line(where))}</code>: user agent "
+                     f"<code>{escape(where.get('userAgent'))}</code></li>"
+                     for _, where in columns if where.get("userAgent"))
+    return (f'<h2>Model &times; device</h2>\n<table id="matrix"><thead><tr><th>model</th>'
+            f"{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            + (f"<ul>{agents}</ul>" if agents else ""))
+
+
 def _detail_cell(result: dict) -> str:
     error = result.get("error")
     if not error:
@@ -314,6 +351,7 @@ def render_html(doc: dict) -> str:
 <figure><figcaption>Wall time per model (s)</figcaption>{bar_chart(times, " s",
     "time per model")}</figure>
 </div>
+{matrix_section(doc)}
 <h2>Models</h2>
 <div class="filters"><label>Filter <input id="filter-text" type="search"
 placeholder="model, target, error..."></label><label>Status <select id="filter-status">

@@ -1,4 +1,5 @@
-"""The zoo report as a Markdown page: a summary, one table row per model, then what failed.
+"""The zoo report as a Markdown page: a summary, one table row per model, the model x device
+matrix of a run on devices, then what failed.
 
     render_markdown(build_report(run))   # the page's text; converter.zoo.write_reports
                                          # writes it
@@ -111,6 +112,44 @@ def _ids(ids: list[str]) -> str:
     return ", ".join(code(i) for i in ids) or "none"
 
 
+def _matrix(doc: dict) -> list[str]:
+    """The model x device matrix of a device run: a table of where each column ran (device,
+    browser, platform, deviceType, user agent), then one row per model; every device's and
+    model's string a code span (whoever opened the page chose them)."""
+    from .report_matrix import cell_lines, cell_of, matrix_columns
+
+    columns = matrix_columns(doc)
+    if not columns:
+        return []
+    lines = ["", "## Model x device", "",
+             "| column | device | browser | platform | deviceType | user agent |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for runtime, where in columns:
+        lines.append("| " + " | ".join(
+            "-" if value is None else code(value, table=True)
+            for value in (runtime, where.get("name"), where.get("browser"),
+                          where.get("platform"), where.get("deviceType"),
+                          where.get("userAgent"))) + " |")
+    lines += ["", "| model | " + " | ".join(code(r, table=True) for r, _ in columns) + " |",
+              "| --- | " + " | ".join("---" for _ in columns) + " |"]
+    for model in doc["models"]:
+        cells = []
+        for runtime, _ in columns:
+            cell = cell_of(model, runtime)
+            if cell is None:
+                cells.append("-")
+                continue
+            verdict, details = cell_lines(cell)
+            cells.append("; ".join([_verdict(verdict)]
+                                   + [code(line, table=True) for line in details]))
+        lines.append(f"| {code(model['id'], table=True)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _verdict(verdict) -> str:
+    return "**device lost**" if verdict == "device lost" else _status(verdict)
+
+
 def render_markdown(doc: dict) -> str:
     s, options = doc["summary"], doc["options"]
     measured = accuracy_runtimes(doc)
@@ -140,6 +179,7 @@ def render_markdown(doc: dict) -> str:
                format_number(r["ops"]), format_number(r["transposes"]),
                f"{r['times'].get('convert', 0.0):.2f}", f"{model_seconds(r):.2f}")
         lines.append("| " + " | ".join(row) + " |")
+    lines += _matrix(doc)
     failed = [r for r in doc["models"] if r["status"] != "verified"]
     if failed:
         lines += ["", "## Not verified", ""]

@@ -16,6 +16,10 @@ it arrives, so a killed run keeps everything finished and `resume=True` skips it
 
 `executor="ray"` sends the same isolated job to a Ray cluster (converter/zoo/ray_executor.py);
 the store, the keys and the reports are the same.
+
+A run whose runtimes name devices (`device:NAME`) is a device run (converter/zoo/lanes.py):
+one job per model and runtime, each device working through its own queue at the same time as
+the others, each cell (model x device) kept in the store under its own key.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from .. import __version__
 from ..errors import ConverterError
 from .files import check_outputs
 from .job import MODEL_FILE
+from .lanes import is_device_run, lane_widths, resolve_devices
 from .manifest import ZooEntry, ZooManifest, load_manifest
 from .store import ResultStore, default_results_path, result_key
 
@@ -124,10 +129,16 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     if results_path is None:
         results_path = default_results_path(manifest.path)
     check_outputs(manifest.inputs(), [("the results file", Path(results_path))])
+    devices = None
+    if is_device_run(options.runtimes):  # every named device connected, before any write
+        devices = resolve_devices(options.runtimes)
     store = ResultStore(results_path, resume=resume)
     keys = {e.id: result_key(e.content_id(), __version__, e.spec(), options.targets,
                              options.runtimes, options.compression()) for e in entries}
     started = time.perf_counter()
+    if devices is not None:
+        return _run_devices(manifest, entries, options, workers, store, keys, devices,
+                            on_result, started)
     by_id: dict[str, dict] = {}
     stored = {e.id: store.reusable(keys[e.id], options.timeout, options.memory)
               for e in entries}
@@ -160,6 +171,36 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     finally:  # on an error here too: the running models are killed and the worker closed now
         stream.close()
     return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries], resumed,
+                  round(time.perf_counter() - started, 3))
+
+
+def _run_devices(manifest: ZooManifest, entries: list[ZooEntry], options: ZooOptions,
+                 workers: list, store: ResultStore, keys: dict[str, str],
+                 devices: dict[str, dict | None], on_result, started: float) -> ZooRun:
+    """A device run (lanes.py): a job per model and runtime, each device's in its own queue;
+    each cell stored under its own key, the device's identity in it."""
+    from .cells import device_identity
+    from .lanes import run_matrix
+
+    contents = {e.id: e.content_id() for e in entries}
+
+    def cell_key(entry: ZooEntry, runtime: str) -> str:
+        listed = devices.get(runtime)
+        return result_key(contents[entry.id], __version__, entry.spec(), options.targets,
+                          [runtime], options.compression(),
+                          device=device_identity(listed) if listed else None)
+
+    ordered = longest_first(entries) if options.jobs > 1 else entries
+    shared = SharedWorker(workers.pop(0), sum(lane_widths(options.runtimes,
+                                                          options.jobs).values()), options)
+    try:
+        by_id, resumed = run_matrix(ordered, options, shared, store, cell_key, devices,
+                                    lambda e, merged: _finish(e, merged, keys[e.id]),
+                                    on_result)
+    finally:
+        shared.close()
+    return ZooRun(str(manifest.path), options, [by_id[e.id] for e in entries],
+                  [e.id for e in entries if e.id in resumed],
                   round(time.perf_counter() - started, 3))
 
 
@@ -196,6 +237,15 @@ def _check_options(options: ZooOptions) -> None:
         elif runtime not in RUNTIMES:
             raise ConverterError(f"unknown runtime '{runtime}'",
                                  fix=f"use one of {', '.join(RUNTIMES)}, device:NAME")
+    if is_device_run(options.runtimes):
+        if options.executor != "local":
+            raise ConverterError("a run on devices runs here: its jobs reach the device "
+                                 "server `serve` started on this machine",
+                                 where="--executor", fix="drop --executor ray")
+        if len(options.targets) > 1:
+            raise ConverterError("a run on devices takes at most one --target (its matrix "
+                                 "is one cell per model and device)", where="--target",
+                                 fix="run once per target")
     if options.targets:  # a bad target name fails the run now, not once per model
         from ..targets import load_target
 
@@ -224,7 +274,39 @@ def _start_workers(options: ZooOptions) -> list:
     once however many jobs run; each child's runtimes get an equal share of the cores."""
     from .warm import WarmWorker
 
-    return [WarmWorker(_child_env(options.jobs), targets=bool(options.targets))]
+    at_once = sum(lane_widths(options.runtimes, options.jobs).values()) \
+        if is_device_run(options.runtimes) else options.jobs
+    return [WarmWorker(_child_env(at_once), targets=bool(options.targets))]
+
+
+class SharedWorker:
+    """The run's warm worker, shared by the threads that run jobs on it; a worker lost (killed
+    from outside) costs the models it ran then, and the first job to see it gone starts
+    another in its place."""
+
+    def __init__(self, worker, jobs: int, options: ZooOptions):
+        import threading
+
+        self.current, self._jobs, self._options = worker, jobs, options
+        self._replacing = threading.Lock()
+
+    def run(self, spec: dict, options: ZooOptions) -> dict:
+        from .warm import WarmWorker
+
+        worker, lost = self.current, True  # a worker that failed in any way is replaced
+        try:
+            result, lost = run_warm(worker, spec, options)
+        finally:
+            if lost:  # killed from outside: the models it ran say so; a new worker goes on
+                with self._replacing:
+                    if self.current is worker:  # the first job to see it gone replaces it
+                        worker.close()
+                        self.current = WarmWorker(_child_env(self._jobs),
+                                                  targets=bool(self._options.targets))
+        return result
+
+    def close(self) -> None:
+        self.current.close()
 
 
 def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
@@ -233,28 +315,9 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
     it starts in place of a lost one)."""
     if not entries:
         return
-    import threading
-
-    from .warm import WarmWorker
-
-    current = [started.pop(0)]
-    replacing = threading.Lock()
-
-    def one(entry: ZooEntry) -> dict:
-        worker, lost = current[0], True  # a worker that failed in any way is replaced
-        try:
-            result, lost = run_warm(worker, entry.spec(), options)
-        finally:
-            if lost:  # killed from outside: the models it ran say so; a new worker goes on
-                with replacing:
-                    if current[0] is worker:  # the first job to see it gone replaces it
-                        worker.close()
-                        current[0] = WarmWorker(_child_env(options.jobs),
-                                                targets=bool(options.targets))
-        return result
-
+    shared = SharedWorker(started.pop(0), options.jobs, options)
     pool = ThreadPoolExecutor(max_workers=min(options.jobs, len(entries)))
-    futures = {pool.submit(one, e): e for e in entries}
+    futures = {pool.submit(shared.run, e.spec(), options): e for e in entries}
     try:
         for future in as_completed(futures):
             yield futures[future], future.result()
@@ -263,7 +326,7 @@ def _run_local(entries: list[ZooEntry], options: ZooOptions, started: list):
             future.cancel()
         kill_running()
         pool.shutdown(wait=True)
-        current[0].close()
+        shared.close()
 
 
 def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], bool]:

@@ -8,7 +8,10 @@ A key is what identifies the model's content (`ZooEntry.content_id`: a package f
 a local file's identity and change time, never read in the parent), the converter's version
 and every manifest field and option that changes a result (the entry's path, source and
 expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets,
-runtimes and weights scheme with its accuracy bounds and samples): `result_key`. The run's limits (`--timeout`, `--memory`) change only the results
+runtimes and weights scheme with its accuracy bounds and samples): `result_key`. A device run
+(runner.py: one job per model and device) keys each cell apart, the device's identity
+included: a result from another browser on the same name is not reused. The run's limits
+(`--timeout`, `--memory`) change only the results
 they cut short, so they are kept beside each record and judged when it is read back
 (`ResultStore.reusable`): a model that timed out is run again under a longer timeout, one that
 ran out of memory under a larger limit. So `--resume` reuses a result only when it would come
@@ -23,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultStore", "result_key", "default_results_path"]
+__all__ = ["ResultStore", "result_key", "default_results_path", "DEVICE_KEYED", "DEVICE_NOT_KEYED"]
 
 # The spec members that change a result: where the model is and the hash it must have (a wrong
 # hash is an error; another file of the same package is another model), and how it is run.
@@ -34,14 +37,28 @@ KEYED = ("path", "source", "sha256", "format", "inputShapes", "dims", "constInpu
 NOT_KEYED = ("id", "expect", "notes")
 
 
+# What identifies a device a cell of a device run ran on (cells.device_identity): another
+# browser build, platform or set of contexts behind the same name is another device.
+DEVICE_KEYED = ("name", "userAgent", "platform", "deviceTypes")
+# What the server lists of a device that does not change a result: the browser is read from
+# the user agent (keyed), the target files' paths and the refusals' words vary from one
+# `serve` to the next. tests/zoo/test_resume_key.py holds every listed field to one side.
+DEVICE_NOT_KEYED = ("browser", "targets", "refused")
+
+
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
-               runtimes: list[str], compression: dict[str, Any] | None = None) -> str:
-    """`compression`: the run's --weights, --accuracy and --samples (ZooOptions.compression),
+               runtimes: list[str], compression: dict[str, Any] | None = None, *,
+               device: dict[str, Any] | None = None) -> str:
+    """The key of a model's result; with `device`, of one cell of a device run (the model
+    on one runtime, `runtimes` that one), the device's identity (DEVICE_KEYED) part of it.
+    `compression`: the run's --weights, --accuracy and --samples (ZooOptions.compression),
     empty without --weights (so a float run's keys are what they were before the option)."""
     options = {k: spec.get(k) for k in KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
     if compression:
         options["compression"] = dict(compression)
+    if device is not None:
+        options["device"] = {k: device.get(k) for k in DEVICE_KEYED}
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
     return f"{content}:{version}:{digest}"
 

@@ -1,5 +1,5 @@
-"""Fixtures of the device tests that use a real page: the chromium runtime's browser, and a
-server with one page of it registered as alpha."""
+"""Fixtures of the device tests that use a real page: the chromium runtime's browser (with the
+opSupportLimits() it reports), and a server with one page of it registered as alpha."""
 from __future__ import annotations
 
 import os
@@ -13,17 +13,24 @@ from .serving import Served
 
 
 @pytest.fixture(scope="module")
-def chromium_browser():
-    """The chromium runtime's own browser (the one `--runtime chromium` uses here)."""
+def browser():
+    """(the chromium runtime's own browser, the one `--runtime chromium` uses here; the
+    opSupportLimits() it reports)."""
     from converter.runtimes import chromium
 
     try:
-        chromium.op_support_limits()
+        limits = chromium.op_support_limits()
     except ConverterError as e:
         if os.environ.get("CI"):
             pytest.fail(f"the browser must run in CI: {e.line()}")
         pytest.skip(f"no WebNN browser: {e.line()}")
-    return chromium._session().browser
+    return chromium._session().browser, limits
+
+
+@pytest.fixture(scope="module")
+def chromium_browser(browser):
+    """The chromium runtime's own browser alone."""
+    return browser[0]
 
 
 @pytest.fixture(scope="module")

@@ -59,8 +59,17 @@ class Served:
 
     def stop(self) -> int:
         self.proc.terminate()
-        code = self.proc.wait(60)
-        self.proc.stderr.close()
+        try:
+            code = self.proc.wait(60)
+        except subprocess.TimeoutExpired:  # say what it was doing, and leave nothing behind
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"serve did not stop within 60 s of SIGTERM; its last lines: "
+                                 f"{self.lines[-10:]}; stderr: {self.proc.stderr.read()[-2000:]}"
+                                 ) from None
+        finally:
+            if self.proc.returncode is not None:
+                self.proc.stderr.close()
         return code
 
 

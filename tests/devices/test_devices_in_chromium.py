@@ -5,7 +5,6 @@ as the local runtimes are: the same numbers as `--runtime chromium`, the device 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from click.testing import CliRunner
 import converter
 from cli.main import main
 from converter.devices import client
-from converter.errors import ConverterError
 
 from .serving import Served
 
@@ -24,20 +22,6 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "models" / "tiny_cnn.onnx"
 NAMES = ("alpha", "beta")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """The chromium runtime's own browser (the one `--runtime chromium` uses here)."""
-    from converter.runtimes import chromium
-
-    try:
-        limits = chromium.op_support_limits()
-    except ConverterError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser must run in CI: {e.line()}")
-        pytest.skip(f"no WebNN browser: {e.line()}")
-    return chromium._session().browser, limits
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +167,17 @@ def test_a_page_opened_over_the_network_says_it_needs_a_secure_context(browser, 
         client.use_server(None)
 
 
-def test_a_zoo_over_two_devices(use_it, tmp_path):
+def test_a_zoo_over_two_devices_and_local_chromium(use_it, tmp_path):
+    """`--runtime device` is every connected device; `--runtime chromium` beside it adds this
+    machine's browser as one more column (and only then)."""
     import shutil
 
     shutil.copy(TINY, tmp_path / "tiny_cnn.onnx")
     manifest = tmp_path / "zoo.json"
     manifest.write_text(json.dumps({"models": [{"id": "tiny_cnn", "path": "tiny_cnn.onnx"}]}))
-    result = _cli("zoo", manifest, "--runtime", "device", "--json", "--results",
-                  tmp_path / "results.jsonl", "--report", tmp_path / "zoo.html")
+    result = _cli("zoo", manifest, "--runtime", "device", "--runtime", "chromium", "--json",
+                  "--results", tmp_path / "results.jsonl", "--report", tmp_path / "zoo.html",
+                  "--report", tmp_path / "zoo.md")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     runtimes = ["device:alpha", "device:beta", "chromium"]
@@ -203,12 +190,61 @@ def test_a_zoo_over_two_devices(use_it, tmp_path):
     assert parity["device:alpha"]["outputs"] == parity["chromium"]["outputs"]
     assert parity["device:beta"]["outputs"] == parity["chromium"]["outputs"]
     assert all(model["targets"][0]["times"][f"run:{r}"] > 0 for r in runtimes)
+    cells = {c["runtime"]: c for c in model["cells"]}
+    assert list(cells) == runtimes
     for name in ("alpha", "beta"):  # what each device did, as its page measured it
         done = parity[f"device:{name}"]["device"]
         assert done["device"] == name and done["deviceType"] == "cpu"
         assert done["built"] and done["ran"] and done["buildMs"] > 0 and done["runMs"] > 0
+        cell = cells[f"device:{name}"]
+        assert cell["verdict"] == "verified" and cell["built"] and cell["ran"]
+        assert (cell["buildMs"], cell["runMs"]) == (done["buildMs"], done["runMs"])
+        assert cell["device"] == {"name": name, "browser": "HeadlessChrome 153",
+                                  "platform": "Linux", "deviceType": "cpu",
+                                  "userAgent": cell["device"]["userAgent"]}
     assert "device" not in parity["chromium"]
+    local = cells["chromium"]  # this machine's browser, measured by its page as a device's
+    assert local["verdict"] == "verified" and local["built"] is True and local["ran"] is True
+    assert local["buildMs"] > 0 and local["runMs"] > 0
+    assert parity["chromium"]["pageTimes"] == {"buildMs": local["buildMs"],
+                                               "runMs": local["runMs"]}
+    assert cells["chromium"]["device"]["browser"] == "Chromium (this machine)"
     page = (tmp_path / "zoo.html").read_text()
     for runtime in runtimes:  # the model x device matrix: a column per device
         assert f"<th data-sort>worst on {runtime}</th>" in page
-    assert page.count(" ms, ran in ") == 2 and page.count("built in ") == 2
+        assert f"<th title=" in page and f">{runtime}<small>" in page
+    assert page.count(" ms, ran in ") == 2 and page.count("built in ") == 5
+    markdown = (tmp_path / "zoo.md").read_text()
+    assert "| model | `device:alpha` | `device:beta` | `chromium` |" in markdown
+
+
+def test_zoo_device_alone_leaves_local_chromium_out(use_it, tmp_path):
+    import shutil
+
+    shutil.copy(TINY, tmp_path / "tiny_cnn.onnx")
+    manifest = tmp_path / "zoo.json"
+    manifest.write_text(json.dumps({"models": [{"id": "tiny_cnn", "path": "tiny_cnn.onnx"}]}))
+    result = _cli("zoo", manifest, "--runtime", "device", "--results",
+                  tmp_path / "results.jsonl", "--report", tmp_path / "report.json")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["options"]["runtimes"] == ["device:alpha", "device:beta"]
+    assert [c["runtime"] for c in report["models"][0]["cells"]] == report["options"]["runtimes"]
+    # each device's column in the summary
+    assert result.output.splitlines()[-2:] == ["  on device:alpha: 1 verified",
+                                               "  on device:beta: 1 verified"]
+
+
+def test_zoo_on_a_device_not_connected_is_refused_before_anything_runs(use_it, tmp_path):
+    import shutil
+
+    shutil.copy(TINY, tmp_path / "tiny_cnn.onnx")
+    manifest = tmp_path / "zoo.json"
+    manifest.write_text(json.dumps({"models": [{"id": "tiny_cnn", "path": "tiny_cnn.onnx"}]}))
+    results = tmp_path / "results.jsonl"
+    results.write_text("kept\n")
+    result = _cli("zoo", manifest, "--runtime", "device:gamma", "--results", results)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].endswith("no device named 'gamma' is connected; connected: alpha, beta")
+    assert results.read_text() == "kept\n"  # nothing written

@@ -15,7 +15,6 @@ from cli.main import main
 from converter.devices import client
 
 from .serving import Served
-from .test_devices_in_chromium import browser  # noqa: F401  (the fixture: Chromium's browser)
 
 pytestmark = pytest.mark.browser
 

@@ -133,3 +133,61 @@ def test_resume_checks_a_changed_hash_instead_of_reusing_the_pass(synthetic):
     assert report["summary"]["resumed"] == []
     [model] = report["models"]
     assert model["status"] == "error" and second.returncode == 1, model
+
+
+# -- a run on devices: each cell (model x device) keyed by its device ---------------------------
+
+DEVICE = {"name": "alpha", "userAgent": "Mozilla/5.0 Chrome/153.0", "platform": "Linux",
+          "deviceTypes": ["cpu"]}
+CHANGED_DEVICE = {"name": "beta", "userAgent": "Mozilla/5.0 Chrome/154.0",
+                  "platform": "Android", "deviceTypes": ["cpu", "gpu"]}
+
+
+def _listed() -> dict:
+    """A device as the server lists it (registry.Device.to_json), every field there."""
+    from converter.devices.registry import Device
+
+    return Device("alpha", DEVICE["userAgent"], "Linux", {"cpu": {}}, {"npu": "no NPU"},
+                  None, targets={"cpu": "/cache/alpha-cpu.json"}).to_json()
+
+
+def test_every_field_the_server_lists_of_a_device_is_either_keyed_or_named():
+    from converter.zoo.store import DEVICE_KEYED, DEVICE_NOT_KEYED
+
+    assert set(DEVICE_KEYED) | set(DEVICE_NOT_KEYED) == set(_listed())
+    assert not set(DEVICE_KEYED) & set(DEVICE_NOT_KEYED)
+    assert set(CHANGED_DEVICE) == set(DEVICE_KEYED)  # the sweep below covers every one
+
+
+def _cell_key(device=DEVICE, runtime="device:alpha"):
+    from converter.zoo.cells import device_identity
+
+    return _key(runtimes=[runtime], spec=SPEC) if device is None else result_key(
+        "f" * 64, "1.0.0", dict(SPEC), [], [runtime], device=device_identity(device))
+
+
+@pytest.mark.parametrize("field", sorted(CHANGED_DEVICE))
+def test_each_device_field_changes_a_cells_key(field):
+    assert _cell_key({**DEVICE, field: CHANGED_DEVICE[field]}) != _cell_key()
+
+
+@pytest.mark.parametrize("field, value", [("browser", "Chrome 999"),
+                                          ("targets", {"cpu": "/elsewhere.json"}),
+                                          ("refused", {"gpu": "other words"})])
+def test_what_the_server_lists_beside_the_identity_keeps_a_cells_key(field, value):
+    from converter.zoo.cells import device_identity
+
+    listed = _listed()
+    key = result_key("f" * 64, "1.0.0", dict(SPEC), [], ["device:alpha"],
+                     device=device_identity(listed))
+    assert key == result_key("f" * 64, "1.0.0", dict(SPEC), [], ["device:alpha"],
+                             device=device_identity({**listed, field: value}))
+
+
+def test_a_cells_key_is_its_runtimes_and_devices_not_the_runs():
+    """The same model on alpha in a run over alpha and beta, or over alpha alone: one key;
+    on beta, or on alpha without a device identity (a plain model key): another."""
+    assert _cell_key() == _cell_key()
+    assert _cell_key() != _cell_key(runtime="device:beta")
+    assert _cell_key() != _cell_key(device=None)
+    assert _cell_key() != _key(runtimes=["device:alpha", "device:beta"])
