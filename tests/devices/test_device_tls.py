@@ -5,7 +5,6 @@ opens the page in a real browser)."""
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
 import ssl
@@ -22,7 +21,6 @@ import converter
 from cli.main import main
 from converter.devices import client, tls
 from converter.devices.protocol import pack
-from converter.errors import ConverterError
 
 from .serving import FakeDevice, Served, listening, registration
 
