@@ -50,8 +50,15 @@ def load_decoder(path: str | Path, *, capacity: int,
     (optimum's exports) slides instead (state/window_form.py). Both take the attention mask
     alike: [1, capacity], ones on the rows filled so far and this step's."""
     from ..conversion.by_suffix import load_any
+    from .seq2seq import is_seq2seq
     from .window_form import load_window
 
+    if is_seq2seq(path):
+        raise ConverterError("an encoder-decoder's decoder takes no attention mask over its own "
+                             "rows and no position ids, so a cache of fixed capacity could "
+                             "neither mask its empty rows nor keep the positions",
+                             where=str(path), fix="step its concat form: run/verify --prompt "
+                             "IDS --steps N without --cache-capacity (converter.load_seq2seq)")
     spec = read_decoder_spec(path, patterns, dims)
     if spec.capacity_form() == "buffer":
         graph = load_any(spec.path, dims=spec.dims(past=0, step=1, capacity=capacity,

@@ -1,0 +1,156 @@
+"""Optimum's encoder-decoders generated end to end on ONNX Runtime: the encoder once, the
+decoder in its concat form (the first step through the merged file's no-cache branch or the
+unmerged decoder_model.onnx, which compute the cross-attention caches; each later step feeding
+them back unchanged), the same greedy tokens and logits as ONNX Runtime on the source files.
+Fixtures: models/optimum-tiny/{whisper,t5,bart,marian}/ (random 2-layer models written by
+optimum's exporter, models/make_optimum_seq2seq.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from click.testing import CliRunner
+
+import converter
+from cli.main import main
+from converter.errors import ConverterError
+from converter.state.seq2seq import generate_seq2seq_on_onnxruntime
+
+ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
+TEXT = [5, 9, 14, 20, 33]
+NEW = 16
+FORMS = [("whisper", "decoder_model_merged.onnx"), ("t5", "decoder_model_merged.onnx"),
+         ("t5", "decoder_model.onnx"), ("t5", "decoder_with_past_model.onnx"),
+         ("bart", "decoder_model_merged.onnx"), ("marian", "decoder_model_merged.onnx")]
+
+
+def features() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((1, 8, 32)).astype(np.float32)
+
+
+def encoder_input(arch: str) -> dict:
+    return {"input_features": features()} if arch == "whisper" else {"input_ids": TEXT}
+
+
+def _hand_written_tokens(arch: str) -> list[int]:
+    """Greedy tokens written out by hand on ONNX Runtime with the merged file, as
+    transformers.js runs it: the encoder once; the first decoder step with dummy empty pasts
+    and use_cache_branch false; later steps with the presents (the encoder ones from the first
+    step only)."""
+    def session(name):
+        s = ort.InferenceSession(str(ROOT / arch / name), providers=["CPUExecutionProvider"])
+        return s, [o.name for o in s.get_outputs()], {i.name for i in s.get_inputs()}
+
+    encoder, _, _ = session("encoder_model.onnx")
+    decoder, names, takes = session("decoder_model_merged.onnx")
+    given = {"input_features": features()} if arch == "whisper" else {
+        "input_ids": np.array([TEXT], np.int64), "attention_mask": np.ones((1, 5), np.int64)}
+    hidden = encoder.run(["last_hidden_state"], given)[0]
+    start = json.loads((ROOT / arch / "config.json").read_text())["decoder_start_token_id"]
+    past = {f"past_key_values.{i}.{side}.{kv}": np.zeros((1, 4, 0, 8), np.float32)
+            for i in range(2) for side in ("decoder", "encoder") for kv in ("key", "value")}
+    tokens, new = [], start
+    while len(tokens) < NEW:
+        feeds = {"input_ids": np.array([[new]], np.int64), "encoder_hidden_states": hidden,
+                 "encoder_attention_mask": np.ones((1, hidden.shape[1]), np.int64),
+                 "use_cache_branch": np.array([bool(tokens)]), **past}
+        out = dict(zip(names, decoder.run(None, {k: v for k, v in feeds.items() if k in takes})))
+        for name in past:
+            if ".decoder." in name or not tokens:
+                past[name] = out[name.replace("past_key_values", "present")]
+        tokens.append(new := int(np.argmax(out["logits"][0, -1])))
+    return tokens
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return {}
+
+
+def _expected(expected, arch):
+    if arch not in expected:
+        expected[arch] = _hand_written_tokens(arch)
+        assert len(set(expected[arch])) >= 4, expected[arch]  # a sequence, not one token
+    return expected[arch]
+
+
+@pytest.mark.parametrize("arch,name", FORMS)
+def test_the_reference_loop_gives_the_hand_written_tokens(arch, name, expected):
+    """generate_seq2seq_on_onnxruntime feeds every form what optimum does (the merged file its
+    branch, the pair its first file, the encoder caches of the first step)."""
+    start = [json.loads((ROOT / arch / "config.json").read_text())["decoder_start_token_id"]]
+    got = generate_seq2seq_on_onnxruntime(ROOT / arch / name, encoder_input(arch), start, NEW)
+    assert got.tokens == _expected(expected, arch)
+
+
+@pytest.mark.parametrize("arch,name", FORMS)
+def test_the_concat_form_generates_16_tokens_as_onnx_runtime(arch, name, expected):
+    loop = converter.load_seq2seq(ROOT / arch / name)
+    loop.encode(encoder_input(arch))
+    got = converter.generate(loop, loop.start_tokens, NEW)
+    assert got.tokens == _expected(expected, arch)
+    want = generate_seq2seq_on_onnxruntime(ROOT / arch / name, encoder_input(arch),
+                                           loop.start_tokens, NEW)
+    assert len(got.logits) == len(want.logits) == NEW
+    np.testing.assert_allclose(np.stack(got.logits), np.stack(want.logits), atol=1e-4,
+                               rtol=1e-3)
+    assert loop.conversions == NEW  # one graph per length
+    # later steps read the cross caches back: the encoder's 16 or 5 rows, never grown
+    rows = 16 if arch == "whisper" else len(TEXT)
+    last = loop.last_graph
+    assert last.inputs["past_key_values.1.encoder.value"].shape == (1, 4, rows, 8)
+    assert last.inputs["past_key_values.1.decoder.value"].shape == (1, 4, NEW - 1, 8)
+    assert not any(".encoder." in name for name in last.outputs)  # placeholders dropped
+    assert loop.cross["past_key_values.0.encoder.key"].shape == (1, 4, rows, 8)
+
+
+def test_encoding_again_starts_a_new_text():
+    loop = converter.load_seq2seq(ROOT / "bart" / "decoder_model_merged.onnx")
+    loop.encode({"input_ids": [7, 7, 40]})
+    first = converter.generate(loop, loop.start_tokens, 4).tokens
+    loop.encode({"input_ids": TEXT})
+    again = converter.generate(loop, loop.start_tokens, 4).tokens
+    assert again == generate_seq2seq_on_onnxruntime(
+        ROOT / "bart" / "decoder_model_merged.onnx", {"input_ids": TEXT},
+        loop.start_tokens, 4).tokens
+    assert first == generate_seq2seq_on_onnxruntime(
+        ROOT / "bart" / "decoder_model_merged.onnx", {"input_ids": [7, 7, 40]},
+        loop.start_tokens, 4).tokens
+
+
+@pytest.mark.parametrize("case,match", [
+    ("no encoder", "no encoder encoder_model.onnx beside the decoder"),
+    ("encoder named", "this is the encoder: generation starts from the decoder"),
+    ("not encoded", "the encoder has not run"),
+    ("wrong input", "the encoder has no input 'input_features'"),
+    ("no config", "no decoder_start_token_id: config.json beside the decoder is missing"),
+    ("bad config", "config.json's decoder_start_token_id -3 is not a token id"),
+    ("capacity", "an encoder-decoder's decoder takes no attention mask over its own rows"),
+])
+def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
+    for name in ("encoder_model.onnx", "decoder_model_merged.onnx", "config.json"):
+        shutil.copyfile(ROOT / "t5" / name, tmp_path / name)
+    decoder = tmp_path / "decoder_model_merged.onnx"
+    with pytest.raises(ConverterError, match=match) as caught:
+        if case == "no encoder":
+            (tmp_path / "encoder_model.onnx").unlink()
+            converter.load_seq2seq(decoder)
+        elif case == "encoder named":
+            converter.load_seq2seq(tmp_path / "encoder_model.onnx")
+        elif case == "not encoded":
+            converter.generate(converter.load_seq2seq(decoder), [0], 2)
+        elif case == "wrong input":
+            converter.load_seq2seq(decoder).encode({"input_features": features()})
+        elif case == "no config":
+            (tmp_path / "config.json").unlink()
+            converter.load_seq2seq(decoder).start_tokens
+        elif case == "bad config":
+            (tmp_path / "config.json").write_text('{"decoder_start_token_id": -3}')
+            converter.load_seq2seq(decoder)
+        else:
+            converter.load_decoder(decoder, capacity=16)
+    assert "\n" not in str(caught.value)
