@@ -142,7 +142,8 @@ def main(argv: list[str]) -> int:
     lines = [*README, "", f"Written by optimum {optimum.version.__version__}, transformers "
              f"{transformers.__version__}, torch {torch.__version__}, onnx {onnx.__version__}; "
              f"opset {OPSET}; weights N(0, spread), torch seed: "
-             + ", ".join(f"{a} {w[0]}, {w[1]}" for a, w in WEIGHTS.items()) + ".", "", "| file | bytes | sha256 |", "| --- | --- | --- |"]
+             + ", ".join(f"{a} {w[0]}, {w[1]}" for a, w in WEIGHTS.items()) + ".", "",
+             "| file | bytes | sha256 |", "| --- | --- | --- |"]
     for arch in CONFIGS:
         for name in write(arch, root / arch):
             data = (root / arch / name).read_bytes()

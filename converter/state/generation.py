@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ConverterError
 from ..ir import Graph
 from ..runtimes.session import Session
-from .kv_cache import check_tokens, declare_kv_state, read_decoder_spec
+from .kv_cache import check_tokens, declare_kv_state, is_seq2seq, read_decoder_spec
 
 __all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
 
@@ -50,7 +50,6 @@ def load_decoder(path: str | Path, *, capacity: int,
     (optimum's exports) slides instead (state/window_form.py). Both take the attention mask
     alike: [1, capacity], ones on the rows filled so far and this step's."""
     from ..conversion.by_suffix import load_any
-    from .seq2seq import is_seq2seq
     from .window_form import load_window
 
     if is_seq2seq(path):

@@ -33,13 +33,12 @@ import numpy as np
 from ..errors import ConverterError
 from .concat_form import ConcatLoop
 from .generation import Generation, _check_request
-from .kv_cache import (DecoderSpec, _dim_names, match_pairs, read_decoder_spec, read_signature,
-                       unmerged_pair)
+from .kv_cache import (HIDDEN_STATES, DecoderSpec, _dim_names, is_seq2seq, match_pairs,
+                       read_decoder_spec, read_signature, unmerged_pair)
 
-__all__ = ["Seq2SeqSpec", "Seq2SeqLoop", "load_seq2seq", "is_seq2seq", "read_seq2seq_spec",
+__all__ = ["Seq2SeqSpec", "Seq2SeqLoop", "load_seq2seq", "read_seq2seq_spec",
            "generate_seq2seq_on_onnxruntime", "encoder_feeds"]
 
-HIDDEN_STATES = "encoder_hidden_states"
 ENCODER_MASK = "encoder_attention_mask"
 ENCODER_OUTPUT = "last_hidden_state"
 MAX_CONFIG_BYTES = 1 << 20
@@ -61,16 +60,6 @@ class Seq2SeqSpec:
     def text(self) -> bool:
         """The encoder reads token ids (T5, BART, Marian), not features (Whisper)."""
         return "input_ids" in self.encoder_inputs
-
-
-def is_seq2seq(path: str | Path) -> bool:
-    """A decoder of an encoder-decoder: its (first) file reads encoder_hidden_states."""
-    path = Path(path)
-    if path.suffix.lower() != ".onnx" or not path.is_file():
-        return False
-    first, later = unmerged_pair(path)
-    names = {v.name for v in read_signature(first or later).graph.input}
-    return HIDDEN_STATES in names
 
 
 def read_seq2seq_spec(path: str | Path, *, encoder: str | Path | None = None,
