@@ -118,6 +118,13 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     quiet_runtimes(debugging())
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"verifying {source}: the source on its own runtime, the graph on {checks.runtime}")
+    if checks.prompt is not None and cache_capacity is None and source.lower().endswith(".onnx"):
+        from converter.state.kv_cache import is_seq2seq
+
+        if is_seq2seq(source):
+            finish(_verify_seq2seq(source, checks, dims, graph_path, input_shapes, known_inputs,
+                                   state_patterns, target_name), None, False, as_json)
+            return
     module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
     if module and (checks.runtime != "chromium" or checks.do_bisect
                    or checks.steps is not None):
@@ -152,6 +159,34 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     finish(*compare(source, graph if graph is not None else module, checks,
                     graph_path=graph_path, dims=dims, input_shapes=input_shapes,
                     known_inputs=known_inputs, state_patterns=state_patterns), as_json)
+
+
+def _verify_seq2seq(source, checks: Checking, dims, graph_path, input_shapes, known_inputs,
+                    state_patterns, target_name):
+    """`verify DECODER --prompt IDS --steps N` on an encoder-decoder's decoder (its encoder
+    beside it): the encoder once, N greedy tokens of the decoder's concat form on --runtime,
+    against the source files on ONNX Runtime."""
+    import numpy as np
+
+    from converter.state.seq2seq import Seq2SeqLoop
+    from converter.verification.seq2seq import verify_seq2seq
+
+    from .stepping import seq2seq_request
+
+    if graph_path or target_name or input_shapes or known_inputs or state_patterns or \
+            checks.do_bisect or checks.runtime.startswith("device"):
+        raise ConverterError("an encoder-decoder is verified by stepping its concat form, "
+                             "converted now, on ort or chromium",
+                             fix="give --prompt, --steps, --dim, --input and the tolerances "
+                                 "alone")
+    loop = Seq2SeqLoop(source, dims=dims, runtime=checks.runtime)
+    given, start, seeded = seq2seq_request(loop, checks.prompt, checks.feeds() or {},
+                                           checks.seed)
+    described = ", ".join(f"{name} {list(np.shape(value))} " + (
+        f"{seeded[name]['made']}, seed {checks.seed}" if name in seeded else "given")
+        for name, value in given.items()) if seeded or not loop.seq2seq.text else None
+    return verify_seq2seq(loop, given, prompt=start, steps=checks.steps or 1, atol=checks.atol,
+                          rtol=checks.rtol, ulp=checks.ulp, described=described)
 
 
 def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, input_shapes=None,

@@ -154,3 +154,58 @@ def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
         else:
             converter.load_decoder(decoder, capacity=16)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("arch,name", [("whisper", "decoder_model_merged.onnx"),
+                                       ("t5", "decoder_model.onnx"),
+                                       ("marian", "decoder_model_merged.onnx")])
+def test_verify_steps_16_tokens_of_an_encoder_decoder(tmp_path, arch, name):
+    """--prompt is the encoder's text (T5, Marian) or the decoder's start (Whisper, its
+    features from --input)."""
+    args = ["verify", str(ROOT / arch / name), "--steps", str(NEW), "--json"]
+    if arch == "whisper":
+        np.save(tmp_path / "features.npy", features())
+        args += ["--prompt", "1", "--input", f"input_features={tmp_path / 'features.npy'}"]
+    else:
+        args += ["--prompt", ",".join(map(str, TEXT))]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["passed"] and report["graphTokens"] == report["sourceTokens"]
+    assert len(report["graphTokens"]) == NEW and len(report["positions"]) == NEW
+    assert len(set(report["graphTokens"])) >= 4
+    assert "the encoder encoder_model.onnx ran once on" in report["notes"][0]
+
+
+def test_run_steps_writes_the_tokens_of_an_encoder_decoder(tmp_path):
+    r = CliRunner().invoke(main, ["run", str(ROOT / "bart" / "decoder_model_merged.onnx"),
+                                  "--steps", "6", "--prompt", ",".join(map(str, TEXT)),
+                                  "--output-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    start = json.loads((ROOT / "bart" / "config.json").read_text())["decoder_start_token_id"]
+    assert np.load(tmp_path / "tokens.npy").tolist() == generate_seq2seq_on_onnxruntime(
+        ROOT / "bart" / "decoder_model_merged.onnx", {"input_ids": TEXT}, [start], 6).tokens
+    assert np.load(tmp_path / "logits.npy").shape == (6, 96)
+
+
+def test_run_seeds_whisper_features_and_says_so(tmp_path):
+    r = CliRunner().invoke(main, [
+        "run", str(ROOT / "whisper" / "decoder_model_merged.onnx"), "--steps", "3",
+        "--prompt", "1", "--seed", "4", "--output-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "run: input 'input_features' not given: float32[1, 8, 32]" in r.output
+    assert np.load(tmp_path / "tokens.npy").shape == (3,)
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--cache-capacity", "16"], "an encoder-decoder's decoder takes no attention mask"),
+    (["--target", "chromium-litert"], "an encoder-decoder is verified by stepping its concat"),
+    (["--input", "input_ids=IDS"], "--input 'input_ids' is not an input of the encoder"),
+])
+def test_verify_refuses_what_an_encoder_decoder_cannot_take_in_one_line(tmp_path, extra, match):
+    np.save(tmp_path / "ids.npy", np.array([[1, 2]], np.int64))
+    extra = [e.replace("IDS", str(tmp_path / "ids.npy")) for e in extra]
+    r = CliRunner().invoke(main, ["verify", str(ROOT / "t5" / "decoder_model_merged.onnx"),
+                                  "--steps", "2", "--prompt", "5,9", *extra])
+    assert r.exit_code == 2, r.output
+    assert match in r.output and r.output.count("\n") == 1 and "Traceback" not in r.output
