@@ -209,3 +209,19 @@ def test_verify_refuses_what_an_encoder_decoder_cannot_take_in_one_line(tmp_path
                                   "--steps", "2", "--prompt", "5,9", *extra])
     assert r.exit_code == 2, r.output
     assert match in r.output and r.output.count("\n") == 1 and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("suffix", ["quantized", "q4", "fp16"])
+def test_the_quantized_and_float16_forms_step_with_onnx_runtimes_tokens(suffix):
+    """transformers.js's q8, q4 and fp16 files of BART (encoder and merged decoder of one
+    suffix, models/make_quantized_seq2seq.py): the encoder found by the suffix, the same 16
+    greedy tokens as ORT on them, every position's logits within the bounds."""
+    from converter.verification.seq2seq import verify_seq2seq
+
+    loop = converter.load_seq2seq(ROOT / "bart" / f"decoder_model_merged_{suffix}.onnx")
+    assert loop.seq2seq.encoder.name == f"encoder_model_{suffix}.onnx"
+    report = verify_seq2seq(loop, {"input_ids": TEXT}, prompt=loop.start_tokens, steps=NEW)
+    assert report.passed, report.to_json()
+    assert report.graph_tokens == report.source_tokens and len(report.positions) == NEW
+    if suffix == "fp16":
+        assert loop.last_graph.outputs["logits"].data_type == "float16"
