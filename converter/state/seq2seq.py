@@ -33,8 +33,8 @@ import numpy as np
 from ..errors import ConverterError
 from .concat_form import ConcatLoop
 from .generation import Generation, _check_request
-from .kv_cache import (HIDDEN_STATES, DecoderSpec, _dim_names, is_seq2seq, match_pairs,
-                       read_decoder_spec, read_signature, unmerged_pair)
+from .kv_cache import (HIDDEN_STATES, DecoderSpec, _dim_names, check_tokens, is_seq2seq,
+                       match_pairs, read_decoder_spec, read_signature, unmerged_pair)
 
 __all__ = ["Seq2SeqSpec", "Seq2SeqLoop", "load_seq2seq", "read_seq2seq_spec",
            "generate_seq2seq_on_onnxruntime", "encoder_feeds"]
@@ -55,6 +55,7 @@ class Seq2SeqSpec:
     cross: list[tuple[str, str]]  # (past input, present output) of the cross-attention caches
     start_tokens: list[int] | None  # [decoder_start_token_id] from config.json
     eos_token_id: int | None
+    vocabulary: int | None = None  # the logits' last dim: token ids index tables this long
 
     @property
     def text(self) -> bool:
@@ -105,7 +106,9 @@ def read_seq2seq_spec(path: str | Path, *, encoder: str | Path | None = None,
         raise ConverterError("the encoder takes neither input_ids nor input_features",
                              where=str(encoder), fix="inputs: " + ", ".join(encoder_inputs))
     start, eos = _read_config(later.parent / "config.json")
-    return Seq2SeqSpec(encoder, encoder_inputs, spec, cross, start, eos)
+    logits = _dim_names(values["logits"]) if "logits" in values else []
+    vocabulary = logits[-1] if logits and isinstance(logits[-1], int) else None
+    return Seq2SeqSpec(encoder, encoder_inputs, spec, cross, start, eos, vocabulary)
 
 
 def _encoder_beside(decoder: Path) -> Path:
@@ -159,6 +162,11 @@ def encoder_feeds(spec: Seq2SeqSpec, given: Mapping[str, object]) -> dict[str, n
         if ids.shape[-1] == 0 or ids.ndim != 2 or ids.shape[0] != 1:
             raise ConverterError(f"the encoder's input_ids are {list(ids.shape)}: one "
                                  f"sequence of at least one token", where=str(spec.encoder))
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise ConverterError(f"the encoder's input_ids are {ids.dtype}, not token ids",
+                                 where=str(spec.encoder), fix="give integer token ids")
+        if spec.vocabulary:
+            check_tokens([int(t) for t in ids.reshape(-1)], spec.vocabulary)
         feeds["input_ids"] = ids.astype(np.int64)
         if "attention_mask" in spec.encoder_inputs and "attention_mask" not in feeds:
             feeds["attention_mask"] = np.ones(ids.shape, np.int64)

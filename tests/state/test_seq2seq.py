@@ -130,6 +130,11 @@ def test_encoding_again_starts_a_new_text():
     ("no config", "no decoder_start_token_id: config.json beside the decoder is missing"),
     ("bad config", "config.json's decoder_start_token_id -3 is not a token id"),
     ("capacity", "an encoder-decoder's decoder takes no attention mask over its own rows"),
+    ("config not json", "config.json:1:2: Expecting property name .* must be valid JSON"),
+    ("config too big", "config.json is over 1048576 bytes"),
+    ("config a list", "config.json is not a JSON object"),
+    ("text outside", "token id 96 is outside the vocabulary 0..95"),
+    ("text as floats", "the encoder's input_ids are float64, not token ids"),
 ])
 def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
     for name in ("encoder_model.onnx", "decoder_model_merged.onnx", "config.json"):
@@ -151,6 +156,14 @@ def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
         elif case == "bad config":
             (tmp_path / "config.json").write_text('{"decoder_start_token_id": -3}')
             converter.load_seq2seq(decoder)
+        elif case.startswith("config"):
+            (tmp_path / "config.json").write_text(
+                {"config not json": "{'a': 1}", "config too big": " " * (1 << 20) + "{}",
+                 "config a list": "[0]"}[case])
+            converter.load_seq2seq(decoder)
+        elif case.startswith("text"):
+            converter.load_seq2seq(decoder).encode(
+                {"input_ids": [5, 96] if case == "text outside" else [5.0, 9.5]})
         else:
             converter.load_decoder(decoder, capacity=16)
     assert "\n" not in str(caught.value)
