@@ -11,8 +11,11 @@ merged decoder takes its no-cache branch (use_cache_branch fixed false); else th
 are zero-row tensors, which WebNN has no operand for: the importer takes inputs of no elements
 as constants (a Shape of one folds, a Concat drops it), and an attention op
 (GroupQueryAttention, MultiHeadAttention) gets its past slots emptied (`without_past`). Each
-conversion costs what a `convert` does, so this form suits short runs and checks on ONNX
-Runtime; a fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
+conversion costs what a `convert` does, so this form suits short runs and checks; each step's
+graph runs on ONNX Runtime, or (`runtime="chromium"`) in the emitted module's session in
+Chromium. A fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
+An encoder-decoder's loop (state/seq2seq.py) adds the encoder's side through the hooks
+`side_shapes`, `side_feeds` and `took`.
 """
 from __future__ import annotations
 
