@@ -54,7 +54,6 @@ class Seq2SeqSpec:
     decoder: DecoderSpec  # the self-attention pairs (the cache that grows)
     cross: list[tuple[str, str]]  # (past input, present output) of the cross-attention caches
     start_tokens: list[int] | None  # [decoder_start_token_id] from config.json
-    eos_token_id: int | None
     vocabulary: int | None = None  # the logits' last dim: token ids index tables this long
 
     @property
@@ -105,10 +104,10 @@ def read_seq2seq_spec(path: str | Path, *, encoder: str | Path | None = None,
     if not {"input_ids", "input_features"} & set(encoder_inputs):
         raise ConverterError("the encoder takes neither input_ids nor input_features",
                              where=str(encoder), fix="inputs: " + ", ".join(encoder_inputs))
-    start, eos = _read_config(later.parent / "config.json")
+    start = _read_config(later.parent / "config.json")
     logits = _dim_names(values["logits"]) if "logits" in values else []
     vocabulary = logits[-1] if logits and isinstance(logits[-1], int) else None
-    return Seq2SeqSpec(encoder, encoder_inputs, spec, cross, start, eos, vocabulary)
+    return Seq2SeqSpec(encoder, encoder_inputs, spec, cross, start, vocabulary)
 
 
 def _encoder_beside(decoder: Path) -> Path:
@@ -120,13 +119,13 @@ def _encoder_beside(decoder: Path) -> Path:
     return decoder.with_name("encoder_model.onnx")
 
 
-def _read_config(path: Path) -> tuple[list[int] | None, int | None]:
-    """decoder_start_token_id and eos_token_id of the transformers config.json (None where it
-    is missing)."""
+def _read_config(path: Path) -> list[int] | None:
+    """[decoder_start_token_id] of the transformers config.json (None where the file or the
+    member is missing)."""
     from ..formats._files import open_model_file, parse_json
 
     if not path.exists():
-        return None, None
+        return None
     with open_model_file(path, "model config", sidecar=True) as f:
         data = f.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
@@ -138,13 +137,13 @@ def _read_config(path: Path) -> tuple[list[int] | None, int | None]:
         raise ConverterError("config.json is not UTF-8 text", where=str(path)) from None
     if not isinstance(config, dict):
         raise ConverterError("config.json is not a JSON object", where=str(path))
-    start, eos = config.get("decoder_start_token_id"), config.get("eos_token_id")
-    for name, value in (("decoder_start_token_id", start), ("eos_token_id", eos)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not 0 <= value < 1 << 31):
-            raise ConverterError(f"config.json's {name} {value!r} is not a token id",
-                                 where=str(path), fix="give the model's own config.json")
-    return ([start] if start is not None else None), eos
+    start = config.get("decoder_start_token_id")
+    if start is None:
+        return None
+    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < 1 << 31:
+        raise ConverterError(f"config.json's decoder_start_token_id {start!r} is not a token "
+                             f"id", where=str(path), fix="give the model's own config.json")
+    return [start]
 
 
 def encoder_feeds(spec: Seq2SeqSpec, given: Mapping[str, object]) -> dict[str, np.ndarray]:

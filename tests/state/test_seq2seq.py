@@ -238,3 +238,17 @@ def test_the_quantized_and_float16_forms_step_with_onnx_runtimes_tokens(suffix):
     assert report.graph_tokens == report.source_tokens and len(report.positions) == NEW
     if suffix == "fp16":
         assert loop.last_graph.outputs["logits"].data_type == "float16"
+
+
+def test_whispers_prompt_of_several_tokens_is_its_first_step():
+    """Whisper starts from several forced tokens (start, language, task): one first step
+    through the no-cache branch, a logits row for each."""
+    source = ROOT / "whisper" / "decoder_model_merged.onnx"
+    loop = converter.load_seq2seq(source)
+    loop.encode({"input_features": features()})
+    got = converter.generate(loop, [1, 5, 9], 6)
+    want = generate_seq2seq_on_onnxruntime(source, {"input_features": features()}, [1, 5, 9], 6)
+    assert got.tokens == want.tokens and len(got.logits) == 3 + 6 - 1
+    np.testing.assert_allclose(np.stack(got.logits), np.stack(want.logits), atol=1e-4,
+                               rtol=1e-3)
+    assert loop.graph(0, 3).inputs["input_ids"].shape == (1, 3)
