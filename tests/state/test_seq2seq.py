@@ -135,6 +135,8 @@ def test_encoding_again_starts_a_new_text():
     ("config a list", "config.json is not a JSON object"),
     ("text outside", "token id 96 is outside the vocabulary 0..95"),
     ("text as floats", "the encoder's input_ids are float64, not token ids"),
+    ("encoder is a decoder", "the encoder gives no 'last_hidden_state'"),
+    ("encoder is junk", "encoder_model.onnx"),
 ])
 def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
     for name in ("encoder_model.onnx", "decoder_model_merged.onnx", "config.json"):
@@ -160,6 +162,12 @@ def test_a_bad_request_is_one_clear_line(tmp_path, case, match):
             (tmp_path / "config.json").write_text(
                 {"config not json": "{'a': 1}", "config too big": " " * (1 << 20) + "{}",
                  "config a list": "[0]"}[case])
+            converter.load_seq2seq(decoder)
+        elif case.startswith("encoder is"):
+            if case == "encoder is junk":
+                (tmp_path / "encoder_model.onnx").write_bytes(b"\x08\xff" * 50)
+            else:
+                shutil.copyfile(decoder, tmp_path / "encoder_model.onnx")
             converter.load_seq2seq(decoder)
         elif case.startswith("text"):
             converter.load_seq2seq(decoder).encode(
