@@ -196,8 +196,9 @@ class Seq2SeqLoop(ConcatLoop):
         if self.seq2seq.start_tokens is None:
             raise ConverterError("no decoder_start_token_id: config.json beside the decoder is "
                                  "missing or has none", where=str(self.path),
-                                 fix="put the model's config.json beside it, or give the "
-                                     "decoder's first tokens")
+                                 fix="put the model's config.json (with "
+                                     "decoder_start_token_id) beside it; in Python, pass the "
+                                     "decoder's first tokens to converter.generate")
         return list(self.seq2seq.start_tokens)
 
     def encode(self, given: Mapping[str, object]) -> dict[str, np.ndarray]:
