@@ -99,7 +99,9 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
     outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
     transposed for the graph; its outputs are transposed back before comparison. --steps
-    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. Exit 0 pass,
+    compares N consecutive steps; with a decoder and --prompt, N greedy tokens (an
+    encoder-decoder's decoder, encoder_model.onnx beside it: the encoder runs once, see
+    --prompt). Exit 0 pass,
     1 mismatch, 2 error.
     """
     checks = Checking.of(checking)

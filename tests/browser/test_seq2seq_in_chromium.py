@@ -40,3 +40,15 @@ def test_verify_steps_of_bart_in_chromium(browser_limits):
     report = json.loads(r.output)
     assert report["passed"] and report["graphRuntime"] == "chromium"
     assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == 8
+
+
+def test_run_steps_of_whisper_in_chromium(browser_limits, tmp_path):
+    features = np.random.default_rng(0).standard_normal((1, 8, 32)).astype(np.float32)
+    np.save(tmp_path / "features.npy", features)
+    source = ROOT / "whisper" / "decoder_model_merged.onnx"
+    r = CliRunner().invoke(main, ["run", str(source), "--steps", "6", "--prompt", "1",
+                                  "--input", f"input_features={tmp_path / 'features.npy'}",
+                                  "--runtime", "chromium", "--output-dir", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert np.load(tmp_path / "out" / "tokens.npy").tolist() == generate_seq2seq_on_onnxruntime(
+        source, {"input_features": features}, [1], 6).tokens
