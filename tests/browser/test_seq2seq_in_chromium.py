@@ -1,7 +1,7 @@
-"""Optimum's encoder-decoders (models/optimum-tiny/: Whisper, T5) generated greedily in
-Chromium's WebNN: the encoder once, each decoder step's graph (the concat form, the
-cross-attention caches of the first step fed back) in the emitted module's createSession; the
-same tokens as ONNX Runtime on the source files."""
+"""Optimum's encoder-decoders (models/optimum-tiny/: Whisper, T5 merged and unmerged, BART)
+generated greedily in Chromium's WebNN: the encoder once, each decoder step's graph (the
+concat form, the cross-attention caches of the first step fed back) in the emitted module's
+createSession; the same tokens as ONNX Runtime on the source files."""
 from __future__ import annotations
 
 import json
@@ -18,11 +18,13 @@ from converter.state.seq2seq import generate_seq2seq_on_onnxruntime
 ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
 
 
-@pytest.mark.parametrize("arch", ["whisper", "t5"])
-def test_an_encoder_decoder_generates_16_tokens_in_chromium(browser_limits, arch):
+@pytest.mark.parametrize("arch,name", [("whisper", "decoder_model_merged.onnx"),
+                                       ("t5", "decoder_model_merged.onnx"),
+                                       ("t5", "decoder_model.onnx")])
+def test_an_encoder_decoder_generates_16_tokens_in_chromium(browser_limits, arch, name):
     given = {"input_features": np.random.default_rng(0).standard_normal((1, 8, 32)).astype(
         np.float32)} if arch == "whisper" else {"input_ids": [5, 9, 14, 20, 33]}
-    source = ROOT / arch / "decoder_model_merged.onnx"
+    source = ROOT / arch / name
     loop = converter.load_seq2seq(source, runtime="chromium")
     loop.encode(given)
     got = converter.generate(loop, loop.start_tokens, 16)
