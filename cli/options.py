@@ -178,13 +178,18 @@ VOCABULARY: dict[str, Shared] = {
         "--prompt: run writes tokens.npy and logits.npy, one row a position fed; "
         "verification wants the same tokens and each position's logits within the bounds. "
         "--prompt on an .onnx decoder without --cache-capacity runs its concat form, "
-        "converted once per length (on ort). On --runtime chromium the state stays on the "
-        "browser's context between steps (the module's createSession).",
+        "converted once per length (on ort; an encoder-decoder's on ort or chromium). On "
+        "--runtime chromium the state stays on the browser's context between steps (the "
+        "module's createSession).",
         dict(type=click.IntRange(min=1), metavar="N")),
     "prompt": Shared(
         ("--prompt",),
         "With --steps on a decoder: the prompt's token ids, e.g. 1,5,9; --steps N then "
-        "decodes N greedy tokens.",
+        "decodes N greedy tokens. On an encoder-decoder's decoder (optimum's "
+        "decoder_model_merged.onnx, encoder_model.onnx beside it; Whisper, T5, BART, "
+        "Marian): the encoder's input_ids when it reads text, the decoder starting from "
+        "config.json's decoder_start_token_id; else (Whisper) the decoder's first tokens, "
+        "input_features from --input or seeded. The encoder runs once.",
         dict(callback=values.parse_token_ids, metavar="IDS")),
     "runtime": Shared(
         ("--runtime",),

@@ -15,6 +15,8 @@ The Python API:
     report = converter.verify_steps("wake.tflite", steps=20)   # stateful: step by step
     graph = converter.load_decoder("model.onnx", capacity=64)  # a KV cache as state
     result = converter.generate(graph, prompt_ids, max_new_tokens=32)   # greedy tokens
+    loop = converter.load_seq2seq("t5/decoder_model_merged.onnx")  # encoder_model.onnx beside
+    loop.encode({"input_ids": ids}); converter.generate(loop, loop.start_tokens, 16)
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
     variants = converter.convert("bert.onnx", "bert.webnn", dims={"sequence": [8, 16, 32]})
     outputs = converter.run("bert.webnn", feeds, dims={"sequence": 16})
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 _LAZY = {"GraphBuilder": ".ops.builder", "ConstantData": ".ir", "Graph": ".ir", "Operand": ".ir",
          "Operation": ".ir", "TensorDesc": ".ir", "Session": ".runtimes.session",
          "generate": ".state.generation", "load_decoder": ".state.generation",
+         "load_seq2seq": ".state.seq2seq",
          "Variants": ".dynamic.variants"}
 
 
@@ -86,7 +89,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__", "load", "convert", "save", "check", "run", "verify", "verify_steps", "Session", "GraphBuilder",
-    "generate", "load_decoder",
+    "generate", "load_decoder", "load_seq2seq",
     "Graph", "Operand", "Operation", "Variants",
     "ConstantData", "TensorDesc", "ConverterError", "FormatError", "GraphInvalidError",
     "MissingFileError", "OpValidationError", "ParseError", "UnsupportedError",

@@ -45,7 +45,12 @@ def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state
     files = read_inputs(given, inputs_dir) if given or inputs_dir else {}
     if prompt is not None and cache_capacity is None and graph_file.lower().endswith(".onnx"):
         from converter.state.concat_form import ConcatLoop
-        from converter.state.kv_cache import parse_state_patterns
+        from converter.state.kv_cache import is_seq2seq, parse_state_patterns
+
+        if is_seq2seq(graph_file):
+            _run_seq2seq(graph_file, dims, input_shapes, known_inputs, state_patterns,
+                         target_name, files, prompt, steps, seed, runtime, output_dir, as_json)
+            return
 
         if target_name or input_shapes or known_inputs or files or runtime != "ort":
             raise ConverterError("the concat form runs the model itself on ort",
@@ -88,6 +93,25 @@ def command(graph_file, dims, input_shapes, known_inputs, follow_symlinks, state
         _say_seeded(seeded, seed, stepped=False)
         outputs = converter.run(graph, feeds, runtime=runtime)
     _write(outputs, output_dir, seeded, as_json, seed, stepped=steps is not None)
+
+
+def _run_seq2seq(graph_file, dims, input_shapes, known_inputs, state_patterns, target_name,
+                 files, prompt, steps, seed, runtime, output_dir, as_json) -> None:
+    """`run DECODER --prompt IDS --steps N` on an encoder-decoder's decoder (its encoder
+    beside it): the encoder once, N greedy tokens of the decoder's concat form."""
+    from converter.state.seq2seq import Seq2SeqLoop
+
+    from .stepping import seq2seq_request
+
+    if target_name or input_shapes or known_inputs or state_patterns or \
+            runtime.startswith("device"):
+        raise ConverterError("an encoder-decoder steps its concat form itself, on ort or "
+                             "chromium", fix="give --prompt, --steps, --dim and --input alone")
+    loop = Seq2SeqLoop(graph_file, dims=dims, runtime=runtime)
+    given, start, seeded = seq2seq_request(loop, prompt, files, seed)
+    _say_seeded(seeded, seed, stepped=False)
+    loop.encode(given)
+    _write(decode(loop, start, steps), output_dir, seeded, as_json, seed)
 
 
 def _say_seeded(seeded: dict, seed: int, stepped: bool) -> None:

@@ -137,3 +137,45 @@ def print_decode_report(report) -> None:
     for note in getattr(report, "notes", ()):
         console_print(console, f"note: {note}")
     console_print(console, *(("pass", "bold") if report.passed else ("mismatch", "bold red")))
+
+
+def seq2seq_request(loop, prompt, given: Mapping[str, np.ndarray], seed: int
+                    ) -> tuple[dict, list[int], dict[str, dict]]:
+    """What `--prompt` means on an encoder-decoder (state/seq2seq.py): the encoder's input_ids
+    when it reads text (T5, BART, Marian; the decoder then starts from config.json's
+    decoder_start_token_id), else the decoder's first tokens (Whisper; the encoder's
+    input_features from --input, else seeded like `run`'s inputs). Returns the encoder's
+    inputs, the decoder's prompt, and how each seeded input was made."""
+    from converter.conversion.by_suffix import load_any
+    from converter.state.kv_cache import _dim_names, read_signature
+    from converter.verification.core import make_inputs
+
+    spec = loop.seq2seq
+    if not prompt:
+        raise ConverterError("a decoder starts from a prompt", fix="give --prompt IDS, e.g. "
+                             "--prompt 1,5,9")
+    for name in given:
+        if name not in spec.encoder_inputs or (spec.text and name == "input_ids"):
+            raise ConverterError(f"--input '{name}' is not an input of the encoder "
+                                 f"{spec.encoder.name} that --prompt leaves open",
+                                 fix="--prompt gives the " + ("encoder's input_ids" if spec.text
+                                                              else "decoder's first tokens"))
+    if spec.text:
+        return {**given, "input_ids": list(prompt)}, loop.start_tokens, {}
+    shapes = {}
+    for value in read_signature(spec.encoder).graph.input:
+        if value.name in given:
+            continue
+        dims = _dim_names(value)
+        if not dims or not all(isinstance(d, int) for d in dims[1:]):
+            raise ConverterError(f"the encoder's input '{value.name}' is {dims}: its shape is "
+                                 f"open", where=str(spec.encoder),
+                                 fix=f"give it with --input {value.name}=FILE.npy")
+        shapes[value.name] = [1, *dims[1:]]
+    seeded = {}
+    if shapes:
+        graph = load_any(spec.encoder, input_shapes=shapes)
+        drawn, described = make_inputs(graph, seed)
+        seeded = {name: described[name] for name in shapes}
+        given = {**given, **{name: drawn[name] for name in shapes}}
+    return dict(given), list(prompt), seeded

@@ -121,13 +121,14 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
     outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
     transposed for the graph; its outputs are transposed back before comparison. --steps
-    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. With
-    --weights float16|int8|int4, SOURCE is also converted with its weights so compressed,
-    and that graph is measured against the float source (weights size before and after; max
-    abs and rel error, worst cosine, top-1/top-5 agreement over --samples inputs; a decoder's
-    greedy-token agreement over --steps): its own accuracy verdict, by --accuracy or the
-    scheme's default; the float graph keeps the float policy's verdict. Exit 0 pass, 1
-    mismatch or accuracy outside its bounds, 2 error.
+    compares N consecutive steps; with a decoder and --prompt, N greedy tokens (an
+    encoder-decoder's decoder, encoder_model.onnx beside it: the encoder runs once, see
+    --prompt). With --weights float16|int8|int4, SOURCE is also converted with its weights
+    so compressed, and that graph is measured against the float source (weights size before
+    and after; max abs and rel error, worst cosine, top-1/top-5 agreement over --samples
+    inputs; a decoder's greedy-token agreement over --steps): its own accuracy verdict, by
+    --accuracy or the scheme's default; the float graph keeps the float policy's verdict.
+    Exit 0 pass, 1 mismatch or accuracy outside its bounds, 2 error.
     """
     checks = Checking.of(checking)
     source = model_path(source, follow_symlinks)
@@ -152,6 +153,18 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     quiet_runtimes(debugging())
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"verifying {source}: the source on its own runtime, the graph on {checks.runtime}")
+    if checks.prompt is not None and cache_capacity is None and source.lower().endswith(".onnx"):
+        from converter.state.kv_cache import is_seq2seq
+
+        if is_seq2seq(source):
+            if weights != "float32":
+                raise ConverterError("the accuracy of compressed weights is not measured on an "
+                                     "encoder-decoder yet", where=source,
+                                     fix="verify it without --weights, or convert with "
+                                         "--weights and verify the float model")
+            finish(_verify_seq2seq(source, checks, dims, graph_path, input_shapes, known_inputs,
+                                   state_patterns, target_name), None, False, as_json)
+            return
     module = graph_path if graph_path and graph_path.lower().endswith(".js") else None
     if module and (checks.runtime != "chromium" or checks.do_bisect
                    or checks.steps is not None):
@@ -205,6 +218,34 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         accuracy = measure(source, compressed, checks, weights=weights, bytes_before=before,
                            known_inputs=known_inputs, state_patterns=state_patterns, dims=dims)
     finish(report, finding, bisected, as_json, accuracy)
+
+
+def _verify_seq2seq(source, checks: Checking, dims, graph_path, input_shapes, known_inputs,
+                    state_patterns, target_name):
+    """`verify DECODER --prompt IDS --steps N` on an encoder-decoder's decoder (its encoder
+    beside it): the encoder once, N greedy tokens of the decoder's concat form on --runtime,
+    against the source files on ONNX Runtime."""
+    import numpy as np
+
+    from converter.state.seq2seq import Seq2SeqLoop
+    from converter.verification.seq2seq import verify_seq2seq
+
+    from .stepping import seq2seq_request
+
+    if graph_path or target_name or input_shapes or known_inputs or state_patterns or \
+            checks.do_bisect or checks.runtime.startswith("device"):
+        raise ConverterError("an encoder-decoder is verified by stepping its concat form, "
+                             "converted now, on ort or chromium",
+                             fix="give --prompt, --steps, --dim, --input and the tolerances "
+                                 "alone")
+    loop = Seq2SeqLoop(source, dims=dims, runtime=checks.runtime)
+    given, start, seeded = seq2seq_request(loop, checks.prompt, checks.feeds() or {},
+                                           checks.seed)
+    described = ", ".join(f"{name} {list(np.shape(value))} " + (
+        f"{seeded[name]['made']}, seed {checks.seed}" if name in seeded else "given")
+        for name, value in given.items()) if seeded or not loop.seq2seq.text else None
+    return verify_seq2seq(loop, given, prompt=start, steps=checks.steps or 1, atol=checks.atol,
+                          rtol=checks.rtol, ulp=checks.ulp, described=described)
 
 
 def compare(source, graph, checks: Checking, *, graph_path=None, dims=None, input_shapes=None,

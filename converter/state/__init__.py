@@ -1,4 +1,6 @@
 """Model state beyond the IR's pairs: KV caches of decoder exports (kv_cache.py: the pairs and
 optimum's files), their concat form (concat_form.py: a graph per length), the sliding window
 that gives a Concat-grown cache a fixed capacity (window_form.py), and greedy decoding with the
-cache carried as state from step to step (generation.py: `converter.generate`)."""
+cache carried as state from step to step (generation.py: `converter.generate`), and
+encoder-decoders (seq2seq.py: the encoder once, the decoder's concat form fed its output and
+the cross-attention caches of its first step: `converter.load_seq2seq`)."""

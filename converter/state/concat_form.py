@@ -11,8 +11,11 @@ merged decoder takes its no-cache branch (use_cache_branch fixed false); else th
 are zero-row tensors, which WebNN has no operand for: the importer takes inputs of no elements
 as constants (a Shape of one folds, a Concat drops it), and an attention op
 (GroupQueryAttention, MultiHeadAttention) gets its past slots emptied (`without_past`). Each
-conversion costs what a `convert` does, so this form suits short runs and checks on ONNX
-Runtime; a fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
+conversion costs what a `convert` does, so this form suits short runs and checks; each step's
+graph runs on ONNX Runtime, or (`runtime="chromium"`) in the emitted module's session in
+Chromium. A fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
+An encoder-decoder's loop (state/seq2seq.py) adds the encoder's side through the hooks
+`side_shapes`, `side_feeds` and `took`.
 """
 from __future__ import annotations
 
@@ -65,11 +68,14 @@ class ConcatLoop:
 
     def __init__(self, path: str | Path, *, patterns: Sequence[tuple[str, str]] | None = None,
                  dims: Mapping[str, int] | None = None, logits: str = "logits",
-                 max_graphs: int = 8):
+                 max_graphs: int = 8, runtime: str = "ort"):
+        if runtime not in ("ort", "chromium"):
+            raise ConverterError(f"the concat form runs on 'ort' or 'chromium', not '{runtime}'")
         self.spec: DecoderSpec = read_decoder_spec(Path(path), patterns, dims)
         self.path = self.spec.path
         self.extra = dict(dims or {})
         self.logits = logits
+        self.runtime = runtime  # each step's graph runs there (chromium: in the module's session)
         self.max_graphs = max_graphs  # converted graphs kept (the oldest dropped first)
         self._graphs: dict[tuple[int, int], Graph] = {}
         self.conversions = 0
@@ -105,7 +111,8 @@ class ConcatLoop:
             if first:  # the no-past file names only some of the dims
                 dims = {k: v for k, v in dims.items() if k in _dim_names(model)}
             graph = import_model(model, arrays, dims=dims, where=str(path),
-                                 input_shapes=spec.input_shapes(past + step),
+                                 input_shapes={**spec.input_shapes(past + step),
+                                               **self.side_shapes(past, model)},
                                  known_inputs=spec.known(past) if not first else None,
                                  name=Path(path).stem, budget=budget, isolate=True)
             if len(self._graphs) >= self.max_graphs:
@@ -116,7 +123,6 @@ class ConcatLoop:
 
     def prefill(self, tokens: Sequence[int]) -> list[np.ndarray]:
         """Feed `tokens` in one step; the logits row of each."""
-        from ..runtimes.execute import run
         from .kv_cache import check_tokens
 
         spec = self.spec
@@ -132,14 +138,41 @@ class ConcatLoop:
                                                  ).reshape(1, -1)
         if self.past is not None:
             feeds.update(self.past)
-        out = run(graph, feeds)
+        feeds.update(self.side_feeds(graph))
+        out = self._run(graph, feeds)
         self.last_graph = graph
         self.past = {name: out[present] for name, present in spec.pairs}
+        self.took(out)
         self.position += len(tokens)
         return list(np.asarray(out[self.logits]).reshape(len(tokens), -1))
 
     def feed(self, token: int) -> np.ndarray:
         return self.prefill([token])[0]
+
+    def _run(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One run of a step's graph: on ONNX Runtime, or in Chromium through the emitted
+        module's session (the graph has no state: a session of one step)."""
+        if self.runtime == "ort":
+            from ..runtimes.execute import run
+
+            return run(graph, feeds)
+        from ..runtimes.session import Session
+
+        with Session(graph, runtime=self.runtime) as session:
+            return session.step(feeds)
+
+    # What an encoder-decoder adds to each step (state/seq2seq.py); a decoder adds nothing.
+    def side_shapes(self, past: int, model) -> dict[str, list[int]]:
+        """The shapes of the inputs `model` (the step's ModelProto) takes besides the tokens,
+        mask, positions and self caches."""
+        return {}
+
+    def side_feeds(self, graph: Graph) -> dict[str, np.ndarray]:
+        """Their values, for the inputs `graph` takes."""
+        return {}
+
+    def took(self, out: Mapping[str, np.ndarray]) -> None:
+        """Keep what a step's outputs give beside the self caches."""
 
 
 def _dim_names(model) -> set[str]:

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ConverterError
 from ..ir import Graph
 from ..runtimes.session import Session
-from .kv_cache import check_tokens, declare_kv_state, read_decoder_spec
+from .kv_cache import check_tokens, declare_kv_state, is_seq2seq, read_decoder_spec
 
 __all__ = ["Generation", "load_decoder", "generate", "generate_on_onnxruntime", "DecoderLoop"]
 
@@ -52,6 +52,12 @@ def load_decoder(path: str | Path, *, capacity: int,
     from ..conversion.by_suffix import load_any
     from .window_form import load_window
 
+    if is_seq2seq(path):
+        raise ConverterError("an encoder-decoder's decoder takes no attention mask over its own "
+                             "rows and no position ids, so a cache of fixed capacity could "
+                             "neither mask its empty rows nor keep the positions",
+                             where=str(path), fix="step its concat form: run/verify --prompt "
+                             "IDS --steps N without --cache-capacity (converter.load_seq2seq)")
     spec = read_decoder_spec(path, patterns, dims)
     if spec.capacity_form() == "buffer":
         graph = load_any(spec.path, dims=spec.dims(past=0, step=1, capacity=capacity,

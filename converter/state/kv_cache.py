@@ -34,12 +34,14 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ConverterError
 
 __all__ = ["DEFAULT_PATTERNS", "parse_state_patterns", "match_pairs", "DecoderSpec",
-           "read_decoder_spec", "unmerged_pair", "declare_kv_state", "check_tokens"]
+           "read_decoder_spec", "unmerged_pair", "is_seq2seq", "declare_kv_state",
+           "check_tokens"]
 
 # past -> present names of the exporters we know; the user adds others with --state.
 DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (("past_key_values.*", "present.*"),
                                                   ("past_key_values_*", "present_*"))
 MAX_CAPACITY = 1 << 20  # rows; a larger cache is a typo, not a model
+HIDDEN_STATES = "encoder_hidden_states"  # an encoder-decoder's decoder reads the encoder so
 
 
 def parse_state_patterns(texts: Iterable[str]) -> list[tuple[str, str]]:
@@ -255,6 +257,16 @@ def unmerged_pair(path: Path) -> tuple[Path | None, Path]:
     if later is not None and later.is_file():
         return path, later
     return None, path
+
+
+def is_seq2seq(path: str | Path) -> bool:
+    """A decoder of an encoder-decoder (state/seq2seq.py): its (first) file reads the
+    encoder's output, encoder_hidden_states."""
+    path = Path(path)
+    if path.suffix.lower() != ".onnx" or not path.is_file():
+        return False
+    first, later = unmerged_pair(path)
+    return HIDDEN_STATES in {v.name for v in read_signature(first or later).graph.input}
 
 
 def _with_past_name(path: Path) -> Path | None:

@@ -21,7 +21,7 @@ from .parity import OutputParity, compare, with_overrides
 from ..runtimes.source_runs import dynamic_quantize_nodes, int8_activation_nodes
 from .output_bounds import output_bounds
 
-__all__ = ["DecodeReport", "verify_decoding"]
+__all__ = ["DecodeReport", "verify_decoding", "compare_positions"]
 
 
 @dataclass
@@ -128,14 +128,22 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
             f"how many tokens a step takes; the logits are compared with ORT fed the prompt "
             f"one token a step, as this graph takes it; fed the whole prompt in one step ORT "
             f"chooses {_same_or(whole, ours.tokens)}")
-    split = report.first_divergence
-    shared = len(prompt) + (len(ours.tokens) - 1 if split is None else split)
-    bounds = with_overrides(output_bounds(graph, loop.logits), atol, rtol, ulp)
-    data_type = graph.outputs[loop.logits].data_type
-    for k in range(min(shared, len(ours.logits), len(theirs.logits))):
-        report.positions.append(compare(f"{loop.logits}[{k}]", ours.logits[k],
-                                        theirs.logits[k], bounds, data_type))
+    compare_positions(report, graph, loop.logits, ours, theirs, len(prompt), atol, rtol, ulp)
     return report
+
+
+def compare_positions(report: DecodeReport, graph, logits: str, ours, theirs, prompt_length: int,
+                      atol, rtol, ulp) -> None:
+    """Each position both sides were fed the same tokens for (the prompt's, then the new
+    tokens up to the first that differs), its logits row compared under the bounds of
+    `graph`'s output `logits`, into report.positions."""
+    split = report.first_divergence
+    shared = prompt_length + (len(ours.tokens) - 1 if split is None else split)
+    bounds = with_overrides(output_bounds(graph, logits), atol, rtol, ulp)
+    data_type = graph.outputs[logits].data_type
+    for k in range(min(shared, len(ours.logits), len(theirs.logits))):
+        report.positions.append(compare(f"{logits}[{k}]", ours.logits[k],
+                                        theirs.logits[k], bounds, data_type))
 
 
 def _same_or(theirs: list[int], ours: list[int]) -> str:

@@ -101,3 +101,13 @@ def test_verify_refuses_a_block_size_int4_cannot_use_in_one_line(args):
     r = CliRunner().invoke(main, ["verify", str(TINY), *args])
     assert r.exit_code == 2, r.output
     assert len(r.output.strip().splitlines()) == 1 and "block size" in r.output
+
+
+def test_an_encoder_decoder_with_weights_is_refused_in_one_line():
+    """verify steps an encoder-decoder without its accuracy report: --weights there would be
+    silently ignored, so it is refused."""
+    t5 = MODELS / "optimum-tiny" / "t5" / "decoder_model_merged.onnx"
+    r = CliRunner().invoke(main, ["verify", str(t5), "--prompt", "5,9", "--steps", "2",
+                                  "--weights", "float16"])
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "encoder-decoder" in r.output
