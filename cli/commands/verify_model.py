@@ -137,6 +137,13 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         raise click.UsageError(checks.usage_problem())
     from .compressed import check_usage
 
+    if weights != "float32" and checks.prompt is not None and source.lower().endswith(".onnx"):
+        from converter.state.kv_cache import is_seq2seq
+
+        if is_seq2seq(source):  # before check_usage, whose fix (--cache-capacity) cannot apply
+            raise ConverterError("the accuracy of compressed weights is not measured on an "
+                                 "encoder-decoder yet", where=source,
+                                 fix="verify it without --weights")
     check_usage(weights, checks, cache_capacity=cache_capacity, graph_path=graph_path)
     if weights != "float32" or block_size is not None:
         from converter.passes.weight_types import check_block_size
@@ -157,11 +164,6 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         from converter.state.kv_cache import is_seq2seq
 
         if is_seq2seq(source):
-            if weights != "float32":
-                raise ConverterError("the accuracy of compressed weights is not measured on an "
-                                     "encoder-decoder yet", where=source,
-                                     fix="verify it without --weights, or convert with "
-                                         "--weights and verify the float model")
             finish(_verify_seq2seq(source, checks, dims, graph_path, input_shapes, known_inputs,
                                    state_patterns, target_name), None, False, as_json)
             return
