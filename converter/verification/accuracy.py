@@ -205,7 +205,8 @@ def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_be
     as --accuracy takes it) or the default for `weights`. `bytes_before`: the weights of the
     same conversion without compression (weights_bytes of it)."""
     from ..runtimes.source_runs import run_source
-    from .core import _source_kind, as_graph_feeds, make_inputs
+    from .core import as_graph_feeds, make_inputs
+    from .source_kind import source_kind
 
     bounds, bounds_from = bounds_for(weights, accuracy)
     if samples < 1:
@@ -214,7 +215,7 @@ def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_be
         raise ConverterError("the accuracy of a stateful graph is measured by decoding",
                              fix="give a decoder --prompt IDS and --steps N")
     source = Path(source)
-    kind = _source_kind(source)
+    kind = source_kind(source)
     feeds = dict(feeds or {})
     for name in feeds:
         if name not in graph.inputs:

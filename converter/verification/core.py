@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ..runtimes.source_runs import (SESSION_OPTIONS, dynamic_lstm_nodes, int8_ac
 from .notes import degenerate, overruled, quantized_lstm_note
 from .output_bounds import float16_notes, output_bounds
 from .parity import Bounds, OutputParity, compare, judge, with_overrides
+from .source_kind import empty_inputs, source_int_limits, source_kind
 from .text import BISECT_HINT, report_lines, summary
 
 __all__ = ["VerifyReport", "verify", "make_inputs", "as_graph_feeds", "BISECT_HINT",
@@ -269,7 +270,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     if oracle not in ("auto", "always", "never"):
         raise ConverterError(f"unknown oracle mode '{oracle}'", fix="use auto, always or never")
     source = Path(source)
-    src = _source_kind(source)
+    src = source_kind(source)
     if graph is None:
         from ..conversion.by_suffix import load_any
 
@@ -311,7 +312,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
         described[name] = {"shape": list(np.shape(value)), "range": "fixed at conversion",
                            "made": "fixed at conversion (--const)"}
     if src.runtime == "onnxruntime" and dims and 0 in dims.values():
-        source_feeds.update(_empty_inputs(source, dims, source_feeds))  # constants in the graph
+        source_feeds.update(empty_inputs(source, dims, source_feeds))  # constants in the graph
     from ..formats.weights import release_constant_pages
 
     release_constant_pages(graph)  # the source's runtime reads its own copy of the weights
@@ -381,7 +382,7 @@ def verify(source: str | Path, graph: Graph | str | Path | None = None, *, seed:
     report.warnings += [w for w in (degenerate(n, want[n], bounds[n]) for n in want) if w]
     for label, path in (also or {}).items():  # further opinions: e.g. an exported .tflite
         other = io_permutations.to_source_outputs(  # an export keeps the graph's layout
-            graph, _source_kind(Path(path)).run(Path(path), graph_feeds))
+            graph, source_kind(Path(path)).run(Path(path), graph_feeds))
         report.others[label] = _compare_all(graph, want, other, str(path), bounds)
     return report
 
@@ -453,104 +454,3 @@ def _compare_all(graph: Graph, want: Mapping[str, np.ndarray], got: Mapping[str,
         results.append(compare(name, got[name], _as_webnn(expected), bounds[name],
                                graph.outputs[name].data_type))
     return results
-
-
-@dataclass(frozen=True)
-class _SourceKind:
-    """How to run a source model on its own runtime, and how to draw its integer inputs."""
-
-    runtime: str
-    run: Callable[[Path, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
-    int_limits: Callable[[Path], dict[str, int]]
-    # each input's declared shape (None for a dim the model leaves open)
-    input_shapes: Callable[[Path], dict[str, list[int | None]]]
-
-
-_SOURCES = {
-    ".onnx": _SourceKind("onnxruntime", run_source, lambda p: _embedding_limits(p),
-                         lambda p: _onnx_input_shapes(p)),
-    ".tflite": _SourceKind("litert", run_source, lambda p: {}, lambda p: _tflite_input_shapes(p)),
-}
-
-
-def source_int_limits(path: Path) -> dict[str, int]:
-    """How the source bounds its integer inputs (embedding rows), for drawing them."""
-    return _source_kind(path).int_limits(path)
-
-
-def _source_kind(path: Path) -> _SourceKind:
-    kind = _SOURCES.get(path.suffix.lower())
-    if kind is None:
-        raise ConverterError(f"cannot verify a {path.suffix or 'suffix-less'} source",
-                             where=str(path), fix=f"give one of {', '.join(_SOURCES)}")
-    return kind
-
-
-def _structure(path: Path):
-    """The ONNX model without its weights' bytes: only the graph's structure."""
-    import onnx
-
-    from ..importers.onnx.wire import WireError, map_model
-
-    try:
-        stripped, _, _ = map_model(path)
-    except (OSError, WireError) as e:
-        raise ConverterError(f"cannot read the ONNX model: {e}", where=str(path),
-                             fix="give a readable, well-formed .onnx file") from None
-    model = onnx.ModelProto()
-    model.ParseFromString(stripped)
-    return model
-
-
-def _empty_inputs(path: Path, dims: Mapping[str, int], fed: Mapping[str, Any]
-                  ) -> dict[str, np.ndarray]:
-    """Zeros for each source input the dims give no elements (a decoder's past at
-    past_sequence_length=0): the graph holds it as a constant, the source is fed it."""
-    import onnx
-
-    from ..importers.onnx.dim_expressions import evaluate
-
-    empty = {}
-    for vi in _structure(path).graph.input:
-        if vi.name in fed or not vi.type.tensor_type.HasField("shape"):
-            continue
-        shape = []
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_value"):
-                shape.append(d.dim_value)
-            elif d.dim_param in dims:
-                shape.append(int(dims[d.dim_param]))
-            else:
-                shape.append(evaluate(d.dim_param, dims))
-        if 0 in shape and None not in shape:
-            elem = onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-            empty[vi.name] = np.zeros(shape, elem)
-    return empty
-
-
-def _onnx_input_shapes(path: Path) -> dict[str, list[int | None]]:
-    return {vi.name: [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
-                      for d in vi.type.tensor_type.shape.dim]
-            for vi in _structure(path).graph.input if vi.type.tensor_type.HasField("shape")}
-
-
-def _tflite_input_shapes(path: Path) -> dict[str, list[int | None]]:
-    from ..runtimes.litert import input_shapes
-
-    return input_shapes(path)
-
-
-def _embedding_limits(path: Path) -> dict[str, int]:
-    """Integer inputs that index Gather data given as an initializer: draw within its rows."""
-    model = _structure(path)
-    inits = {t.name: t for t in model.graph.initializer}
-    inputs = {i.name for i in model.graph.input}
-    rows: dict[str, list[int]] = {}  # input -> the rows of every table it indexes
-    for node in model.graph.node:
-        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in inputs \
-                and node.input[0] in inits:
-            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-            dims = list(inits[node.input[0]].dims)
-            if -len(dims) <= axis < len(dims):  # else no such axis: the importer refuses it
-                rows.setdefault(node.input[1], []).append(dims[axis])
-    return {name: min(counts) for name, counts in rows.items()}  # within every table

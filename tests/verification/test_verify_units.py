@@ -257,7 +257,7 @@ def test_the_default_seed_is_zero(tmp_path):
 def test_the_source_kinds_table_cannot_be_changed_by_accident():
     import dataclasses
 
-    from converter.verification import core as verification
+    from converter.verification import source_kind as verification
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         verification._SOURCES[".onnx"].runtime = "other"
