@@ -280,7 +280,8 @@ def measure_accuracy(source: str | os.PathLike, weights: str, *,
                      block_size: int | None = None, compute: str = "float32"):
     """`webnn-convert verify --weights` 's accuracy report as a function: `source` converted
     (for `target`) twice, with float32 weights (its size is the "before") and with `weights`
-    ("float16", "int8", "int4" with `block_size`, computing in `compute`: see convert), the second run on `runtime` against the float source on its own runtime
+    ("float16", "int8", "int4" with `block_size`; computing in `compute`: see convert),
+    the second run on `runtime` against the float source on its own runtime
     over `samples` seeded inputs (seed, seed + 1, ...; or `feeds`). Returns the
     AccuracyReport: .passed against `accuracy` ('cosine>=0.999,top1>=0.99') or the scheme's
     default (verification.accuracy_bounds.DEFAULT_ACCURACY), .lines(), .to_json()."""

@@ -71,7 +71,8 @@ def refuse_compute_output(compute: str, output) -> None:
     if compute == "float32" or output is None or not str(output).lower().endswith(".tflite"):
         return
     raise ConverterError("float16 compute is kept in .webnn, .json, .js and .onnx outputs "
-                         "only: the .tflite export computes each float16 op in float32", where=str(output),
+                         "only: the .tflite export computes each float16 op in float32",
+                         where=str(output),
                          fix="give --weights float16 alone for a .tflite (its weights stored "
                              "as float16), or write another format")
 
