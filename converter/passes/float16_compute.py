@@ -109,8 +109,9 @@ class _Rewrite:
         self.half[id(value)] = twin
         return twin
 
-    def cleanup(self) -> None:
-        """Drop the twins no op came to read (an op rebuilt then kept float32)."""
+    def cleanup(self) -> list[str]:
+        """Drop the twins no op came to read (an op rebuilt then kept float32); return the
+        constants stored twice, float32 and float16, because ops of both types read them."""
         graph = self.graph
         for op in reversed(self.made_ops):
             if op.graph is graph and all(not o.uses() and not o.is_graph_output()
@@ -125,6 +126,8 @@ class _Rewrite:
                 graph.remove_operand(const)
                 if twin.graph is graph:
                     graph.rename(twin, name)
+        return [c.name for c in self.originals
+                if c.graph is graph and self.half[id(c)].graph is graph]
 
 
 def _fill(value: np.ndarray, shape):
@@ -238,11 +241,14 @@ def float16_compute(graph: Graph, ctx: PassContext) -> PassResult:
             continue
         _replace(op, new, rewrite)
         computed += 1
-    rewrite.cleanup()
+    twice = rewrite.cleanup()
     casts = sum(1 for op in rewrite.made_ops if op.graph is graph)
     notes = [f"{computed} operation{'s' * (computed != 1)} compute in float16, "
              f"{casts} cast{'s' * (casts != 1)} between float16 and float32"]
     notes += [f"kept float32 ({why}): {', '.join(names)}" for why, names in kept.items()]
+    if twice:
+        notes.append(f"stored both as float32 and float16 (read by ops of both types): "
+                     f"{', '.join(twice)}")
     counts = {"computed in float16": computed, "casts": casts,
               "kept float32": sum(map(len, kept.values()))}
     return PassResult(bool(computed), counts, notes)
