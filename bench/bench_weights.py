@@ -50,7 +50,7 @@ def measure(name: str, weights: str, folder: Path, target: str | None) -> dict:
         counts = dict(report.passes).get("integer_weights")
         counts = counts.counts if counts is not None else {}
     elif weights != "float32":
-        counts = store_weights(graph, weights)[1].counts
+        counts = store_weights(graph, weights)[0][1].counts
     else:
         counts = {}
     out = folder / f"{name}_{weights}.webnn"

@@ -58,6 +58,8 @@ _RUNTIMES = ("ort", "chromium")
 # does not import the passes (tests/cli/test_weights_option.py checks they agree).
 WEIGHT_TYPES = ("float32", "float16", "int8", "int4")
 DEFAULT_BLOCK_SIZE = 32
+# converter.passes.float16_compute.COMPUTE_TYPES, spelled here for the same reason.
+COMPUTE_TYPES = ("float32", "float16")
 
 VOCABULARY: dict[str, Shared] = {
     "output": Shared(
@@ -99,6 +101,17 @@ VOCABULARY: dict[str, Shared] = {
         "before and after, errors, cosine and top-1/top-5 over --samples inputs, judged by "
         "--accuracy; zoo does so for every model of the run.",
         dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
+    "compute": Shared(
+        ("--compute",),
+        "The float type the graph computes in: float16 computes each op in float16 where the "
+        "--target (without one: the portable target, the spec's op table) takes its float16 "
+        "form, and stores the float32 constants those ops read as float16; normalizations, "
+        "softmax and summing reductions stay float32 (their statistics lose most in float16), "
+        "as do ops the target takes no float16 for, with one cast each way (-v lists them). "
+        "The graph's inputs and outputs stay float32, and verify judges outputs computed in "
+        "float16 by the float16 bounds. Refused for a target that takes no float16 and for a "
+        ".tflite output (TFLite computes float16 ops in float32).",
+        dict(type=click.Choice(COMPUTE_TYPES), default="float32", show_default=True)),
     "block_size": Shared(
         ("--block-size",),
         f"With --weights int4: the values per scale along each weight's reduction dim (default "

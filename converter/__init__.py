@@ -124,8 +124,8 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
             dims: Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None,
             known_inputs: Mapping[str, Any] | None = None, dequantize: bool = False,
-            weights: str = "float32", block_size: int | None = None, verify: bool = False,
-            **tolerances: Any) -> Graph | Variants:
+            weights: str = "float32", block_size: int | None = None, compute: str = "float32",
+            verify: bool = False, **tolerances: Any) -> Graph | Variants:
     """`webnn-convert convert` as a function: load `source` (as `load` does), rewrite it for
     `target` when given (a built-in target's name, a target file or a Target; `io_layout`
     "nchw"/"nhwc" sets the layout of its 4-D inputs and outputs), and write `output` when
@@ -143,6 +143,10 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
     a weight it does not divide; a size given must divide each), each read through
     dequantizeLinear (kept int4 where `target` takes it, else widened exactly); a .tflite
     output refuses int4 (the CLI's --weights and --block-size).
+    `compute="float16"` computes each op in float16 where `target` (without one: the portable
+    target, the spec's op table) takes its float16 form, its float32 constants stored as
+    float16; normalizations, softmax and accumulating reductions stay float32, and the graph's
+    inputs and outputs stay float32 (the CLI's --compute; a .tflite output refuses it).
     `verify=True` checks the result against `source` on its own runtime before anything is
     written (each variant at its dims), as the CLI's --verify (`tolerances`: seed, atol, rtol,
     ulp, as `verify` takes them): on a mismatch it raises VerificationError, whose `report`
@@ -178,19 +182,26 @@ def convert(source: str | os.PathLike, output: str | os.PathLike | None = None, 
                              fix="give weights='float16' (or another scheme) too")
     from .passes.weight_types import check_block_size, check_weights, refuse_output
 
+    from .passes.float16_compute import check_compute
+    from .passes.weight_types import refuse_compute_output
+
     check_block_size(check_weights(weights), block_size)
     refuse_output(weights, output)
-    if weights != "float32" and dims and any(not isinstance(v, int) for v in dims.values()):
-        raise ConverterError(f"weights={weights!r} converts one value of each dim",
+    refuse_compute_output(check_compute(compute), output)
+    changed = f"weights={weights!r}" if weights != "float32" else \
+        f"compute={compute!r}" if compute != "float32" else None
+    if changed and dims and any(not isinstance(v, int) for v in dims.values()):
+        raise ConverterError(f"{changed} converts one value of each dim",
                              where="dims", fix="convert each value apart")
     with tracking():  # the files read (external data too) are never the ones written
         return _convert(source, output, target, io_layout, dims, input_shapes, known_inputs,
-                        dequantize, (weights, block_size), tolerances if verify else None)
+                        dequantize, (weights, block_size, compute),
+                        tolerances if verify else None)
 
 
 def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs, dequantize,
              stored_as, tolerances):
-    weights, block_size = stored_as
+    weights, block_size, compute = stored_as
     from .conversion.by_suffix import load_any, refuse_overwriting, write_any
 
     if output is not None:
@@ -209,11 +220,11 @@ def _convert(source, output, target, io_layout, dims, input_shapes, known_inputs
             from .targets.pipeline import convert_for_target
 
             convert_for_target(result, target, io_layout=io_layout, dequantize=dequantize,
-                               weights=weights, block_size=block_size)
-        elif weights != "float32":
+                               weights=weights, block_size=block_size, compute=compute)
+        elif weights != "float32" or compute != "float32":
             from .targets.pipeline import store_weights
 
-            store_weights(result, weights, block_size)
+            store_weights(result, weights, block_size, compute)
         checks = [(result, dims)]
     if tolerances is not None and weights != "float32":  # the float conversion, then accuracy
         _verify_compressed(source, result, target, io_layout, dims, input_shapes, known_inputs,
@@ -269,10 +280,11 @@ def measure_accuracy(source: str | os.PathLike, weights: str, *,
                      known_inputs: Mapping[str, Any] | None = None, samples: int = 16,
                      seed: int = 0, feeds: Mapping[str, np.ndarray] | None = None,
                      runtime: str = "ort", accuracy: str | None = None,
-                     block_size: int | None = None):
+                     block_size: int | None = None, compute: str = "float32"):
     """`webnn-convert verify --weights` 's accuracy report as a function: `source` converted
     (for `target`) twice, with float32 weights (its size is the "before") and with `weights`
-    ("float16", "int8", "int4" with `block_size`: see convert), the second run on `runtime` against the float source on its own runtime
+    ("float16", "int8", "int4" with `block_size`; computing in `compute`: see convert),
+    the second run on `runtime` against the float source on its own runtime
     over `samples` seeded inputs (seed, seed + 1, ...; or `feeds`). Returns the
     AccuracyReport: .passed against `accuracy` ('cosine>=0.999,top1>=0.99') or the scheme's
     default (verification.accuracy_bounds.DEFAULT_ACCURACY), .lines(), .to_json()."""
@@ -285,7 +297,7 @@ def measure_accuracy(source: str | os.PathLike, weights: str, *,
     before, floating = weights_bytes(floating), None
     compressed = convert(source, target=target, io_layout=io_layout, dims=dims,
                          input_shapes=input_shapes, known_inputs=known_inputs, weights=weights,
-                         block_size=block_size)
+                         block_size=block_size, compute=compute)
     return measure(source, compressed, weights=weights, bytes_before=before, samples=samples,
                    seed=seed, feeds=feeds, known_inputs=known_inputs, runtime=runtime,
                    accuracy=accuracy)

@@ -29,9 +29,11 @@ def refuse_without_weights(weights: str, checks: Checking) -> None:
 
 def converted(source, *, weights: str, target_name=None, io_layout=None, dims=None,
               input_shapes=None, known_inputs=None, state_patterns=(), cache_capacity=None,
-              dequantize: bool = False, block_size: int | None = None):
+              dequantize: bool = False, block_size: int | None = None,
+              compute: str = "float32"):
     """SOURCE converted as the command converts it: with its state declared, for the target,
-    its weights stored as `weights` (int4: one scale per `block_size` values)."""
+    its weights stored as `weights` (int4: one scale per `block_size` values), computing in
+    `compute`."""
     import converter
 
     if cache_capacity is not None or state_patterns:
@@ -44,15 +46,16 @@ def converted(source, *, weights: str, target_name=None, io_layout=None, dims=No
             from converter.targets.pipeline import convert_for_target
 
             convert_for_target(graph, target_name, io_layout=io_layout, dequantize=dequantize,
-                               weights=weights, block_size=block_size)
-        elif weights != "float32":
+                               weights=weights, block_size=block_size, compute=compute)
+        elif weights != "float32" or compute != "float32":
             from converter.targets.pipeline import store_weights
 
-            store_weights(graph, weights, block_size)
+            store_weights(graph, weights, block_size, compute)
         return graph
     return converter.convert(source, target=target_name, io_layout=io_layout, dims=dims,
                              input_shapes=input_shapes, known_inputs=known_inputs,
-                             dequantize=dequantize, weights=weights, block_size=block_size)
+                             dequantize=dequantize, weights=weights, block_size=block_size,
+                             compute=compute)
 
 
 def measure(source, compressed, checks: Checking, *, weights: str, bytes_before: int,

@@ -23,7 +23,8 @@ from .stepping import load_with_state
 
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
-@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize", "weights", "block_size")
+@use("output", *SOURCE, *STATE, "target", "io_layout", "dequantize", "weights", "block_size",
+     "compute")
 @click.option("--verify", "then_verify", is_flag=True,
               help="Also verify the result against the source, as `verify` does, taking "
                    "verify's options below; the outputs are written only if it passes.")
@@ -31,12 +32,14 @@ from .stepping import load_with_state
               help="With --verify: write the outputs even when verification fails.")
 @use(*VERIFYING, "json", "verbose")
 def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, state_patterns,
-            cache_capacity, target_name, io_layout, dequantize, weights, block_size,
+            cache_capacity, target_name, io_layout, dequantize, weights, block_size, compute,
             then_verify, keep_on_mismatch, as_json, verbose, **checking):
     """Convert SOURCE (.onnx, .tflite, or a .webnn/.json graph) into OUTPUT.
 
     .webnn and .json write the WebNN graph with OUTPUT's NAME.manifest.json and NAME.weights
-    beside it (with --weights float16, int8 or int4, its float32 weights stored so); .onnx
+    beside it (with --weights float16, int8 or int4, its float32 weights stored so; with
+    --compute float16, computing in float16 where the target takes it, float32 at the
+    graph's inputs and outputs); .onnx
     writes the graph's ONNX lowering (past 2 GiB with its weights in NAME.onnx.data beside
     it), .tflite its TFLite export (verified on LiteRT too with --verify), .js an ES module
     and page for the browser. With --dim
@@ -81,14 +84,19 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
 
         check_block_size(weights, block_size)
         refuse_output(weights, output)
+    if compute != "float32":
+        from converter.passes.weight_types import refuse_compute_output
+
+        refuse_compute_output(compute, output)
     stateful = bool(state_patterns) or cache_capacity is not None
     say = ctx.with_resource(phases(False if as_json else None))
     say(f"converting {source}")
     import_reader(source)  # the last of start-up's imports (the onnx package for .onnx) ...
     collector.resume()  # ... so the collector, paused while they ran, skips them from now on
     if any(not isinstance(v, int) for v in dims.values()):
-        if weights != "float32":
-            raise click.UsageError(f"--weights {weights} converts one value of each --dim; "
+        if weights != "float32" or compute != "float32":
+            given = f"--weights {weights}" if weights != "float32" else f"--compute {compute}"
+            raise click.UsageError(f"{given} converts one value of each --dim; "
                                    f"convert each value apart")
         if stateful:
             raise click.UsageError("--dim with several values makes a module for many shapes; "
@@ -112,8 +120,9 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         if then_verify:
             raise click.UsageError("--verify needs the source model; this graph file holds "
                                    "variants converted earlier")
-        if weights != "float32":
-            raise click.UsageError(f"--weights {weights} converts one graph; this graph file "
+        if weights != "float32" or compute != "float32":
+            given = f"--weights {weights}" if weights != "float32" else f"--compute {compute}"
+            raise click.UsageError(f"{given} converts one graph; this graph file "
                                    f"holds variants converted earlier")
         write_variants(graph, output, target_name, io_layout, dequantize, as_json)
         return
@@ -123,19 +132,21 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         raise click.UsageError("--dequantize applies with --target")
     if target_name:
         say(f"rewriting for {target_name}")
-        _rewrite_for(graph, target_name, io_layout, verbose, dequantize, (weights, block_size))
-    elif weights != "float32":
+        _rewrite_for(graph, target_name, io_layout, verbose, dequantize,
+                     (weights, block_size, compute))
+    elif weights != "float32" or compute != "float32":
         from converter.targets.pipeline import store_weights
 
-        name, result = store_weights(graph, weights, block_size)
-        if verbose:
-            for note in result.notes:
-                echo(f"{name}: {note}", err=True)
+        for name, result in store_weights(graph, weights, block_size, compute):
+            if verbose:
+                for note in result.notes:
+                    echo(f"{name}: {note}", err=True)
     say(f"writing {output}")
     if not then_verify:
         # A graph as imported was verified at the end of its import (stateful loading, a
         # target's passes and --weights edit it since, so those are checked again as saved).
-        untouched = not target_name and not stateful and weights == "float32"
+        untouched = (not target_name and not stateful and weights == "float32"
+                     and compute == "float32")
         _wrote(write_any(graph, output, verify=not untouched), graph, as_json)
         return
     quiet_runtimes(debugging())
@@ -209,7 +220,8 @@ def _wrote(written, graph, as_json: bool) -> None:
 
 
 def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
-                 dequantize: bool = False, stored_as: tuple = ("float32", None)) -> None:
+                 dequantize: bool = False, stored_as: tuple = ("float32", None, "float32")
+                 ) -> None:
     """Run the target's passes; list every remaining violation and exit 1 if any remain.
     With `verbose`, each pass's statistics go to stderr (stdout carries results only)."""
     from converter.errors import UnsupportedError
@@ -218,9 +230,9 @@ def _rewrite_for(graph, target_name: str, io_layout: str | None, verbose: bool,
 
     target = load_target(target_name)
     try:
-        weights, block_size = stored_as
+        weights, block_size, compute = stored_as
         report = convert_for_target(graph, target, io_layout=io_layout, dequantize=dequantize,
-                                    weights=weights, block_size=block_size)
+                                    weights=weights, block_size=block_size, compute=compute)
     except UnsupportedError as e:
         for item in e.items:
             echo(f"{target.name}: {item}", err=True)

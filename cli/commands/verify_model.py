@@ -108,10 +108,11 @@ def _number(value):
               help="A WebNN graph converted earlier (.webnn/.json), or an emitted .js module "
                    "(with --runtime chromium; --dim picks the dims it is built at); default: "
                    "convert SOURCE now.")
-@use(*SOURCE, *STATE, "target", "io_layout", "weights", "block_size", *VERIFYING, "json")
+@use(*SOURCE, *STATE, "target", "io_layout", "weights", "block_size", "compute", *VERIFYING,
+     "json")
 def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlinks,
-            state_patterns, cache_capacity, target_name, io_layout, weights, block_size, as_json,
-            **checking):
+            state_patterns, cache_capacity, target_name, io_layout, weights, block_size,
+            compute, as_json, **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
     Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
@@ -128,7 +129,10 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     and after; max abs and rel error, worst cosine, top-1/top-5 agreement over --samples
     inputs; a decoder's greedy-token agreement over --steps): its own accuracy verdict, by
     --accuracy or the scheme's default; the float graph keeps the float policy's verdict.
-    Exit 0 pass, 1 mismatch or accuracy outside its bounds, 2 error.
+    --compute float16 converts SOURCE computing in float16 where the target takes it (with
+    --weights, the compressed graph; else the graph verified, its float16-computed outputs
+    judged by the float16 bounds). Exit 0 pass, 1 mismatch or accuracy outside its bounds,
+    2 error.
     """
     checks = Checking.of(checking)
     source = model_path(source, follow_symlinks)
@@ -137,18 +141,22 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         raise click.UsageError(checks.usage_problem())
     from .compressed import check_usage
 
-    if weights != "float32" and checks.prompt is not None and source.lower().endswith(".onnx"):
+    if (weights, compute) != ("float32", "float32") and checks.prompt is not None \
+            and source.lower().endswith(".onnx"):
         from converter.state.kv_cache import is_seq2seq
 
         if is_seq2seq(source):  # before check_usage, whose fix (--cache-capacity) cannot apply
-            raise ConverterError("the accuracy of compressed weights is not measured on an "
-                                 "encoder-decoder yet", where=source,
-                                 fix="verify it without --weights")
+            raise ConverterError("an encoder-decoder is stepped as exported: its compressed "
+                                 "weights or float16 compute are not measured yet",
+                                 where=source, fix="verify it without --weights and --compute")
     check_usage(weights, checks, cache_capacity=cache_capacity, graph_path=graph_path)
     if weights != "float32" or block_size is not None:
         from converter.passes.weight_types import check_block_size
 
         check_block_size(weights, block_size)
+    if graph_path and compute != "float32":
+        raise click.UsageError("--compute converts SOURCE now; --graph gives the graph "
+                               "already: drop one")
     if graph_path and target_name:
         raise click.UsageError("--target converts SOURCE for a backend; --graph gives the "
                                "graph already: drop one")
@@ -157,6 +165,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     if checks.runtime.startswith("device") and (state_patterns or cache_capacity is not None):
         raise click.UsageError("--runtime device runs one stateless graph: drop --state and "
                                "--cache-capacity")
+    # without --weights the graph verified computes in --compute; with them, the compressed one
+    verified = compute if weights == "float32" else "float32"
     quiet_runtimes(debugging())
     say = click.get_current_context().with_resource(phases(False if as_json else None))
     say(f"verifying {source}: the source on its own runtime, the graph on {checks.runtime}")
@@ -187,10 +197,15 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         if target_name:
             from converter.targets.pipeline import convert_for_target
 
-            convert_for_target(graph, target_name, io_layout=io_layout)
-    elif target_name:
+            convert_for_target(graph, target_name, io_layout=io_layout, compute=verified)
+        elif verified != "float32":
+            from converter.targets.pipeline import store_weights
+
+            store_weights(graph, "float32", compute=verified)
+    elif target_name or verified != "float32":
         graph = converter.convert(source, target=target_name, io_layout=io_layout, dims=dims,
-                                  input_shapes=input_shapes, known_inputs=known_inputs)
+                                  input_shapes=input_shapes, known_inputs=known_inputs,
+                                  compute=verified)
     if checks.prompt is not None and graph is None and not module:
         # the concat form, converted once per length
         from converter.state.concat_form import ConcatLoop
@@ -216,7 +231,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         compressed = converted(source, weights=weights, target_name=target_name,
                                io_layout=io_layout, dims=dims, input_shapes=input_shapes,
                                known_inputs=known_inputs, state_patterns=state_patterns,
-                               cache_capacity=cache_capacity, block_size=block_size)
+                               cache_capacity=cache_capacity, block_size=block_size,
+                               compute=compute)
         accuracy = measure(source, compressed, checks, weights=weights, bytes_before=before,
                            known_inputs=known_inputs, state_patterns=state_patterns, dims=dims)
     finish(report, finding, bisected, as_json, accuracy)

@@ -42,6 +42,7 @@ class PassContext:
     # values per int4 block (integer_weights, weights "int4"); None: the default, 32, which
     # leaves a weight it does not divide float32, where a given size must divide every one
     block_size: int | None = None
+    compute: str = "float32"  # passes.float16_compute.COMPUTE_TYPES: the float type ops compute in
 
 
 @dataclass

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     data_types,
     decompose,
     fills,
+    float16_compute,
     float16_weights,
     fold_constants,
     int8_in_float,

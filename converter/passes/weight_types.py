@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import ConverterError
 
 __all__ = ["WEIGHT_TYPES", "DEFAULT_BLOCK_SIZE", "check_weights", "check_block_size",
-           "refuse_output", "weights_pass"]
+           "refuse_output", "refuse_compute_output", "weights_pass"]
 
 # What `--weights` takes: the type float32 weights are stored as.
 WEIGHT_TYPES = ("float32", "float16", "int8", "int4")
@@ -64,7 +64,27 @@ def refuse_output(weights: str, output) -> None:
                              "format")
 
 
-def weights_pass(weights: str) -> list[str]:
-    """The pass that stores weights as `weights` (run last), as a list to add to a pipeline."""
-    return {"float32": [], "float16": ["float16_weights"], "int8": ["integer_weights"],
-            "int4": ["integer_weights"]}[check_weights(weights)]
+def refuse_compute_output(compute: str, output) -> None:
+    """Raise when `output`'s format cannot compute in `compute`: the .tflite export computes
+    a float16 operation in float32 (TFLite's kernels do) and rounds its result through a CAST,
+    so a float16-compute graph would export slower and no smaller than --weights float16."""
+    if compute == "float32" or output is None or not str(output).lower().endswith(".tflite"):
+        return
+    raise ConverterError("float16 compute is kept in .webnn, .json, .js and .onnx outputs "
+                         "only: the .tflite export computes each float16 op in float32",
+                         where=str(output),
+                         fix="give --weights float16 alone for a .tflite (its weights stored "
+                             "as float16), or write another format")
+
+
+def weights_pass(weights: str, compute: str = "float32") -> list[str]:
+    """The passes that store weights as `weights` and compute in `compute` (run last, after
+    the target's), as a list to add to a pipeline: integer_weights before float16_compute (a
+    dequantizeLinear then gives its float16 scale's type), float16_weights after it (it
+    stores what float32 ops still read)."""
+    stored = {"float32": [], "float16": ["float16_weights"], "int8": ["integer_weights"],
+              "int4": ["integer_weights"]}[check_weights(weights)]
+    if compute == "float32":
+        return stored
+    return ([p for p in stored if p == "integer_weights"] + ["float16_compute"]
+            + [p for p in stored if p == "float16_weights"])

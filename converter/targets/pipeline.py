@@ -20,8 +20,9 @@ from pathlib import Path
 from ..errors import ConverterError, UnsupportedError
 from ..ir import Graph
 from ..passes import PassContext, PassResult, pipeline_for, run_passes
+from ..passes.float16_compute import check_compute
 from ..passes.weight_types import check_block_size, check_weights, weights_pass
-from . import Target, load_target
+from . import PORTABLE, Target, load_target
 from .check import Violation, check
 
 __all__ = ["TargetReport", "convert_for_target", "check_after_passes", "store_weights",
@@ -88,7 +89,8 @@ class TargetReport:
 
 def convert_for_target(graph: Graph, target: Target | str | Path, *,
                        io_layout: str | None = None, dequantize: bool = False,
-                       weights: str = "float32", block_size: int | None = None) -> TargetReport:
+                       weights: str = "float32", block_size: int | None = None,
+                       compute: str = "float32") -> TargetReport:
     """Rewrite `graph` in place for `target` and check the result.
 
     Args:
@@ -105,6 +107,9 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
             as integers read through dequantizeLinear (the integer_weights pass). Either runs
             last, so the check sees what it added.
         block_size: values per int4 block (weights "int4" only; None: the default, 32).
+        compute: "float16" computes each op in float16 where the target takes its float16
+            form, the graph's inputs and outputs staying float32 (the float16_compute pass,
+            after integer_weights and before float16_weights).
 
     Returns the report. Raises UnsupportedError with every violation left after the passes.
     """
@@ -115,11 +120,12 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
                                  f"the source's layout")
     check_weights(weights)
     block_size = check_block_size(weights, block_size)
+    check_compute(compute)
     transposes_before, operations_before = _transposes(graph), len(graph.operations)
-    names = pipeline_for(target) + weights_pass(weights)
+    names = pipeline_for(target) + weights_pass(weights, compute)
     results = run_passes(graph, names,
                          PassContext(target=target, io_layout=io_layout, dequantize=dequantize,
-                                     weights=weights, block_size=block_size))
+                                     weights=weights, block_size=block_size, compute=compute))
     violations = check(graph, target)
     used = {op.op_type for op in graph.operations}
     report = TargetReport(target.name, results, transposes_before, _transposes(graph),
@@ -138,16 +144,18 @@ def convert_for_target(graph: Graph, target: Target | str | Path, *,
     return report
 
 
-def store_weights(graph: Graph, weights: str, block_size: int | None = None
-                  ) -> tuple[str, PassResult]:
+def store_weights(graph: Graph, weights: str, block_size: int | None = None,
+                  compute: str = "float32") -> list[tuple[str, PassResult]]:
     """Without a target: store float32 weights as `weights` ("float16": the float16_weights
-    pass, "int8"/"int4": integer_weights, keeping int4 as int4; "float32" changes nothing).
-    Edits `graph` in place; returns the pass's name and result."""
+    pass, "int8"/"int4": integer_weights, keeping int4 as int4; "float32" changes nothing)
+    and, with compute "float16", compute in float16 where the portable target (the spec's
+    op table) takes it. Edits `graph` in place; returns each pass's name and result."""
     block_size = check_block_size(check_weights(weights), block_size)
-    names = weights_pass(weights) or ["float16_weights"]  # float32: a pass that does nothing
-    ((name, result),) = run_passes(graph, names,
-                                   PassContext(weights=weights, block_size=block_size))
-    return name, result
+    names = weights_pass(weights, check_compute(compute)) or ["float16_weights"]  # a no-op
+    # float16 compute asks which ops take float16: without a target, what the spec requires
+    target = load_target(PORTABLE) if compute != "float32" else None
+    return run_passes(graph, names, PassContext(target=target, weights=weights,
+                                                block_size=block_size, compute=compute))
 
 
 def check_after_passes(graph: Graph, target: Target | str | Path, *,

@@ -239,6 +239,13 @@ def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_be
     got = [io_permutations.to_source_outputs(graph, g) for g in got]
     report = AccuracyReport(weights, int(bytes_before), weights_bytes(graph), samples, seed,
                             made, kind.runtime, ran_on, bounds, bounds_from)
+    from .output_bounds import computed_in_float16
+
+    halves = [n for n, o in graph.outputs.items() if computed_in_float16(o)]
+    if halves:  # --compute float16: the cost measured is that of float16 math too
+        report.notes.append(f"{', '.join(halves)} computed in float16 inside the graph "
+                            f"(float32 at its boundary): the figures include float16 "
+                            f"compute's cost, not the weights' alone")
     for name in graph.outputs:
         if name not in runs_source[0]:
             raise ConverterError(f"no output '{name}' in the source", where=str(source))

@@ -103,11 +103,12 @@ def test_verify_refuses_a_block_size_int4_cannot_use_in_one_line(args):
     assert len(r.output.strip().splitlines()) == 1 and "block size" in r.output
 
 
-def test_an_encoder_decoder_with_weights_is_refused_in_one_line():
-    """verify steps an encoder-decoder without its accuracy report: --weights there would be
-    silently ignored, so it is refused."""
+@pytest.mark.parametrize("option", [["--weights", "float16"], ["--compute", "float16"]])
+def test_an_encoder_decoder_with_weights_or_compute_is_refused_in_one_line(option):
+    """verify steps an encoder-decoder as exported: --weights or --compute there would be
+    silently ignored, so they are refused."""
     t5 = MODELS / "optimum-tiny" / "t5" / "decoder_model_merged.onnx"
     r = CliRunner().invoke(main, ["verify", str(t5), "--prompt", "5,9", "--steps", "2",
-                                  "--weights", "float16"])
+                                  *option])
     assert r.exit_code == 2, r.output
     assert len(r.output.strip().splitlines()) == 1 and "encoder-decoder" in r.output
