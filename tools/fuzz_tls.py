@@ -114,7 +114,9 @@ def tls_pair(kind: str):
         key = _key(0x5EC12E7)
         cert, key_pem = _certificate(key), _key_pem(key)
         cert_name, key_name = "cert.pem", "key.pem"
-        if kind == "cert-truncated":
+        if kind == "valid":  # what every other kind damages: serve listens on it
+            _write(folder, cert, key_pem)
+        elif kind == "cert-truncated":
             _write(folder, cert[:len(cert) // 2], key_pem)
         elif kind == "key-truncated":
             _write(folder, cert, key_pem[:len(key_pem) * 2 // 3])

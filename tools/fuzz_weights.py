@@ -13,8 +13,8 @@ values (NaN, infinities, float32's extremes, denormals, an all-zero channel) for
   values-*       a MatMul, Gemm or Conv whose weight holds hostile values, converted with
                  --weights int8|int4 to .onnx and .webnn: exit 0; a non-finite weight is kept
                  float32 and listed (-v); every dequantizeLinear scale is finite and positive;
-                 the .onnx, run on ONNX Runtime, gives no NaN or infinity where the float model
-                 gives none.
+                 the .onnx, run on ONNX Runtime (ORT_DISABLE_ALL, as verify runs it), gives no
+                 NaN or infinity where the float model gives none.
 The checks that load a graph or start ONNX Runtime run in a fresh interpreter (this file run as
 a script): tools/fuzz.py forks its runs, and a process holding ORT's threads must not fork.
 """
@@ -222,8 +222,15 @@ def _check_output(source: Path, output: Path) -> str | None:
 
         model = onnx.load(output)
         inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-        triples = [[inits[name] for name in n.input[:3]] for n in model.graph.node
-                   if n.op_type == "DequantizeLinear"]
+        triples = []
+        for node in model.graph.node:
+            if node.op_type == "DequantizeLinear":
+                q, scale, zero = (inits[name] for name in node.input[:3])
+                if scale.ndim == 1 and q.ndim > 1:  # per axis: broadcast along `axis`
+                    axis = next((a.i for a in node.attribute if a.name == "axis"), 1) % q.ndim
+                    shape = [len(scale) if a == axis else 1 for a in range(q.ndim)]
+                    scale, zero = scale.reshape(shape), zero.reshape(shape)
+                triples.append([q, scale, zero])
     bad = [s for _, s, _ in triples if not (np.all(np.isfinite(s)) and np.all(s > 0))]
     if bad:
         return f"{len(bad)} of {len(triples)} scales not finite and positive"
@@ -233,9 +240,13 @@ def _check_output(source: Path, output: Path) -> str | None:
         return None
     import onnxruntime as ort
 
+    # As verify runs both sides: ORT's own fusions (a dequantizeLinear into a quantized matmul)
+    # would judge ORT's arithmetic at float32's edge, not the file's.
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     results = []
     for path in (source, output):
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         feed = session.get_inputs()[0]
         x = np.random.default_rng(1).random(list(feed.shape), dtype=np.float32)
         results.append(session.run(None, {feed.name: x})[0])
