@@ -8,8 +8,11 @@ working directory is `root/outside/`, which holds a canary too. Half the cases
 bit flips and overwritten byte runs of real files (tiny_cnn from models/ as .onnx, .webnn,
 .json and .tflite, and small generated ONNX models), each mutating one file of its model.
 The constructions of tools/fuzz_surfaces.py attack what lies beside the importers (zoo manifests,
-files near the model, the files a command writes, the terminal, reports, sizes, leftovers); such
-a case may name its own commands, and whether only a refusal is safe.
+files near the model, the files a command writes, the terminal, reports, sizes, leftovers); those
+of tools/fuzz_tls.py serve's --cert/--key files, and of tools/fuzz_weights.py --accuracy,
+--block-size and weight values under --weights int8|int4. Such a case may name its own commands
+(serve's take no entry file), whether only a refusal is safe, a judge of its outcome, and a
+timeout of its own.
 
 The canary holds TOKEN after a WGWT header, so a weights file or external-data reference that
 reached it would copy TOKEN into an output, where tools/fuzz.py looks for it.

@@ -1,8 +1,8 @@
 """The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py and
 tools/fuzz_surfaces.py plus as many mutated real files, each through its commands (the seven
-model commands, or the case's own: zoo, run, verify): no internal error, crash, timeout, memory
-overrun, leftover file, canary byte, executed code, raw escape, overwritten input or accepted
-hostile case."""
+model commands, or the case's own: zoo, run, verify, serve, convert with options): no internal
+error, crash, timeout, memory overrun, leftover file, canary byte, executed code, raw escape,
+overwritten input, accepted hostile case or outcome its case's judge finds wrong."""
 from __future__ import annotations
 
 import os
