@@ -1,6 +1,6 @@
 """Fuzz the CLI with hostile and damaged model files (issue 10).
 
-    python tools/fuzz.py [--seed 0] [--count 200] [--jobs 2] [--out DIR] [--spawn]
+    python tools/fuzz.py [--seed 0] [--count 200] [--jobs 2] [--out DIR] [--spawn] [--only GLOB]
 
 Writes the corpus of tools/fuzz_corpus.py (deterministic for a seed) and runs every command on
 every case: `validate`, `inspect`, `check`, and `convert -o` to .webnn, .js, .onnx and .tflite.
@@ -26,7 +26,9 @@ A run fails, by kind, when:
              or a Markdown report it wrote holds raw markup or control characters;
   overwrote  a file of the corpus (a model, its data, a manifest) changed in place, or a check
              of the case's outputs found one output written over another;
-  accepted   a case whose only safe outcome is a refusal exited 0.
+  accepted   a case whose only safe outcome is a refusal exited 0;
+  outcome    the case's own judge of any run (its exit code, its one error line, what it left
+             in its cache folder, what its outputs compute) found it wrong.
 Each run gets its own TMPDIR and cache folder (WEBNN_CONVERTER_CACHE) inside its run folder;
 pip reaches no index (PIP_NO_INDEX), so a download the corpus provokes can only fail. Anything
 left in the TMPDIR, or any file new anywhere in the corpus, counts as a leftover.
@@ -62,7 +64,7 @@ TIMEOUT = 30.0
 MEMORY = 1 << 30
 SLOWEST = 5  # runs the summary lists by wall time
 KINDS = ("internal", "crash", "timeout", "memory", "leftover", "canary", "executes", "escape",
-         "overwrote", "accepted")
+         "overwrote", "accepted", "outcome")
 # command name -> (arguments after the entry file, outputs it may leave on success)
 COMMANDS = {
     "validate": ([], []),
@@ -227,6 +229,11 @@ def _judge(run: Run, case: Case, out: Path, allowed: list[str],
         if problem:
             run.failures.append("overwrote")
             run.detail = f"{problem}; " + run.detail
+    if case.outcome is not None and "timeout" not in run.failures:
+        problem = case.outcome(out, run.exit)
+        if problem:
+            run.failures.append("outcome")
+            run.detail = f"{problem}; " + run.detail
     return after
 
 
@@ -248,8 +255,8 @@ def _imports_cleanly(module: Path) -> str | None:
 
 
 def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
-         log=print) -> list[Run]:
-    cases = make_corpus(out / "corpus", seed, count)
+         log=print, only: str | None = None) -> list[Run]:
+    cases = make_corpus(out / "corpus", seed, count, only)
     # Imported now, once, so that every forked run starts with them (and runs in milliseconds).
     import cli.main  # noqa: F401
     import converter.emit.javascript  # noqa: F401
@@ -275,7 +282,7 @@ def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
             run_dir = out / "runs" / case.name / command
             run_dir.mkdir(parents=True)
             extra, allowed = (case.commands or COMMANDS)[command]
-            argv = [command.split(".")[0], str(case.entry),
+            argv = [command.split(".")[0], *([str(case.entry)] if case.entry_arg else []),
                     *[a.format(out=run_dir, case=case.folder) for a in extra]]
             pid = os.fork()
             if pid == 0:
@@ -284,8 +291,8 @@ def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
         pid, status, rusage = os.wait4(-1, os.WNOHANG)
         if pid == 0:
             now = time.monotonic()
-            for child, (run, *_, start) in running.items():
-                if now - start > TIMEOUT and "timeout" not in run.failures:
+            for child, (run, case, *_, start) in running.items():
+                if now - start > (case.timeout or TIMEOUT) and "timeout" not in run.failures:
                     run.failures.append("timeout")
                     os.killpg(child, signal.SIGKILL)
             time.sleep(0.002)
@@ -336,13 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--spawn", action="store_true",
                         help="run a fresh interpreter per run instead of a fork")
+    parser.add_argument("--only", metavar="GLOB",
+                        help="only the constructions whose kind matches, e.g. 'tls-*' (the "
+                             "mutated real files still fill every other slot)")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = Path(tempfile.mkdtemp(prefix="webnn-fuzz-"))
     elif args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty")
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = fuzz(args.out, args.seed, args.count, args.jobs, args.spawn)
+    runs = fuzz(args.out, args.seed, args.count, args.jobs, args.spawn, only=args.only)
     counts = summary(runs)
     print(table(counts, runs))
     print(f"runs: {args.out / 'runs.jsonl'}")

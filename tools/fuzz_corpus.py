@@ -8,14 +8,18 @@ working directory is `root/outside/`, which holds a canary too. Half the cases
 bit flips and overwritten byte runs of real files (tiny_cnn from models/ as .onnx, .webnn,
 .json and .tflite, and small generated ONNX models), each mutating one file of its model.
 The constructions of tools/fuzz_surfaces.py attack what lies beside the importers (zoo manifests,
-files near the model, the files a command writes, the terminal, reports, sizes, leftovers); such
-a case may name its own commands, and whether only a refusal is safe.
+files near the model, the files a command writes, the terminal, reports, sizes, leftovers); those
+of tools/fuzz_tls.py serve's --cert/--key files, and of tools/fuzz_weights.py --accuracy,
+--block-size and weight values under --weights int8|int4. Such a case may name its own commands
+(serve's take no entry file), whether only a refusal is safe, a judge of its outcome, and a
+timeout of its own.
 
 The canary holds TOKEN after a WGWT header, so a weights file or external-data reference that
 reached it would copy TOKEN into an output, where tools/fuzz.py looks for it.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import random
@@ -26,6 +30,8 @@ from typing import Callable
 
 from fuzz_surfaces import SURFACES, Made
 from fuzz_surfaces import external_tensor as _external
+from fuzz_tls import TLS
+from fuzz_weights import WEIGHTS
 
 import numpy as np
 import onnx
@@ -45,6 +51,10 @@ class Case:
     commands: dict[str, tuple[list[str], list[str]]] | None = None
     must_refuse: bool = False  # a success is a failure: only a refusal is safe
     check: Callable[[Path], str | None] | None = None  # of a success's run folder
+    # Of every run's folder and exit code (None: killed): why the outcome is wrong, or None.
+    outcome: Callable[[Path, int | None], str | None] | None = None
+    entry_arg: bool = True  # the entry is the commands' first argument (serve takes none)
+    timeout: float | None = None  # seconds a run may take, when not tools/fuzz.py's TIMEOUT
 
 
 # -- seeds: real files ---------------------------------------------------------------------------
@@ -391,6 +401,8 @@ HOSTILE: list[tuple[str, Callable[[Path, Path], Path | Made]]] = [
     ("json-link-outside", _link("g.json", "ROOT/seeds/json/tiny_cnn.json")),
     ("json-link-to-proc-environ", _link("g.json", "/proc/self/environ")),
     *SURFACES,  # issue 26: manifests, files near the model, outputs, terminal, reports, sizes
+    *TLS,  # serve --cert/--key
+    *WEIGHTS,  # --accuracy, --block-size, hostile weight values for --weights int8|int4
 ]
 
 
@@ -414,8 +426,9 @@ def _mutate(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     return f"overwrite@{at}", bytes(buf)
 
 
-def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
-    """Write `count` cases under `root` (which must not exist); the same for the same seed."""
+def make_corpus(root: Path, seed: int, count: int, only: str | None = None) -> list[Case]:
+    """Write `count` cases under `root` (which must not exist); the same for the same seed.
+    `only` (a glob) keeps the constructions whose kind it matches."""
     root.mkdir(parents=True)
     (root / "canary.bin").write_bytes(CANARY)
     (root / "outside").mkdir()  # also the runs' working directory
@@ -425,7 +438,7 @@ def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
     seeds = _seeds(root)
     rng = random.Random(seed)
     cases: list[Case] = []
-    hostile = iter(HOSTILE)
+    hostile = iter([(k, m) for k, m in HOSTILE if only is None or fnmatch.fnmatchcase(k, only)])
     kinds = sorted(seeds)
     for index in range(count):
         item = next(hostile, None) if index % 2 == 0 else None
@@ -441,7 +454,8 @@ def make_corpus(root: Path, seed: int, count: int) -> list[Case]:
                 (folder / "g.manifest.json").unlink()
                 os.mkfifo(folder / "g.manifest.json")
             cases.append(Case(folder.name, folder, made.entry, made.commands,
-                              made.must_refuse, made.check))
+                              made.must_refuse, made.check, made.outcome, made.entry_arg,
+                              made.timeout))
             continue
         else:
             kind = rng.choice(kinds)

@@ -41,6 +41,9 @@ class Made:
     # A check of a successful run's folder: why it is wrong, or None.
     check: Callable[[Path], str | None] | None = None
     extra: dict = field(default_factory=dict)
+    outcome: Callable[[Path, int | None], str | None] | None = None  # see fuzz_corpus.Case
+    entry_arg: bool = True
+    timeout: float | None = None
 
 
 def _save(model, path: Path) -> Path:

@@ -170,6 +170,12 @@ def quantize(values: np.ndarray, weights: str, output_axis: int, reduction_axis:
     peak = np.maximum(split.max(axis=axes, keepdims=True), -split.min(axis=axes, keepdims=True))
     scale = peak / np.float32(levels)
     scale = np.where(scale > 0, scale, np.float32(1)).astype(np.float32)
+    # peak / levels may round up: at float32's edge (a weight of +-3.4e38) levels * scale, what
+    # dequantizeLinear computes for the peak, is then inf, and inf - inf a NaN the float model
+    # never gave. One step down keeps it finite (the overshoot is under half a step times levels).
+    with np.errstate(over="ignore"):
+        over = ~np.isfinite(scale * np.float32(levels))
+    scale[over] = np.nextafter(scale[over], np.float32(0))
     quotient = split / scale  # the one float32 copy: rounded and clipped in place
     np.rint(quotient, out=quotient)
     np.clip(quotient, low, high, out=quotient)

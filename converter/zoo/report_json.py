@@ -86,13 +86,16 @@ def render_json(doc: dict) -> str:
 
 
 # C0 and C1 controls, DEL, the Unicode line and paragraph separators, lone surrogates.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# Bidi controls too (as cli/terminal.py shows them): a user agent's U+202E would reverse
+# what a report shows after it ("exe.png" for "gnp.exe").
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                      r"\ud800-\udfff]")
 
 
 def printable(text) -> str:
     """`text` with every control character shown as a `\\xNN` (or `\\uNNNN`) escape: a report
-    read in a terminal or a browser must not carry an ESC sequence, a NUL or a line break
-    from a model's string, and a lone surrogate cannot even be written as UTF-8."""
+    read in a terminal or a browser must not carry an ESC sequence, a NUL, a line break or a
+    bidi override from a model's (or a device's) string, and a lone surrogate cannot even be written as UTF-8."""
     def shown(match: re.Match) -> str:
         point = ord(match.group())
         return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"

@@ -1,8 +1,8 @@
 """The CI sample of tools/fuzz.py: every hostile construction of tools/fuzz_corpus.py and
 tools/fuzz_surfaces.py plus as many mutated real files, each through its commands (the seven
-model commands, or the case's own: zoo, run, verify): no internal error, crash, timeout, memory
-overrun, leftover file, canary byte, executed code, raw escape, overwritten input or accepted
-hostile case."""
+model commands, or the case's own: zoo, run, verify, serve, convert with options): no internal
+error, crash, timeout, memory overrun, leftover file, canary byte, executed code, raw escape,
+overwritten input, accepted hostile case or outcome its case's judge finds wrong."""
 from __future__ import annotations
 
 import os
@@ -61,7 +61,7 @@ def test_the_summary_lists_the_slowest_runs_by_wall_time():
 
 def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int = 50_000,
             stderr: bytes = b"", stdout: bytes = b"", must_refuse: bool = False,
-            corpus_change=None, check=None) -> list[str]:
+            corpus_change=None, check=None, outcome=None) -> list[str]:
     corpus, out = tmp_path / "corpus", tmp_path / "out"
     model = corpus / "case"
     model.mkdir(parents=True)
@@ -76,7 +76,8 @@ def _judged(tmp_path, files: dict[str, bytes], *, exit_code: int, maxrss_kb: int
     if corpus_change:
         corpus_change(corpus)
     run = fuzz.Run("case", "convert.webnn")
-    case = fuzz.Case("case", model, model / "m.onnx", must_refuse=must_refuse, check=check)
+    case = fuzz.Case("case", model, model / "m.onnx", must_refuse=must_refuse, check=check,
+                     outcome=outcome)
     status = exit_code << 8  # as wait4 reports a normal exit
     fuzz._judge(run, case, out, ["o.webnn", "r.md"], before, corpus, status,
                 types.SimpleNamespace(ru_maxrss=maxrss_kb))
@@ -125,6 +126,11 @@ def test_the_judge_sees_each_kind_of_failure(tmp_path):
                    must_refuse=True) == ["accepted"]
     assert _judged(tmp_path / "s", {"o.webnn": b"ok"}, exit_code=0,
                    check=lambda out: "1 .npy file for 2 outputs") == ["overwrote"]
+    # a case's own judge of any outcome, a refusal too (serve's cache, one error line)
+    assert _judged(tmp_path / "t", {}, exit_code=2,
+                   outcome=lambda out, code: f"exit {code}" * (code != 1)) == ["outcome"]
+    assert _judged(tmp_path / "u", {}, exit_code=1,
+                   outcome=lambda out, code: f"exit {code}" * (code != 1)) == []
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
