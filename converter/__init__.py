@@ -17,6 +17,8 @@ The Python API:
     result = converter.generate(graph, prompt_ids, max_new_tokens=32)   # greedy tokens
     loop = converter.load_seq2seq("t5/decoder_model_merged.onnx")  # encoder_model.onnx beside
     loop.encode({"input_ids": ids}); converter.generate(loop, loop.start_tokens, 16)
+    graph = converter.convert("model.onnx", "small.webnn", weights="int8")  # or float16, int4
+    report = converter.measure_accuracy("model.onnx", "int8", samples=16)  # vs the float source
     b = converter.GraphBuilder("tiny")            # build graphs the way MLGraphBuilder does
     variants = converter.convert("bert.onnx", "bert.webnn", dims={"sequence": [8, 16, 32]})
     outputs = converter.run("bert.webnn", feeds, dims={"sequence": 16})

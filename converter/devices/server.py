@@ -51,6 +51,8 @@ _HEADERS = {
     "X-Content-Type-Options": "nosniff",
 }
 _REGISTER_SECONDS = 60  # a connection that does not register in this time is closed
+# Seconds stopping the server waits for open requests and connections before closing them.
+_STOP_SECONDS = 2.0
 
 
 def page_url(host: str, port: int, token: str, scheme: str = "http") -> str:
@@ -84,7 +86,11 @@ class DeviceServer:
 
     async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
         """Listen on `host`:`port` (0: any free port), over TLS with `tls`; the port."""
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        # shutdown_timeout: how long stopping waits for open requests and connections. aiohttp
+        # waits 60 s by default, and a browser keeps idle (TLS) connections open: serve must
+        # stop at once on Ctrl-C or SIGTERM, a device's job being lost either way.
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=_STOP_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, ssl_context=tls)
         await site.start()
@@ -92,7 +98,10 @@ class DeviceServer:
 
     async def stop(self) -> None:
         if self._runner is not None:
-            await self._runner.cleanup()
+            try:  # a TLS close the peer never answers must not hold the process either
+                await asyncio.wait_for(self._runner.cleanup(), 2 * _STOP_SECONDS)
+            except asyncio.TimeoutError:
+                pass
         self.pool.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(self.work, ignore_errors=True)
 
