@@ -104,19 +104,31 @@ def main(argv: list[str]) -> int:
              f"block {BLOCK}, symmetric) and `*_fp16.onnx` (fp16: every float32 tensor "
              "float16, inputs and outputs too).", "", "| file | bytes | sha256 |",
              "| --- | --- | --- |"]
+    lines += write_forms(llama, FORMS)
+    replace_section(root / "README.md", SECTION, lines)
+    return 0
+
+
+def write_forms(folder: Path, forms) -> list[str]:
+    """Each of `forms` (file stems in `folder`) written as q8, q4 and fp16 beside it; the
+    README table's rows (file, bytes, sha256)."""
+    rows = []
     for suffix, quantize in (("quantized", quantize_q8), ("q4", quantize_q4),
                              ("fp16", convert_fp16)):
-        for form in FORMS:
-            target = llama / f"{form}_{suffix}.onnx"
-            quantize(llama / f"{form}.onnx", target)
+        for form in forms:
+            target = folder / f"{form}_{suffix}.onnx"
+            quantize(folder / f"{form}.onnx", target)
             data = target.read_bytes()
-            lines.append(f"| llama/{target.name} | {len(data):,} | "
-                         f"{hashlib.sha256(data).hexdigest()} |")
+            rows.append(f"| {folder.name}/{target.name} | {len(data):,} | "
+                        f"{hashlib.sha256(data).hexdigest()} |")
+    return rows
+
+
+def replace_section(readme: Path, section: str, lines: list[str]) -> None:
+    """`readme` kept up to `section` (the heading line), `lines` (that section) after it."""
     print("\n".join(lines))
-    readme = root / "README.md"
-    kept = readme.read_text("utf-8").split(f"\n{SECTION}\n")[0].rstrip("\n")
+    kept = readme.read_text("utf-8").split(f"\n{section}\n")[0].rstrip("\n")
     readme.write_text(kept + "\n\n" + "\n".join(lines) + "\n", "utf-8")
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ own section on, dropping this one), and commit the files and the README section 
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ def main(argv: list[str]) -> int:
     import onnxruntime
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from make_quantized_decoders import BLOCK, convert_fp16, quantize_q4, quantize_q8
+    from make_quantized_decoders import BLOCK, replace_section, write_forms
 
     logging.disable(logging.INFO)  # the quantizers log every node they pass
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).parent / "optimum-tiny"
@@ -39,18 +38,8 @@ def main(argv: list[str]) -> int:
              "`*_quantized.onnx` (q8), `*_q4.onnx` (q4, block "
              f"{BLOCK}) and `*_fp16.onnx` (fp16).", "", "| file | bytes | sha256 |",
              "| --- | --- | --- |"]
-    for suffix, quantize in (("quantized", quantize_q8), ("q4", quantize_q4),
-                             ("fp16", convert_fp16)):
-        for form in FORMS:
-            target = folder / f"{form}_{suffix}.onnx"
-            quantize(folder / f"{form}.onnx", target)
-            data = target.read_bytes()
-            lines.append(f"| {ARCH}/{target.name} | {len(data):,} | "
-                         f"{hashlib.sha256(data).hexdigest()} |")
-    print("\n".join(lines))
-    readme = root / "README.md"
-    kept = readme.read_text("utf-8").split(f"\n{SECTION}\n")[0].rstrip("\n")
-    readme.write_text(kept + "\n\n" + "\n".join(lines) + "\n", "utf-8")
+    lines += write_forms(folder, FORMS)
+    replace_section(root / "README.md", SECTION, lines)
     return 0
 
 
