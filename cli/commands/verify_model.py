@@ -134,7 +134,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     graph_path = model_path(graph_path, follow_symlinks)
     if checks.usage_problem():
         raise click.UsageError(checks.usage_problem())
-    from .compressed import check_usage
+    from .compressed import check_usage, float_checks
 
     check_usage(weights, checks, cache_capacity=cache_capacity, graph_path=graph_path)
     if weights != "float32" or block_size is not None:
@@ -187,8 +187,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         graph = load_any(source, dims=dims, input_shapes=input_shapes,
                          known_inputs=known_inputs)
     report, finding, bisected = compare(
-        source, graph if graph is not None else module, checks, graph_path=graph_path,
-        dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+        source, graph if graph is not None else module, float_checks(weights, checks),
+        graph_path=graph_path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
         state_patterns=state_patterns)
     accuracy = None
     if weights != "float32":
