@@ -52,12 +52,16 @@ def _listed(folder: str) -> list:
 
 
 def holds_samples(folder: str | None) -> bool:
-    """Whether the `--inputs` folder holds sample subfolders (not NAME.npy files itself)."""
+    """Whether the `--inputs` folder holds sample subfolders (not NAME.npy files itself); one
+    holding both is refused (which would it mean?)."""
     if folder is None:
         return False
     entries = _listed(folder)
-    return (any(e.is_dir(follow_symlinks=False) for e in entries)
-            and not any(e.name.endswith(".npy") for e in entries))
+    subfolders = any(e.is_dir(follow_symlinks=False) for e in entries)
+    if subfolders and any(e.name.endswith(".npy") for e in entries):
+        raise ConverterError("the inputs folder holds both NAME.npy files and sample "
+                             "subfolders", where=folder, fix=_SAMPLES_FIX)
+    return subfolders
 
 
 def read_samples(given: Mapping[str, str], folder: str) -> list[tuple[str, dict]]:
@@ -68,11 +72,8 @@ def read_samples(given: Mapping[str, str], folder: str) -> list[tuple[str, dict]
     ConverterErrors naming the folder (a file's own faults name the file)."""
     from converter.budget import MemoryBudget
 
-    entries = _listed(folder)
-    if any(e.name.endswith(".npy") for e in entries):
-        raise ConverterError("the inputs folder holds both NAME.npy files and sample "
-                             "subfolders", where=folder, fix=_SAMPLES_FIX)
-    subfolders = [e for e in entries if e.is_dir(follow_symlinks=False)]
+    holds_samples(folder)  # refuses a folder of both
+    subfolders = [e for e in _listed(folder) if e.is_dir(follow_symlinks=False)]
     if not subfolders:
         raise ConverterError("no sample subfolders in the inputs folder", where=folder,
                              fix=_SAMPLES_FIX)

@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-__all__ = ["LIGHT_MODELS", "light_model_source", "light_model", "light_classifier"]
+__all__ = ["LIGHT_MODELS", "light_model_source", "light_model", "light_classifier",
+           "PHOTO_CLASSES"]
 
 LIGHT_MODELS = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
                 "shufflenet", "squeezenet", "vgg19", "zfnet512")
