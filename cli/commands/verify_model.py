@@ -124,7 +124,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     compares N consecutive steps; with a decoder and --prompt, N greedy tokens. With
     --weights float16|int8|int4, SOURCE is also converted with its weights so compressed,
     and that graph is measured against the float source (weights size before and after; max
-    abs and rel error, worst cosine, top-1/top-5 agreement over --samples inputs; a decoder's
+    abs and rel error, worst cosine, top-1/top-5 agreement over --samples inputs, or over
+    each sample subfolder of --inputs DIR, the float graph then verified on the first; a decoder's
     greedy-token agreement over --steps): its own accuracy verdict, by --accuracy or the
     scheme's default; the float graph keeps the float policy's verdict. Exit 0 pass, 1
     mismatch or accuracy outside its bounds, 2 error.
