@@ -1,7 +1,7 @@
 """Input values the user gives (`--input NAME=FILE.npy`, `--inputs DIR`, `--const NAME=FILE.npy`),
 read as arrays; a folder of samples (`--inputs DIR` whose subfolders each hold one sample's
-NAME.npy files, for the accuracy of `--weights` over many real inputs); and the path a model named on the command line is read from (`model_path`,
-`--follow-symlinks`).
+NAME.npy files, for the accuracy of `--weights` over many real inputs); and the path a model
+named on the command line is read from (`model_path`, `--follow-symlinks`).
 
 A .npy file's header says its shape and dtype; numpy allocates what they ask for before it finds
 the file too short (a 128-byte file claiming 10**12 elements was 4 TB asked of the allocator).
@@ -166,7 +166,8 @@ def _header(f):
     return shape, dtype
 
 
-def _check_size(shape, dtype, data_bytes: int, what: str, where: str, budget=None) -> None:
+def _check_size(shape, dtype, data_bytes: int, what: str, where: str,
+                budget=None) -> None:
     from converter.budget import MemoryBudget, format_size, shape_bytes
 
     nbytes = shape_bytes(shape, dtype.itemsize)
@@ -177,7 +178,8 @@ def _check_size(shape, dtype, data_bytes: int, what: str, where: str, budget=Non
             f"the file holds {data_bytes} after its header", where=where,
             fix="the file is truncated or damaged; write it again with numpy.save")
     # Reading allocates what the header says (the file's size bounds it): one tensor's limit.
-    (budget or MemoryBudget()).claim(nbytes, f"{what} ({described}, {format_size(nbytes)})", where=where)
+    (budget or MemoryBudget()).claim(nbytes, f"{what} ({described}, {format_size(nbytes)})",
+                                     where=where)
 
 
 def model_path(path: str | None, follow_symlinks: bool) -> str | None:

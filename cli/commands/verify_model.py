@@ -114,21 +114,21 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
             **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
-    Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
-    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and
-    rel error, max ULP, cosine and the worst element. An output outside the budget is judged
-    against the graph evaluated in float64 and the source runtime's own noise (see the
-    verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
+    Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the same
+    inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel
+    error, max ULP, cosine and the worst element. An output outside the budget is judged against
+    the graph evaluated in float64 and the source runtime's own noise (see the verdict rules in
+    docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
     outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
     transposed for the graph; its outputs are transposed back before comparison. --steps
-    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. With
-    --weights float16|int8|int4, SOURCE is also converted with its weights so compressed,
-    and that graph is measured against the float source (weights size before and after; max
-    abs and rel error, worst cosine, top-1/top-5 agreement over --samples inputs, or over
-    each sample subfolder of --inputs DIR, the float graph then verified on the first; a decoder's
-    greedy-token agreement over --steps): its own accuracy verdict, by --accuracy or the
-    scheme's default; the float graph keeps the float policy's verdict. Exit 0 pass, 1
-    mismatch or accuracy outside its bounds, 2 error.
+    compares N consecutive steps; with a decoder and --prompt, N greedy tokens. With --weights
+    float16|int8|int4, SOURCE is also converted with its weights so compressed, and that graph
+    is measured against the float source (weights size before and after; max abs and rel error,
+    worst cosine, top-1/top-5 agreement over --samples inputs, or over each sample subfolder of
+    --inputs DIR, the float graph then verified on the first; a decoder's greedy-token agreement
+    over --steps): its own accuracy verdict, by --accuracy or the scheme's default; the float
+    graph keeps the float policy's verdict. Exit 0 pass, 1 mismatch or accuracy outside its
+    bounds, 2 error.
     """
     checks = Checking.of(checking)
     source = model_path(source, follow_symlinks)

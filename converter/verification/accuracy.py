@@ -9,8 +9,8 @@ graph on `runtime` (ort, chromium, a device), on `samples` seeded inputs (sample
 verification.core.make_inputs with seed + i, so sample 0 is `verify`'s own), on the inputs
 given, or on many samples given (`given_samples`: `verify --weights S --inputs DIR` with one
 subfolder of NAME.npy files per sample, e.g. real photos, which move a classifier's choice
-where seeded noise does not). The metrics (accuracy_metrics.py) are judged against the bounds (accuracy_bounds.py):
-given ones, else the scheme's default, which the report states. This is the compressed graph's
+where seeded noise does not). The metrics (accuracy_metrics.py) are judged against the
+bounds (accuracy_bounds.py): given ones, else the scheme's default, which the report states. This is the compressed graph's
 own verdict, named "accuracy"; the float tolerance policy is not loosened for it (`verify
 --weights` judges the uncompressed conversion by that policy, as without the option).
 
