@@ -53,7 +53,7 @@ class Checking:
         return holds_samples(self.inputs_dir)
 
     def given_samples(self) -> list[tuple[str, dict]]:
-        """(name, arrays by input name) per sample subfolder of --inputs, --input joining each."""
+        """(path, arrays by input name) per sample subfolder of --inputs, --input joining each."""
         from .inputs import read_samples
 
         return read_samples(self.given, self.inputs_dir)

@@ -65,7 +65,7 @@ def holds_samples(folder: str | None) -> bool:
 
 
 def read_samples(given: Mapping[str, str], folder: str) -> list[tuple[str, dict]]:
-    """(subfolder name, arrays by input name) per sample subfolder of `folder`, in name order;
+    """(subfolder path, arrays by input name) per sample subfolder of `folder`, in name order;
     the `--input` files join every sample (and win over its own). Hostile folders: a folder
     mixing NAME.npy files and subfolders, more than MAX_SAMPLES subfolders, subfolders giving
     different input names, or files whose sizes add up past the total memory limit are one-line
@@ -92,7 +92,7 @@ def read_samples(given: Mapping[str, str], folder: str) -> list[tuple[str, dict]
                                  f"{', '.join(sorted(names))[:200]}", where=entry.path,
                                  fix="give every sample the same NAME.npy files")
         paths.update({name: Path(path) for name, path in given.items()})
-        samples.append((entry.name, {name: load_npy(path, f"input '{name}'", budget)
+        samples.append((entry.path, {name: load_npy(path, f"input '{name}'", budget)
                                      for name, path in paths.items()}))
     return samples
 
