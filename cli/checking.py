@@ -45,3 +45,25 @@ class Checking:
 
         return read_inputs(self.given, self.inputs_dir) \
             if self.given or self.inputs_dir else None
+
+    def holds_samples(self) -> bool:
+        """Whether --inputs names a folder of sample subfolders (measured by --weights)."""
+        from .inputs import holds_samples
+
+        return holds_samples(self.inputs_dir)
+
+    def given_samples(self) -> list[tuple[str, dict]]:
+        """(path, arrays by input name) per sample subfolder of --inputs, --input joining each."""
+        from .inputs import read_samples
+
+        return read_samples(self.given, self.inputs_dir)
+
+    def first_sample(self) -> "Checking":
+        """These checks with --inputs narrowed to its first sample subfolder: the float
+        conversion's own verification runs once, on it."""
+        import os
+        from dataclasses import replace
+
+        first = min(e.name for e in os.scandir(self.inputs_dir)
+                    if e.is_dir(follow_symlinks=False))
+        return replace(self, inputs_dir=os.path.join(self.inputs_dir, first))

@@ -130,7 +130,8 @@ VOCABULARY: dict[str, Shared] = {
     "samples": Shared(
         ("--samples",),
         "With --weights: how many seeded inputs (seeds --seed, --seed+1, ...) the accuracy "
-        "is measured over (default 16; one when --input/--inputs give every input).",
+        "is measured over (default 16; one when --input/--inputs give every input; "
+        "--inputs DIR of sample subfolders gives its own).",
         dict(type=click.IntRange(min=1), metavar="N")),
     "dim": Shared(
         ("--dim", "dims"),
@@ -229,7 +230,10 @@ VOCABULARY: dict[str, Shared] = {
         dict(multiple=True, callback=values.given_inputs, metavar="NAME=FILE.npy")),
     "inputs": Shared(
         ("--inputs", "inputs_dir"),
-        "A folder of NAME.npy files, one per input to give (--input wins for a name in both).",
+        "A folder of NAME.npy files, one per input to give (--input wins for a name in both). "
+        "With --weights, it may instead hold one subfolder per sample, each of NAME.npy files: "
+        "the accuracy is measured over every sample (at most 10000), the float graph verified "
+        "on the first.",
         dict(type=click.Path(file_okay=False), metavar="DIR")),
     "seed": Shared(
         ("--seed",),

@@ -13,7 +13,7 @@ from converter.errors import ConverterError
 
 from ..checking import Checking
 
-__all__ = ["converted", "refuse_without_weights", "measure", "check_usage"]
+__all__ = ["converted", "refuse_without_weights", "measure", "check_usage", "float_checks"]
 
 
 def refuse_without_weights(weights: str, checks: Checking) -> None:
@@ -61,7 +61,8 @@ def converted(source, *, weights: str, target_name=None, io_layout=None, dims=No
 def measure(source, compressed, checks: Checking, *, weights: str, bytes_before: int,
             known_inputs=None, state_patterns=(), dims=None):
     """The accuracy report of `compressed` against SOURCE: a decoder by its greedy tokens over
-    --steps after --prompt, any other graph over --samples seeded (or the given) inputs."""
+    --steps after --prompt, any other graph over --samples seeded (or the given) inputs, or
+    over each sample subfolder of --inputs DIR."""
     from converter.verification.accuracy import (DEFAULT_SAMPLES, decoding_accuracy,
                                                  measure_accuracy, weights_bytes)
 
@@ -80,10 +81,21 @@ def measure(source, compressed, checks: Checking, *, weights: str, bytes_before:
         raise ConverterError("the accuracy of a stateful graph is measured by decoding",
                              fix="give a decoder --prompt IDS with --steps N (and "
                                  "--cache-capacity N), or drop --steps")
+    if checks.holds_samples():  # --inputs DIR of sample subfolders: each one a sample
+        return measure_accuracy(source, compressed, weights=weights, bytes_before=bytes_before,
+                                seed=checks.seed, given_samples=checks.given_samples(),
+                                known_inputs=known_inputs, runtime=checks.runtime,
+                                accuracy=checks.accuracy)
     return measure_accuracy(source, compressed, weights=weights, bytes_before=bytes_before,
                             samples=checks.samples or DEFAULT_SAMPLES, seed=checks.seed,
                             feeds=checks.feeds(), known_inputs=known_inputs,
                             runtime=checks.runtime, accuracy=checks.accuracy)
+
+
+def float_checks(weights: str, checks: Checking) -> Checking:
+    """The checks the float conversion is verified by: with --weights and --inputs DIR of
+    sample subfolders, its first sample (the accuracy report measures them all)."""
+    return checks.first_sample() if weights != "float32" and checks.holds_samples() else checks
 
 
 def check_usage(weights: str, checks: Checking, *, cache_capacity, graph_path=None) -> None:
@@ -91,6 +103,9 @@ def check_usage(weights: str, checks: Checking, *, cache_capacity, graph_path=No
     refuse_without_weights(weights, checks)
     if weights == "float32":
         return
+    if checks.samples is not None and checks.holds_samples():
+        raise click.UsageError("--samples counts seeded inputs; --inputs DIR gives its sample "
+                               "subfolders: drop --samples")
     if graph_path:
         raise click.UsageError("--weights converts SOURCE now and compresses it; --graph gives "
                                "a graph already: drop one")

@@ -74,7 +74,7 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     elif checks.usage_problem():
         raise click.UsageError(checks.usage_problem())
     if then_verify:
-        from .compressed import check_usage
+        from .compressed import check_usage, float_checks
 
         check_usage(weights, checks, cache_capacity=cache_capacity)
     reads = [source, *ctx.meta.get(INPUT_FILES, []), *checks.given.values()]
@@ -165,8 +165,9 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
             source, target_name, io_layout, dims, input_shapes, known_inputs, state_patterns,
             cache_capacity, dequantize)
         report, finding, bisected = compare(
-            source, floating, checks, graph_path=output, dims=dims, input_shapes=input_shapes,
-            known_inputs=known_inputs, state_patterns=state_patterns, also=also)
+            source, floating, float_checks(weights, checks), graph_path=output, dims=dims,
+            input_shapes=input_shapes, known_inputs=known_inputs, state_patterns=state_patterns,
+            also=also)
         accuracy = None
         if weights != "float32":
             from converter.verification.accuracy import weights_bytes

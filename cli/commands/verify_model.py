@@ -115,11 +115,11 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
             compute, as_json, **checking):
     """Check that a WebNN graph computes what SOURCE computes.
 
-    Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the
-    same inputs (given with --input/--inputs, else seeded); reports per output the max abs and
-    rel error, max ULP, cosine and the worst element. An output outside the budget is judged
-    against the graph evaluated in float64 and the source runtime's own noise (see the
-    verdict rules in docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
+    Runs SOURCE on its own runtime (ONNX Runtime, LiteRT) and the graph on --runtime on the same
+    inputs (given with --input/--inputs, else seeded); reports per output the max abs and rel
+    error, max ULP, cosine and the worst element. An output outside the budget is judged against
+    the graph evaluated in float64 and the source runtime's own noise (see the verdict rules in
+    docs/reference/parity.md). A graph converted with --io-layout takes some inputs (gives some
     outputs) transposed: inputs are made, and --input files given, in SOURCE's layout and
     transposed for the graph; its outputs are transposed back before comparison. --steps
     compares N consecutive steps; with a decoder and --prompt, N greedy tokens (an
@@ -127,7 +127,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     --prompt). With --weights float16|int8|int4, SOURCE is also converted with its weights
     so compressed, and that graph is measured against the float source (weights size before
     and after; max abs and rel error, worst cosine, top-1/top-5 agreement over --samples
-    inputs; a decoder's greedy-token agreement over --steps): its own accuracy verdict, by
+    inputs, or over each sample subfolder of --inputs DIR, the float graph then verified on
+    the first; a decoder's greedy-token agreement over --steps): its own accuracy verdict, by
     --accuracy or the scheme's default; the float graph keeps the float policy's verdict.
     --compute float16 converts SOURCE computing in float16 where the target takes it (with
     --weights, the compressed graph; else the graph verified, its float16-computed outputs
@@ -139,7 +140,7 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
     graph_path = model_path(graph_path, follow_symlinks)
     if checks.usage_problem():
         raise click.UsageError(checks.usage_problem())
-    from .compressed import check_usage
+    from .compressed import check_usage, float_checks
 
     if (weights, compute) != ("float32", "float32") and checks.prompt is not None \
             and source.lower().endswith(".onnx"):
@@ -217,8 +218,8 @@ def command(source, graph_path, dims, input_shapes, known_inputs, follow_symlink
         graph = load_any(source, dims=dims, input_shapes=input_shapes,
                          known_inputs=known_inputs)
     report, finding, bisected = compare(
-        source, graph if graph is not None else module, checks, graph_path=graph_path,
-        dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
+        source, graph if graph is not None else module, float_checks(weights, checks),
+        graph_path=graph_path, dims=dims, input_shapes=input_shapes, known_inputs=known_inputs,
         state_patterns=state_patterns)
     accuracy = None
     if weights != "float32":

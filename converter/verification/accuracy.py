@@ -6,9 +6,11 @@
 
 The source runs on its own runtime (ONNX Runtime for .onnx, LiteRT for .tflite), the compressed
 graph on `runtime` (ort, chromium, a device), on `samples` seeded inputs (sample i drawn by
-verification.core.make_inputs with seed + i, so sample 0 is `verify`'s own) or on the inputs
-given. The metrics (accuracy_metrics.py) are judged against the bounds (accuracy_bounds.py):
-given ones, else the scheme's default, which the report states. This is the compressed graph's
+verification.core.make_inputs with seed + i, so sample 0 is `verify`'s own), on the inputs
+given, or on many samples given (`given_samples`: `verify --weights S --inputs DIR` with one
+subfolder of NAME.npy files per sample, e.g. real photos, which move a classifier's choice
+where seeded noise does not). The metrics (accuracy_metrics.py) are judged against the
+bounds (accuracy_bounds.py): given ones, else the scheme's default, which the report states. This is the compressed graph's
 own verdict, named "accuracy"; the float tolerance policy is not loosened for it (`verify
 --weights` judges the uncompressed conversion by that policy, as without the option).
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -198,14 +200,18 @@ def judge(report: AccuracyReport, explicit: bool) -> AccuracyReport:
 def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_before: int,
                      samples: int = DEFAULT_SAMPLES, seed: int = 0,
                      feeds: Mapping[str, np.ndarray] | None = None,
+                     given_samples: Sequence[tuple[str, Mapping[str, np.ndarray]]] | None = None,
                      known_inputs: Mapping[str, Any] | None = None, runtime: str = "ort",
                      accuracy: str | Mapping | None = None) -> AccuracyReport:
     """The compressed `graph` against the float `source` on `samples` seeded inputs (or the
-    inputs `feeds` gives: one sample when it gives every input), judged by `accuracy` (text
-    as --accuracy takes it) or the default for `weights`. `bytes_before`: the weights of the
-    same conversion without compression (weights_bytes of it)."""
+    inputs `feeds` gives: one sample when it gives every input), or on `given_samples`, one
+    sample per (name, inputs) pair (inputs a pair leaves out seeded with seed + its index),
+    judged by `accuracy` (text as --accuracy takes it) or the default for `weights`.
+    `bytes_before`: the weights of the same conversion without compression (weights_bytes of
+    it). Given inputs are checked against the graph's (name, data type, shape) first: a
+    mismatch is one error naming the sample."""
     from ..runtimes.source_runs import run_source
-    from .core import as_graph_feeds, make_inputs
+    from .core import make_inputs
     from .source_kind import source_kind
 
     bounds, bounds_from = bounds_for(weights, accuracy)
@@ -216,21 +222,30 @@ def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_be
                              fix="give a decoder --prompt IDS and --steps N")
     source = Path(source)
     kind = source_kind(source)
-    feeds = dict(feeds or {})
-    for name in feeds:
-        if name not in graph.inputs:
-            raise ConverterError(f"no graph input named '{name}'",
-                                 fix=f"inputs are: {', '.join(graph.inputs)}")
-    if feeds and set(feeds) >= set(graph.inputs):
-        samples, made = 1, "the inputs given"
+    if given_samples is not None:
+        if feeds:
+            raise ConverterError("give inputs either once (feeds) or per sample, not both")
+        if not given_samples:
+            raise ConverterError("no samples given", fix="give at least one sample")
+        labels = [str(label) for label, _ in given_samples]
+        per_sample = [dict(given) for _, given in given_samples]
+        samples = len(per_sample)
+        left = set(graph.inputs) - set(per_sample[0])
+        made = (f"{samples} sample{'s' * (samples != 1)} given"
+                + (f", {', '.join(sorted(left))} seeded" if left else ""))
     else:
-        made = (f"{samples} seeded input{'s' * (samples != 1)} (seeds {seed}.."
-                f"{seed + samples - 1})" + (", the others given" if feeds else ""))
+        feeds = dict(feeds or {})
+        if feeds and set(feeds) >= set(graph.inputs):
+            samples, made = 1, "the inputs given"
+        else:
+            made = (f"{samples} seeded input{'s' * (samples != 1)} (seeds {seed}.."
+                    f"{seed + samples - 1})" + (", the others given" if feeds else ""))
+        labels, per_sample = ["the inputs given"] * samples, [feeds] * samples
     limits = kind.int_limits(source)
     runs_source, runs_graph = [], []
     for i in range(samples):
         drawn, _ = make_inputs(graph, seed + i, limits, in_source_layout=True)
-        drawn.update(as_graph_feeds(graph, feeds))
+        drawn.update(_given(graph, per_sample[i], labels[i]))
         source_feeds = dict(drawn)
         source_feeds.update({k: np.asarray(v) for k, v in (known_inputs or {}).items()})
         runs_source.append(run_source(source, source_feeds))
@@ -253,6 +268,29 @@ def measure_accuracy(source: str | Path, graph: Graph, *, weights: str, bytes_be
         want = [w.view(np.uint8) if w.dtype == np.bool_ else w for w in want]
         report.outputs.append(measure_output(name, [g[name] for g in got], want))
     return judge(report, explicit=accuracy is not None)
+
+
+def _given(graph: Graph, given: Mapping[str, Any], label: str) -> dict[str, np.ndarray]:
+    """One sample's given inputs as the graph takes them (in the source's layout), each
+    checked against the graph's input of its name: one error naming the sample and input."""
+    from .. import dtypes
+    from .core import as_graph_feeds
+
+    out = as_graph_feeds(graph, given)
+    for name, value in out.items():
+        operand = graph.inputs.get(name)
+        if operand is None:
+            raise ConverterError(f"no graph input named '{name}'", where=label,
+                                 fix=f"inputs are: {', '.join(graph.inputs)}")
+        io_permutations.check_given(graph, name, value)
+        want = dtypes.numpy_dtype(operand.data_type)
+        shape = io_permutations.source_shape(graph, name) \
+            if name in io_permutations.permutations(graph)["inputs"] else tuple(operand.shape)
+        if value.dtype.newbyteorder("=") != want.newbyteorder("=") or value.shape != shape:
+            raise ConverterError(f"input '{name}' is given as {value.dtype}{list(value.shape)};"
+                                 f" the graph takes {operand.data_type}{list(shape)}",
+                                 where=label, fix=f"give '{name}' as the source model takes it")
+    return out
 
 
 def _run_graph(graph: Graph, feeds: list[dict], runtime: str) -> tuple[list[dict], str]:
