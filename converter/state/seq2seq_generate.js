@@ -84,8 +84,8 @@ export async function generate(context, weights, encoderInputs,
   for (const [name, desc] of Object.entries(encoderModel.inputs)) {
     encoderRun[name] = asInput(desc, feeds[name]);
   }
-  const hidden = (await encoder.run(context, encoderModel, encoderRun))["last_hidden_state"];
-  const side = {encoder_hidden_states: hidden, encoder_attention_mask: mask};
+  const hidden = (await encoder.run(context, encoderModel, encoderRun))[CONFIG.encoderOutput];
+  const side = {[CONFIG.hiddenStates]: hidden, [CONFIG.encoderMask]: mask};
   const past = {};
   const tokens = [], logits = [], stepMs = [];
   let next = start[0];
@@ -107,7 +107,7 @@ export async function generate(context, weights, encoderInputs,
     }
     stepMs.push(performance.now() - began);
     if (position + 1 < start.length) { next = start[position + 1]; continue; }
-    const row = Float32Array.from(out["logits"]);
+    const row = Float32Array.from(out[CONFIG.logits]);
     logits.push(row);
     next = argmax(row);
     tokens.push(next);

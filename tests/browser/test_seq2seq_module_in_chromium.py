@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cli.main import main
 from converter.runtimes.chromium import browser_page
-from converter.state.seq2seq import generate_seq2seq_on_onnxruntime
+from converter.state.seq2seq import generate_seq2seq_on_onnxruntime, read_seq2seq_spec
 from converter.state.seq2seq_js import seeded_features
 
 ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
@@ -47,20 +47,25 @@ def _decoder_weight_bytes(source: Path) -> int:
     return total
 
 
-@pytest.mark.parametrize("arch", ["t5", "whisper"])
+@pytest.mark.parametrize("arch,name", [("t5", "decoder_model_merged.onnx"),
+                                       ("t5", "decoder_model.onnx"),
+                                       ("whisper", "decoder_model_merged.onnx"),
+                                       ("bart", "decoder_model_merged.onnx"),
+                                       ("marian", "decoder_model_merged.onnx")])
 def test_the_page_of_an_encoder_decoder_generates_onnxruntimes_16_tokens(browser_limits,
-                                                                         tmp_path, arch):
-    source = ROOT / arch / "decoder_model_merged.onnx"
+                                                                         tmp_path, arch, name):
+    source = ROOT / arch / name
     args = ["convert", str(source), "-o", str(tmp_path / "model.js"), "--steps", "16"]
-    if arch == "t5":
+    if arch != "whisper":
         args += ["--dim", "encoder_sequence_length=8"]  # the prompt (5 ids) padded to 8
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     got = _page_tokens(tmp_path, "?prompt=" + ",".join(map(str, PROMPT)) + "&tokens=16")
     assert "error" not in got, got
-    given = {"input_ids": PROMPT} if arch == "t5" else \
-        {"input_features": seeded_features((1, 8, 32))}
-    want = generate_seq2seq_on_onnxruntime(source, given, [0 if arch == "t5" else 1], 16)
+    given = {"input_features": seeded_features((1, 8, 32))} if arch == "whisper" else \
+        {"input_ids": PROMPT}
+    start = read_seq2seq_spec(source).start_tokens
+    want = generate_seq2seq_on_onnxruntime(source, given, start, 16)
     assert got["tokens"] == want.tokens and len(set(want.tokens)) >= 4
     assert len(got["stepMs"]) == 16
     # 16 builders, one weights file about one decoder's (not 16 times it)
