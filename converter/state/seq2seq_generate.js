@@ -14,6 +14,18 @@ export async function loadWeights() {
   return {encoder: enc, decoder: dec};
 }
 
+/** Throw unless every id is an integer the model's tables have a row for (a gather past
+ *  the end of a table reads what the backend makes of it, not an error). */
+function checkIds(ids, what) {
+  for (const t of ids) {
+    if (!Number.isInteger(t) || t < 0 || (CONFIG.vocabulary !== null && t >= CONFIG.vocabulary)) {
+      const range = CONFIG.vocabulary === null ? "non-negative integers" :
+        `integers in 0..${CONFIG.vocabulary - 1}`;
+      throw new RangeError(`${what} must be ${range}, got ${String(t)}`);
+    }
+  }
+}
+
 function int64Ids(ids) {
   return BigInt64Array.from(ids, (t) => BigInt(t));
 }
@@ -21,7 +33,7 @@ function int64Ids(ids) {
 /** The encoder's feeds: a text encoder's input_ids padded to CONFIG.encoderLength (its
  *  attention_mask 0 on the padding); features as given (a Float32Array of the input's size). */
 function encoderFeeds(given) {
-  const feeds = {};
+  const feeds = Object.create(null);  // keyed by the model's names, whatever they are
   let mask = null;
   if (CONFIG.text) {
     const ids = Array.from(given.input_ids ?? [], Number);
@@ -29,21 +41,19 @@ function encoderFeeds(given) {
     if (ids.length < 1 || ids.length > length) {
       throw new RangeError(`the encoder takes 1..${length} token ids, got ${ids.length}`);
     }
-    if (!ids.every((t) => Number.isInteger(t) && t >= 0)) {
-      throw new TypeError("the encoder's input_ids must be non-negative integers");
-    }
+    checkIds(ids, "the encoder's input_ids");
     const padded = new Array(length).fill(0);
     ids.forEach((t, i) => { padded[i] = t; });
     mask = new Array(length).fill(0).map((_, i) => (i < ids.length ? 1 : 0));
     feeds.input_ids = padded;
-    if ("attention_mask" in CONFIG.encoderInputs) feeds.attention_mask = mask;
+    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) feeds.attention_mask = mask;
     else if (ids.length !== length) {
       throw new RangeError(`this encoder takes no attention_mask: give exactly ${length} ids`);
     }
   }
   for (const [name, value] of Object.entries(given)) {
-    if (!(name in CONFIG.encoderInputs)) throw new TypeError(`the encoder has no input '${name}'`);
-    if (!(name in feeds)) feeds[name] = value;
+    if (!Object.hasOwn(CONFIG.encoderInputs, name)) throw new TypeError(`the encoder has no input '${name}'`);
+    if (!Object.hasOwn(feeds, name)) feeds[name] = value;
   }
   return {feeds, mask: mask ?? new Array(CONFIG.encoderLength).fill(1)};
 }
@@ -72,6 +82,7 @@ export async function generate(context, weights, encoderInputs,
                                eosTokenId = null) {
   const start = Array.from(startTokens ?? [], Number);
   if (start.length < 1) throw new RangeError("generate needs at least one start token");
+  checkIds(start, "the start tokens");
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 ||
       start.length + maxNewTokens - 1 > CONFIG.maxSteps) {
     throw new RangeError(`this module takes ${CONFIG.maxSteps} decoder positions: ` +
@@ -80,13 +91,14 @@ export async function generate(context, weights, encoderInputs,
   }
   const {feeds, mask} = encoderFeeds(encoderInputs);
   const encoderModel = await encoder.buildGraph(context, weights.encoder);
-  const encoderRun = {};
+  const encoderRun = Object.create(null);
   for (const [name, desc] of Object.entries(encoderModel.inputs)) {
+    if (!Object.hasOwn(feeds, name)) throw new TypeError(`the encoder's input '${name}' is not given`);
     encoderRun[name] = asInput(desc, feeds[name]);
   }
   const hidden = (await encoder.run(context, encoderModel, encoderRun))[CONFIG.encoderOutput];
   const side = {[CONFIG.hiddenStates]: hidden, [CONFIG.encoderMask]: mask};
-  const past = {};
+  const past = Object.create(null);
   const tokens = [], logits = [], stepMs = [];
   let next = start[0];
   for (let position = 0; position < start.length + maxNewTokens - 1; position++) {
@@ -94,9 +106,9 @@ export async function generate(context, weights, encoderInputs,
     const model = await decoder.buildGraph(context, weights.decoder,
                                            {[CONFIG.pastDim]: position});
     const values = {[CONFIG.inputIds]: [next], ...side, ...past};
-    const stepFeeds = {};
+    const stepFeeds = Object.create(null);
     for (const [name, desc] of Object.entries(model.inputs)) {
-      if (!(name in values)) throw new TypeError(`decoder input '${name}' has no value`);
+      if (!Object.hasOwn(values, name)) throw new TypeError(`decoder input '${name}' has no value`);
       stepFeeds[name] = asInput(desc, values[name]);
     }
     const out = await decoder.run(context, model, stepFeeds);

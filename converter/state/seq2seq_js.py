@@ -115,7 +115,7 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
         "encoderInputs": shapes, "encoderLength": hidden[1],
         "inputIds": loop.spec.input_ids, "startTokens": s.start_tokens,
         "encoderOutput": ENCODER_OUTPUT, "hiddenStates": HIDDEN_STATES, "encoderMask": ENCODER_MASK,
-        "logits": loop.logits,
+        "logits": loop.logits, "vocabulary": s.vocabulary,
         "selfPairs": [list(p) for p in loop.spec.pairs], "crossPairs": [list(p) for p in s.cross],
     }
     driver = _DRIVER.read_text()

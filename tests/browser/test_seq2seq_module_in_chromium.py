@@ -76,7 +76,7 @@ def test_the_page_of_an_encoder_decoder_generates_onnxruntimes_16_tokens(browser
     assert builders == [str(k) for k in range(16)]
 
 
-def test_a_prompt_longer_than_the_encoder_is_refused_on_the_page(browser_limits, tmp_path):
+def test_a_prompt_too_long_or_past_the_vocabulary_is_refused_on_the_page(browser_limits, tmp_path):
     r = CliRunner().invoke(main, ["convert", str(ROOT / "t5" / "decoder_model.onnx"), "-o",
                                   str(tmp_path / "model.js"), "--steps", "4", "--dim",
                                   "encoder_sequence_length=3"])
@@ -85,3 +85,5 @@ def test_a_prompt_longer_than_the_encoder_is_refused_on_the_page(browser_limits,
     assert got == {"error": "the encoder takes 1..3 token ids, got 4"}
     got = _page_tokens(tmp_path, "?prompt=5,9,14&tokens=5")  # 1 start + 5 new - 1 > 4
     assert "this module takes 4 decoder positions" in got["error"]
+    got = _page_tokens(tmp_path, "?prompt=5,96&tokens=2")  # the vocabulary is 96 tokens
+    assert got == {"error": "the encoder's input_ids must be integers in 0..95, got 96"}
