@@ -194,7 +194,11 @@ VOCABULARY: dict[str, Shared] = {
         "--prompt on an .onnx decoder without --cache-capacity runs its concat form, "
         "converted once per length (on ort; an encoder-decoder's on ort or chromium). On "
         "--runtime chromium the state stays on the browser's context between steps (the "
-        "module's createSession).",
+        "module's createSession). `convert DECODER.onnx -o NAME.js --steps N` on an "
+        "encoder-decoder's decoder writes a module that generates in the browser: the "
+        "encoder, the decoder at each past length 0..N-1 (N at most 256; one weights file), "
+        "generate() and NAME.html?prompt=IDS (--dim encoder_sequence_length=L: the text "
+        "encoder's input length, default 32).",
         dict(type=click.IntRange(min=1), metavar="N")),
     "prompt": Shared(
         ("--prompt",),

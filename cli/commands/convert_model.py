@@ -58,10 +58,20 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     SOURCE, its external data, a --const or --input file. Graph files named alike
     (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
     one whose weights differ from those another one uses is refused: name it apart.
+    An encoder-decoder's decoder (optimum's Whisper, T5, BART, Marian) with -o NAME.js
+    --steps N writes a module that generates in the browser (see --steps).
     """
     ctx = click.get_current_context()
     source = model_path(source, follow_symlinks)
     checks = Checking.of(checking)
+    if checks.steps is not None and not then_verify and output.endswith(".js"):
+        from converter.state.kv_cache import is_seq2seq
+
+        if is_seq2seq(source):  # a module that generates: encoder once, decoder steps
+            from .convert_seq2seq import write_module
+
+            write_module(ctx, source, output, dims, checks.steps, as_json)
+            return
     if not then_verify:
         flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
         given = [flags[name] for name in checking

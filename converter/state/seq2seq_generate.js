@@ -1,0 +1,129 @@
+
+// An encoder-decoder generating greedily in WebNN, written by webnn-converter
+// (converter/state/seq2seq_js.py). CONFIG above says what the two modules take:
+//   const weights = await loadWeights();
+//   const {tokens} = await generate(context, weights, {input_ids: [5, 9, 14]});
+// The encoder runs once. The decoder steps one token at a time, a graph per past length
+// (these decoders take no mask over their own rows, so their cache cannot be a fixed
+// buffer): each step's self-attention presents are the grown caches the next step reads,
+// and the first step's cross-attention presents are read back by every later step.
+
+/** The encoder's and the decoder's weights, fetched beside their modules. */
+export async function loadWeights() {
+  const [enc, dec] = await Promise.all([encoder.loadWeights(), decoder.loadWeights()]);
+  return {encoder: enc, decoder: dec};
+}
+
+/** Throw unless every id is an integer the model's tables have a row for (a gather past
+ *  the end of a table reads what the backend makes of it, not an error). */
+function checkIds(ids, what) {
+  for (const t of ids) {
+    if (!Number.isInteger(t) || t < 0 || (CONFIG.vocabulary !== null && t >= CONFIG.vocabulary)) {
+      const range = CONFIG.vocabulary === null ? "non-negative integers" :
+        `integers in 0..${CONFIG.vocabulary - 1}`;
+      throw new RangeError(`${what} must be ${range}, got ${String(t)}`);
+    }
+  }
+}
+
+function int64Ids(ids) {
+  return BigInt64Array.from(ids, (t) => BigInt(t));
+}
+
+/** The encoder's feeds: a text encoder's input_ids padded to CONFIG.encoderLength (its
+ *  attention_mask 0 on the padding); features as given (a Float32Array of the input's size). */
+function encoderFeeds(given) {
+  const feeds = Object.create(null);  // keyed by the model's names, whatever they are
+  let mask = null;
+  if (CONFIG.text) {
+    const ids = Array.from(given.input_ids ?? [], Number);
+    const length = CONFIG.encoderLength;
+    if (ids.length < 1 || ids.length > length) {
+      throw new RangeError(`the encoder takes 1..${length} token ids, got ${ids.length}`);
+    }
+    checkIds(ids, "the encoder's input_ids");
+    const padded = new Array(length).fill(0);
+    ids.forEach((t, i) => { padded[i] = t; });
+    mask = new Array(length).fill(0).map((_, i) => (i < ids.length ? 1 : 0));
+    feeds.input_ids = padded;
+    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) feeds.attention_mask = mask;
+    else if (ids.length !== length) {
+      throw new RangeError(`this encoder takes no attention_mask: give exactly ${length} ids`);
+    }
+  }
+  for (const [name, value] of Object.entries(given)) {
+    if (!Object.hasOwn(CONFIG.encoderInputs, name)) throw new TypeError(`the encoder has no input '${name}'`);
+    if (!Object.hasOwn(feeds, name)) feeds[name] = value;
+  }
+  return {feeds, mask: mask ?? new Array(CONFIG.encoderLength).fill(1)};
+}
+
+/** `values` (numbers, or a typed array) as the bytes of an input of `desc`. */
+function asInput(desc, values) {
+  if (desc.dataType === "int64") return int64Ids(Array.from(values, Number));
+  if (desc.dataType === "int32") return Int32Array.from(values, Number);
+  if (desc.dataType === "float32") return Float32Array.from(values);
+  if (ArrayBuffer.isView(values)) return values;
+  throw new TypeError(`cannot feed ${desc.dataType} from a plain list`);
+}
+
+function argmax(row) {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+}
+
+/** Greedy generation: `maxNewTokens` tokens after `startTokens` (default: config.json's
+ *  decoder_start_token_id), the encoder run once on `encoderInputs` ({input_ids: [...]} for
+ *  text, {input_features: Float32Array} for Whisper). Resolves to {tokens, logits (one
+ *  Float32Array a new token), stepMs}. Stops early at `eosTokenId` when given. */
+export async function generate(context, weights, encoderInputs,
+                               startTokens = CONFIG.startTokens, maxNewTokens = 16,
+                               eosTokenId = null) {
+  const start = Array.from(startTokens ?? [], Number);
+  if (start.length < 1) throw new RangeError("generate needs at least one start token");
+  checkIds(start, "the start tokens");
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1 ||
+      start.length + maxNewTokens - 1 > CONFIG.maxSteps) {
+    throw new RangeError(`this module takes ${CONFIG.maxSteps} decoder positions: ` +
+                         `${start.length} start token(s) + ${maxNewTokens} new token(s) - 1 ` +
+                         `do not fit (convert with a larger --steps)`);
+  }
+  const {feeds, mask} = encoderFeeds(encoderInputs);
+  const encoderModel = await encoder.buildGraph(context, weights.encoder);
+  const encoderRun = Object.create(null);
+  for (const [name, desc] of Object.entries(encoderModel.inputs)) {
+    if (!Object.hasOwn(feeds, name)) throw new TypeError(`the encoder's input '${name}' is not given`);
+    encoderRun[name] = asInput(desc, feeds[name]);
+  }
+  const hidden = (await encoder.run(context, encoderModel, encoderRun))[CONFIG.encoderOutput];
+  const side = {[CONFIG.hiddenStates]: hidden, [CONFIG.encoderMask]: mask};
+  const past = Object.create(null);
+  const tokens = [], logits = [], stepMs = [];
+  let next = start[0];
+  for (let position = 0; position < start.length + maxNewTokens - 1; position++) {
+    const began = performance.now();
+    const model = await decoder.buildGraph(context, weights.decoder,
+                                           {[CONFIG.pastDim]: position});
+    const values = {[CONFIG.inputIds]: [next], ...side, ...past};
+    const stepFeeds = Object.create(null);
+    for (const [name, desc] of Object.entries(model.inputs)) {
+      if (!Object.hasOwn(values, name)) throw new TypeError(`decoder input '${name}' has no value`);
+      stepFeeds[name] = asInput(desc, values[name]);
+    }
+    const out = await decoder.run(context, model, stepFeeds);
+    model.graph.destroy();  // each length is built once; its graph is not needed again
+    for (const [pastName, present] of CONFIG.selfPairs) past[pastName] = out[present];
+    if (position === 0) {
+      for (const [pastName, present] of CONFIG.crossPairs) past[pastName] = out[present];
+    }
+    stepMs.push(performance.now() - began);
+    if (position + 1 < start.length) { next = start[position + 1]; continue; }
+    const row = Float32Array.from(out[CONFIG.logits]);
+    logits.push(row);
+    next = argmax(row);
+    tokens.push(next);
+    if (next === eosTokenId) break;
+  }
+  return {tokens, logits, stepMs};
+}

@@ -1,0 +1,138 @@
+"""An encoder-decoder (Whisper, T5, BART, Marian as optimum exports them) as JavaScript that
+generates in the browser with no Python at run time.
+
+    write_seq2seq_js("t5/decoder_model_merged.onnx", "web/t5.js", steps=16)
+
+writes, atomically:
+  * `t5.encoder.js` (+ `.weights`, `.manifest.json`): the encoder, its input `encoder_length`
+    tokens long (a text encoder's shorter prompt is padded, its attention_mask zero there);
+  * `t5.decoder.js` (+ `.weights`, `.manifest.json`): the decoder's concat form at each past
+    length 0..steps-1, one token a step, as one module with the dim `past_...` (one builder
+    per length; every constant is stored once, so the weights file is one decoder's);
+  * `t5.js`: `loadWeights()` and `generate(context, weights, encoderInputs, startTokens,
+    maxNewTokens)`: the encoder once, then greedy decoder steps, each step's self-attention
+    presents (the grown caches) fed back as the next step's past, and the first step's
+    cross-attention presents fed back unchanged (seq2seq_generate.js);
+  * `t5.html`: a page that generates (`?prompt=5,9,14` the encoder's token ids; Whisper's
+    input_features seeded, `?tokens=N` new tokens).
+
+Why one graph per length: these decoders take no mask over their own rows and no position
+ids, so a cache of fixed capacity cannot hide its empty rows (state/seq2seq.py); each length
+is its own static graph, converted here once.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConverterError
+from .kv_cache import HIDDEN_STATES
+from .seq2seq import ENCODER_MASK, ENCODER_OUTPUT, Seq2SeqLoop
+
+__all__ = ["write_seq2seq_js", "MAX_STEPS", "DEFAULT_ENCODER_LENGTH", "seeded_features"]
+
+MAX_STEPS = 256  # graphs converted and builders written: one per step
+DEFAULT_ENCODER_LENGTH = 32
+_DRIVER = Path(__file__).with_name("seq2seq_generate.js")
+_PAGE = Path(__file__).with_name("seq2seq_page.html")
+
+
+def seeded_features(shape) -> np.ndarray:
+    """The input_features the page feeds Whisper's encoder: sin(0.37 i) over the flat index,
+    float32 (what the page's JavaScript computes)."""
+    count = int(np.prod(shape))
+    return np.sin(0.37 * np.arange(count, dtype=np.float64)).astype(np.float32).reshape(shape)
+
+
+def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
+                     encoder_length: int | None = None) -> list[Path]:
+    """Write NAME.js, NAME.html and the encoder's and decoder's modules (module docstring);
+    return the paths written. `steps`: the decoder positions the module can take (start
+    tokens + new tokens - 1 at most); `encoder_length`: a text encoder's input length
+    (default 32; Whisper's is fixed by its features)."""
+    from ..conversion.by_suffix import load_any
+    from ..dynamic.module_js import variants_source
+    from ..dynamic.variants import Variants
+    from ..emit.escape import html_text, js_string
+    from ..emit.javascript import module_source
+    from ..formats._files import AtomicSave
+    from ..formats.weights import manifest_text, write_weights
+    from .kv_cache import read_signature
+
+    path = Path(path)
+    if path.suffix != ".js":
+        raise ConverterError("a JavaScript module's name must end in .js", where=str(path))
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise ConverterError(f"--steps {steps} is out of range for an encoder-decoder's module",
+                             where=str(decoder),
+                             fix=f"give 1..{MAX_STEPS}: each step is a graph of its own")
+    loop = Seq2SeqLoop(decoder, max_graphs=steps)
+    s = loop.seq2seq
+    if s.start_tokens is None:
+        loop.start_tokens  # raises, naming the missing config.json member
+    signature = read_signature(s.encoder)
+    if s.text:
+        length = DEFAULT_ENCODER_LENGTH if encoder_length is None else encoder_length
+        if not 1 <= length <= 4096:
+            raise ConverterError(f"encoder length {length} is out of range", where=str(decoder),
+                                 fix="give --dim encoder_sequence_length=N, N in 1..4096")
+    elif encoder_length is not None:
+        raise ConverterError("this encoder reads features, whose length its export fixes",
+                             where=str(s.encoder), fix="leave out encoder_sequence_length")
+    shapes = {}
+    for value in signature.graph.input:
+        dims = []
+        for d in value.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(d.dim_value)
+            elif d.dim_param == "batch_size":
+                dims.append(1)
+            elif s.text and d.dim_param == "encoder_sequence_length":
+                dims.append(length)
+            else:
+                raise ConverterError(f"the encoder's input '{value.name}' has the dim "
+                                     f"'{d.dim_param}', which this module cannot fix",
+                                     where=str(s.encoder), fix="export the encoder with it fixed")
+        shapes[value.name] = dims
+    encoder = load_any(s.encoder, input_shapes=shapes)
+    hidden = encoder.outputs[ENCODER_OUTPUT].shape
+    # the decoder's graphs read the encoder's output at its shape: the loop sizes them by it
+    loop.encoded = {HIDDEN_STATES: np.zeros(hidden, np.float32),
+                    ENCODER_MASK: np.ones(hidden[:2], np.int64)}
+    loop.reset()
+    dim = loop.spec.past_dim
+    entries = [({dim: past}, loop.graph(past, 1)) for past in range(steps)]
+    stem = path.name[:-3]
+    names = {part: path.with_name(f"{stem}.{part}.js") for part in ("encoder", "decoder")}
+    encoder_source, encoder_weights = module_source(encoder, f"{stem}.encoder.weights")
+    decoder_source, decoder_weights, _ = variants_source(
+        Variants((dim,), entries), f"{stem}.decoder.weights")
+    config = {
+        "encoder": f"./{stem}.encoder.js", "decoder": f"./{stem}.decoder.js",
+        "pastDim": dim, "maxSteps": steps, "text": s.text,
+        "encoderInputs": shapes, "encoderLength": hidden[1],
+        "inputIds": loop.spec.input_ids, "startTokens": s.start_tokens,
+        "encoderOutput": ENCODER_OUTPUT, "hiddenStates": HIDDEN_STATES, "encoderMask": ENCODER_MASK,
+        "logits": loop.logits, "vocabulary": s.vocabulary,
+        "selfPairs": [list(p) for p in loop.spec.pairs], "crossPairs": [list(p) for p in s.cross],
+    }
+    driver = _DRIVER.read_text()
+    imports = (f"import * as encoder from {js_string(config['encoder'])};\n"
+               f"import * as decoder from {js_string(config['decoder'])};\n"
+               f"export const CONFIG = {json.dumps(config, indent=2)};\n")
+    page = (_PAGE.read_text().replace("__MODULE_URL__", js_string("./" + path.name))
+            .replace("__TITLE__", html_text(stem)))
+    with AtomicSave() as files:
+        for part, source, weights in (("encoder", encoder_source, encoder_weights),
+                                      ("decoder", decoder_source, decoder_weights)):
+            weights_path = path.with_name(f"{stem}.{part}.weights")
+            with files.open(weights_path) as stream:
+                manifest = write_weights(stream, weights, where=str(weights_path))
+            files.write_text(path.with_name(f"{stem}.{part}.manifest.json"),
+                             manifest_text(manifest))
+            files.write_text(names[part], source)
+        files.write_text(path, imports + driver)
+        files.write_text(path.with_name(stem + ".html"), page)
+        return files.commit()

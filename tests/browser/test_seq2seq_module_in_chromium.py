@@ -1,0 +1,89 @@
+"""`convert DECODER.onnx -o NAME.js --steps N` on an encoder-decoder (models/optimum-tiny/: T5,
+Whisper): a module and page that generate in Chromium's WebNN with no Python at run time (the
+encoder once, the decoder a graph per past length, the caches fed back by the module's
+generate()); the page's greedy tokens are ONNX Runtime's on the source files, and the decoder's
+builders share one weights file."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import onnx
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+from converter.runtimes.chromium import browser_page
+from converter.state.seq2seq import generate_seq2seq_on_onnxruntime, read_seq2seq_spec
+from converter.state.seq2seq_js import seeded_features
+
+ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
+PROMPT = [5, 9, 14, 20, 33]
+
+
+def _page_tokens(folder: Path, query: str) -> dict:
+    page, url = browser_page(folder)
+    try:
+        page.goto(url + "model.html" + query)
+        page.wait_for_function("window.webnnResult !== undefined", timeout=300_000)
+        return page.evaluate("window.webnnResult")
+    finally:
+        page.close()
+
+
+def _decoder_weight_bytes(source: Path) -> int:
+    """The bytes of the decoder file's initializers (each branch's, once)."""
+    model = onnx.load(source)
+    seen, total = set(), 0
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        for t in g.initializer:
+            if t.name not in seen:
+                seen.add(t.name)
+                total += len(t.raw_data) or 4 * len(t.float_data)
+        for node in g.node:
+            graphs.extend(a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
+    return total
+
+
+@pytest.mark.parametrize("arch,name", [("t5", "decoder_model_merged.onnx"),
+                                       ("t5", "decoder_model.onnx"),
+                                       ("whisper", "decoder_model_merged.onnx"),
+                                       ("bart", "decoder_model_merged.onnx"),
+                                       ("marian", "decoder_model_merged.onnx")])
+def test_the_page_of_an_encoder_decoder_generates_onnxruntimes_16_tokens(browser_limits,
+                                                                         tmp_path, arch, name):
+    source = ROOT / arch / name
+    args = ["convert", str(source), "-o", str(tmp_path / "model.js"), "--steps", "16"]
+    if arch != "whisper":
+        args += ["--dim", "encoder_sequence_length=8"]  # the prompt (5 ids) padded to 8
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    got = _page_tokens(tmp_path, "?prompt=" + ",".join(map(str, PROMPT)) + "&tokens=16")
+    assert "error" not in got, got
+    given = {"input_features": seeded_features((1, 8, 32))} if arch == "whisper" else \
+        {"input_ids": PROMPT}
+    start = read_seq2seq_spec(source).start_tokens
+    want = generate_seq2seq_on_onnxruntime(source, given, start, 16)
+    assert got["tokens"] == want.tokens and len(set(want.tokens)) >= 4
+    assert len(got["stepMs"]) == 16
+    # 16 builders, one weights file about one decoder's (not 16 times it)
+    weights = (tmp_path / "model.decoder.weights").stat().st_size
+    assert weights < 1.5 * _decoder_weight_bytes(source)
+    builders = re.findall(r"^async function build(\d+)\(", (tmp_path / "model.decoder.js")
+                          .read_text(), re.M)
+    assert builders == [str(k) for k in range(16)]
+
+
+def test_a_prompt_too_long_or_past_the_vocabulary_is_refused_on_the_page(browser_limits, tmp_path):
+    r = CliRunner().invoke(main, ["convert", str(ROOT / "t5" / "decoder_model.onnx"), "-o",
+                                  str(tmp_path / "model.js"), "--steps", "4", "--dim",
+                                  "encoder_sequence_length=3"])
+    assert r.exit_code == 0, r.output
+    got = _page_tokens(tmp_path, "?prompt=5,9,14,20&tokens=2")
+    assert got == {"error": "the encoder takes 1..3 token ids, got 4"}
+    got = _page_tokens(tmp_path, "?prompt=5,9,14&tokens=5")  # 1 start + 5 new - 1 > 4
+    assert "this module takes 4 decoder positions" in got["error"]
+    got = _page_tokens(tmp_path, "?prompt=5,96&tokens=2")  # the vocabulary is 96 tokens
+    assert got == {"error": "the encoder's input_ids must be integers in 0..95, got 96"}

@@ -1,0 +1,47 @@
+"""`convert DECODER.onnx -o NAME.js --steps N` on an encoder-decoder's decoder: what is
+refused, in one line and with nothing written (the browser side is
+tests/browser/test_seq2seq_module_in_chromium.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+
+T5 = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "t5"
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--steps", "257"], "--steps 257 is out of range for an encoder-decoder's module; "
+                         "give 1..256"),
+    (["--steps", "4", "--target", "chromium-litert"], "--target does not apply to an "
+                                                      "encoder-decoder's .js module"),
+    (["--steps", "4", "--dim", "batch_size=1"], "takes one --dim, encoder_sequence_length=N"),
+    (["--steps", "4", "--dim", "encoder_sequence_length=0"], "encoder length 0 is out of "
+                                                             "range"),
+])
+def test_bad_requests_are_refused_in_one_line(tmp_path, extra, message):
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "t5.js"), *extra])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert "Traceback" not in r.output
+    errors = [line for line in r.output.splitlines() if "rror" in line]
+    assert len(errors) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_module_files_are_written_and_name_each_other(tmp_path):
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "t5.js"), "--steps", "3"])
+    assert r.exit_code == 0, r.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(f"t5.{part}" for part in [
+        "js", "html", "encoder.js", "encoder.weights", "encoder.manifest.json", "decoder.js",
+        "decoder.weights", "decoder.manifest.json"])
+    driver = (tmp_path / "t5.js").read_text()
+    assert 'import * as encoder from "./t5.encoder.js";' in driver
+    assert '"maxSteps": 3' in driver and '"encoderLength": 32' in driver
+    assert '"startTokens": [\n    0\n  ]' in driver
+    assert 'WEIGHTS_FILE = "t5.decoder.weights"' in (tmp_path / "t5.decoder.js").read_text()
