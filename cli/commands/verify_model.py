@@ -251,13 +251,13 @@ def _verify_seq2seq(source, checks: Checking, dims, graph_path, input_shapes, kn
 
     from .stepping import seq2seq_request
 
-    if graph_path or target_name or input_shapes or known_inputs or state_patterns or \
+    if graph_path or input_shapes or known_inputs or state_patterns or \
             checks.do_bisect or checks.runtime.startswith("device"):
         raise ConverterError("an encoder-decoder is verified by stepping its concat form, "
                              "converted now, on ort or chromium",
-                             fix="give --prompt, --steps, --dim, --input and the tolerances "
-                                 "alone")
-    loop = Seq2SeqLoop(source, dims=dims, runtime=checks.runtime)
+                             fix="give --prompt, --steps, --dim, --input, --target and the "
+                                 "tolerances alone")
+    loop = Seq2SeqLoop(source, dims=dims, runtime=checks.runtime, target=target_name)
     given, start, seeded = seq2seq_request(loop, checks.prompt, checks.feeds() or {},
                                            checks.seed)
     described = ", ".join(f"{name} {list(np.shape(value))} " + (

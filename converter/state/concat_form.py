@@ -13,7 +13,9 @@ as constants (a Shape of one folds, a Concat drops it), and an attention op
 (GroupQueryAttention, MultiHeadAttention) gets its past slots emptied (`without_past`). Each
 conversion costs what a `convert` does, so this form suits short runs and checks; each step's
 graph runs on ONNX Runtime, or (`runtime="chromium"`) in the emitted module's session in
-Chromium. A fixed capacity (`--cache-capacity`) makes one graph for every step, the browser's.
+Chromium; `target` (e.g. 'chromium-litert') fits each graph to a backend's limits as `convert
+--target` does (a q4 model's uint4 weights, which Chromium refuses). A fixed capacity
+(`--cache-capacity`) makes one graph for every step, the browser's.
 An encoder-decoder's loop (state/seq2seq.py) adds the encoder's side through the hooks
 `side_shapes`, `side_feeds` and `took`.
 """
@@ -68,7 +70,7 @@ class ConcatLoop:
 
     def __init__(self, path: str | Path, *, patterns: Sequence[tuple[str, str]] | None = None,
                  dims: Mapping[str, int] | None = None, logits: str = "logits",
-                 max_graphs: int = 8, runtime: str = "ort"):
+                 max_graphs: int = 8, runtime: str = "ort", target: str | None = None):
         if runtime not in ("ort", "chromium"):
             raise ConverterError(f"the concat form runs on 'ort' or 'chromium', not '{runtime}'")
         self.spec: DecoderSpec = read_decoder_spec(Path(path), patterns, dims)
@@ -76,6 +78,7 @@ class ConcatLoop:
         self.extra = dict(dims or {})
         self.logits = logits
         self.runtime = runtime  # each step's graph runs there (chromium: in the module's session)
+        self.target = target  # each step's graph is fitted to it (None: WebNN as imported)
         self.max_graphs = max_graphs  # converted graphs kept (the oldest dropped first)
         self._graphs: dict[tuple[int, int], Graph] = {}
         self.conversions = 0
@@ -115,6 +118,7 @@ class ConcatLoop:
                                                **self.side_shapes(past, model)},
                                  known_inputs=spec.known(past) if not first else None,
                                  name=Path(path).stem, budget=budget, isolate=True)
+            self.fit(graph)
             if len(self._graphs) >= self.max_graphs:
                 self._graphs.pop(next(iter(self._graphs)))
             self._graphs[key] = graph
@@ -148,6 +152,13 @@ class ConcatLoop:
 
     def feed(self, token: int) -> np.ndarray:
         return self.prefill([token])[0]
+
+    def fit(self, graph: Graph) -> None:
+        """Rewrite a step's graph in place for the loop's target, if it has one."""
+        if self.target is not None:
+            from ..targets.pipeline import convert_for_target
+
+            convert_for_target(graph, self.target)
 
     def _run(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One run of a step's graph: on ONNX Runtime, or in Chromium through the emitted

@@ -183,12 +183,12 @@ class Seq2SeqLoop(ConcatLoop):
 
     def __init__(self, path: str | Path, *, encoder: str | Path | None = None,
                  dims: Mapping[str, int] | None = None, runtime: str = "ort",
-                 max_graphs: int = 8):
+                 max_graphs: int = 8, target: str | None = None):
         self.seq2seq = read_seq2seq_spec(path, encoder=encoder, dims=dims)
         self.encoded: dict[str, np.ndarray] | None = None
         self.encoder_graph = None
         super().__init__(path, patterns=self.seq2seq.decoder.pairs, dims=dims,
-                         max_graphs=max_graphs, runtime=runtime)
+                         max_graphs=max_graphs, runtime=runtime, target=target)
 
     @property
     def start_tokens(self) -> list[int]:
@@ -209,6 +209,7 @@ class Seq2SeqLoop(ConcatLoop):
         feeds = encoder_feeds(self.seq2seq, given)
         self.encoder_graph = load_any(self.seq2seq.encoder,
                                       input_shapes={n: v.shape for n, v in feeds.items()})
+        self.fit(self.encoder_graph)
         for name, value in feeds.items():
             feeds[name] = value.astype(_dtype(self.encoder_graph, name))
         out = self._run(self.encoder_graph, feeds)
@@ -271,12 +272,15 @@ class Seq2SeqLoop(ConcatLoop):
 
 
 def load_seq2seq(path: str | Path, *, encoder: str | Path | None = None,
-                 dims: Mapping[str, int] | None = None, runtime: str = "ort") -> Seq2SeqLoop:
+                 dims: Mapping[str, int] | None = None, runtime: str = "ort",
+                 target: str | None = None) -> Seq2SeqLoop:
     """The decoder file `path` of an encoder-decoder (merged, or either of the unmerged pair)
     with its encoder (default: encoder_model.onnx beside it) as a loop converter.generate
     drives after `loop.encode(inputs)`; each step's graph runs on `runtime` ('ort' or
-    'chromium'). A fixed capacity is refused (the module docstring says why)."""
-    return Seq2SeqLoop(path, encoder=encoder, dims=dims, runtime=runtime)
+    'chromium'), fitted to `target` if given (e.g. 'chromium-litert', whose limits a q4
+    model's uint4 weights break). A fixed capacity is refused (the module docstring says
+    why)."""
+    return Seq2SeqLoop(path, encoder=encoder, dims=dims, runtime=runtime, target=target)
 
 
 def generate_seq2seq_on_onnxruntime(path: str | Path, given: Mapping[str, object],

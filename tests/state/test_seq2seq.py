@@ -220,7 +220,7 @@ def test_run_seeds_whisper_features_and_says_so(tmp_path):
 
 @pytest.mark.parametrize("extra,match", [
     (["--cache-capacity", "16"], "an encoder-decoder's decoder takes no attention mask"),
-    (["--target", "chromium-litert"], "an encoder-decoder is verified by stepping its concat"),
+    (["--bisect"], "an encoder-decoder is verified by stepping its concat"),
     (["--input", "input_ids=IDS"], "--input 'input_ids' is not an input of the encoder"),
 ])
 def test_verify_refuses_what_an_encoder_decoder_cannot_take_in_one_line(tmp_path, extra, match):
@@ -260,3 +260,31 @@ def test_whispers_prompt_of_several_tokens_is_its_first_step():
     np.testing.assert_allclose(np.stack(got.logits), np.stack(want.logits), atol=1e-4,
                                rtol=1e-3)
     assert loop.graph(0, 3).inputs["input_ids"].shape == (1, 3)
+
+
+def test_a_target_fits_the_encoder_and_each_step_to_its_limits():
+    """load_seq2seq(target=...) rewrites every graph it steps as `convert --target` does:
+    BART q4's uint4 weights (which Chromium refuses) become a type chromium-litert takes, and
+    the tokens stay ORT's on the source files."""
+    source = ROOT / "bart" / "decoder_model_merged_q4.onnx"
+    plain = converter.load_seq2seq(source)
+    plain.encode({"input_ids": TEXT})
+    converter.generate(plain, plain.start_tokens, 2)
+    assert "uint4" in {c.data_type for c in plain.last_graph.constants.values()}
+    loop = converter.load_seq2seq(source, target="chromium-litert")
+    loop.encode({"input_ids": TEXT})
+    got = converter.generate(loop, loop.start_tokens, 4)
+    for graph in (loop.encoder_graph, loop.graph(0, 1), loop.last_graph):
+        assert "uint4" not in {c.data_type for c in graph.constants.values()}
+    want = generate_seq2seq_on_onnxruntime(source, {"input_ids": TEXT}, loop.start_tokens, 4)
+    assert got.tokens == want.tokens
+
+
+def test_verify_steps_an_encoder_decoder_fitted_to_a_target():
+    """--target fits each step's graph (and the encoder's) to the backend, as convert does."""
+    r = CliRunner().invoke(main, ["verify", str(ROOT / "bart" / "decoder_model_merged_q4.onnx"),
+                                  "--steps", "4", "--prompt", "5,9,14", "--target",
+                                  "chromium-litert", "--json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["passed"] and report["graphTokens"] == report["sourceTokens"]

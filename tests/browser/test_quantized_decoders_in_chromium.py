@@ -1,0 +1,101 @@
+"""transformers.js's quantized files stepped in Chromium's WebNN, judged as ONNX Runtime's
+tests judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py): the
+tiny optimum Llama's merged decoder as q8 (`_quantized`: DynamicQuantizeLinear +
+MatMulInteger; compared with ORT fed the prompt one token a step, as the window takes it),
+q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds), 16 greedy
+tokens through the fixed-capacity window with `--target chromium-litert`; BART's encoder and
+merged decoder of each suffix, 16 tokens of the concat form in the browser, the q4 files
+fitted to the browser's limits (`--target chromium-litert`: Chromium refuses uint4 constants).
+Fixtures: models/optimum-tiny/{llama,bart}/."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import converter
+from cli.main import main
+from converter.verification.seq2seq import verify_seq2seq
+
+ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
+SUFFIX = {"q8": "quantized", "q4": "q4", "fp16": "fp16"}
+PROMPT = "1,5,9"
+TEXT = [5, 9, 14, 20, 33]
+NEW = 16
+
+# Found by stepping ORT on the q8 pair with every DynamicQuantizeLinear input exposed: at the
+# 9th position (the token 0 after 8 rows) one activation divided by its run-time scale is
+# exactly k + 0.5 in ORT's float32 (at the other positions the nearest is 9e-8, relative, from
+# a tie). Chromium's float32 kernels (other summation orders; the logits of the first 8
+# positions are within 7e-7 of ORT's) put it off the tie, so it rounds to the other uint8
+# neighbour; that one step in one activation, kept in the KV cache, moves every later
+# position's logits by 0.03-0.07, past float32's bounds, while the tokens stay ORT's. The
+# quantizer itself rounds ties as ORT does in the browser (exact ties at a scale of 3/255 give
+# ORT's uint8 values). A verdict for run-time-quantized decoders on another runtime's float
+# kernels (the source's own spread, as single-shot verify allows quantized graphs) is not
+# written yet.
+Q8_TIE = ("the q8 window is ORT's tokens in Chromium, but one activation at an exact "
+          "rounding tie (x / scale = k + 0.5 in ORT's float32) rounds to the other uint8 step "
+          "on Chromium's float32 kernels: logits 0.07 off ORT's from position 8 on")
+
+
+def _verify(source: Path, *extra: str) -> tuple[int, dict]:
+    r = CliRunner().invoke(main, ["verify", str(source), "--steps", str(NEW), "--runtime",
+                                  "chromium", "--target", "chromium-litert", "--json", *extra])
+    assert r.exit_code in (0, 1), r.output  # 1: a mismatch, reported
+    return r.exit_code, json.loads(r.output)
+
+
+def _merged_llama(kind: str) -> Path:
+    return ROOT / "llama" / f"decoder_model_merged_{SUFFIX[kind]}.onnx"
+
+
+@pytest.mark.parametrize("kind", ["q8", "q4", "fp16"])
+def test_a_quantized_merged_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(
+        browser_limits, kind):
+    code, report = _verify(_merged_llama(kind), "--cache-capacity", "20", "--prompt", PROMPT)
+    assert report["graphRuntime"] == "chromium"
+    assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == NEW
+    assert len(set(report["sourceTokens"])) >= 6  # a sequence, not one token repeated
+    assert report["sourceRuntime"] == ("onnxruntime (the prompt one token a step)"
+                                       if kind == "q8" else "onnxruntime")
+    # the prompt's positions, before any rounding tie, within float32's (float16's) bounds
+    assert all(p["passed"] for p in report["positions"][:3]), report["positions"][:3]
+
+
+@pytest.mark.parametrize("kind", [pytest.param("q8", marks=pytest.mark.xfail(
+    strict=True, reason=Q8_TIE)), "q4", "fp16"])
+def test_every_position_of_a_quantized_merged_decoder_passes_in_chromium(browser_limits, kind):
+    code, report = _verify(_merged_llama(kind), "--cache-capacity", "20", "--prompt", PROMPT)
+    assert code == 0 and report["passed"], \
+        [p for p in report["positions"] if not p["passed"]][:1]
+    assert len(report["positions"]) == 3 + NEW - 1
+
+
+@pytest.mark.parametrize("kind", ["q8", "q4", "fp16"])
+def test_bart_of_each_quantized_form_generates_onnx_runtimes_16_tokens_in_chromium(
+        browser_limits, kind):
+    """The Python route: the encoder and each step's graph in the browser, fitted to its
+    limits; every position's logits within the bounds of the graph's logits (float16's for
+    fp16), as the ORT test judges them."""
+    loop = converter.load_seq2seq(ROOT / "bart" / f"decoder_model_merged_{SUFFIX[kind]}.onnx",
+                                  runtime="chromium", target="chromium-litert")
+    assert loop.seq2seq.encoder.name == f"encoder_model_{SUFFIX[kind]}.onnx"
+    report = verify_seq2seq(loop, {"input_ids": TEXT}, prompt=loop.start_tokens, steps=NEW)
+    assert report.graph_runtime == "chromium"
+    assert report.passed, report.to_json()
+    assert report.graph_tokens == report.source_tokens and len(report.positions) == NEW
+    if kind == "fp16":
+        assert loop.last_graph.outputs["logits"].data_type == "float16"
+
+
+def test_verify_steps_of_bart_q4_in_chromium_takes_the_target(browser_limits):
+    """`--runtime chromium` alone refuses q4's uint4 constants and says to add `--target
+    chromium-litert`; an encoder-decoder now takes it."""
+    code, report = _verify(ROOT / "bart" / "decoder_model_merged_q4.onnx", "--prompt",
+                           ",".join(map(str, TEXT)))
+    assert code == 0 and report["passed"], report
+    assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == NEW
+    assert "encoder_model_q4.onnx" in report["notes"][0]
