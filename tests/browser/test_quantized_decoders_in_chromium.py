@@ -1,13 +1,13 @@
-"""transformers.js's quantized files stepped in Chromium's WebNN, judged as ONNX Runtime's
-tests judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py): the
-tiny optimum Llama's merged decoder as q8 (`_quantized`: DynamicQuantizeLinear +
-MatMulInteger; compared with ORT fed the prompt one token a step, as the window takes it),
-q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds), 16 greedy
-tokens through the fixed-capacity window with `--target chromium-litert`; BART's encoder and
-merged decoder of each suffix, 16 tokens of the concat form in the browser, the q4 files
-fitted to the browser's limits (`--target chromium-litert`: Chromium refuses uint4 constants);
-the JS page of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on the ids
-it feeds. Fixtures: models/optimum-tiny/{llama,bart}/."""
+"""transformers.js's quantized files stepped in Chromium's WebNN, judged as ONNX Runtime's tests
+judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py): the tiny
+optimum Llama's merged decoder and unmerged pair as q8 (`_quantized`: DynamicQuantizeLinear +
+MatMulInteger; compared with ORT fed the prompt one token a step, as the window takes it), q4
+(`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds), 16 greedy tokens
+through the fixed-capacity window with `--target chromium-litert`; BART's encoder and merged
+decoder of each suffix, 16 tokens of the concat form in the browser, the q4 files fitted to
+the browser's limits (`--target chromium-litert`: Chromium refuses uint4 constants); the JS
+page of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on the ids it feeds.
+Fixtures: models/optimum-tiny/{llama,bart}/."""
 from __future__ import annotations
 
 import json
@@ -29,17 +29,17 @@ PROMPT = "1,5,9"
 TEXT = [5, 9, 14, 20, 33]
 NEW = 16
 
-# Found by stepping ORT on the q8 pair with every DynamicQuantizeLinear input exposed: at the
-# 9th position (the token 0 after 8 rows) one activation divided by its run-time scale is
-# exactly k + 0.5 in ORT's float32 (at the other positions the nearest is 9e-8, relative, from
-# a tie). Chromium's float32 kernels (other summation orders; the logits of the first 8
-# positions are within 7e-7 of ORT's) put it off the tie, so it rounds to the other uint8
-# neighbour; that one step in one activation, kept in the KV cache, moves every later
-# position's logits by 0.03-0.07, past float32's bounds, while the tokens stay ORT's. The
-# quantizer itself rounds ties as ORT does in the browser (exact ties at a scale of 3/255 give
-# ORT's uint8 values). A verdict for run-time-quantized decoders on another runtime's float
-# kernels (the source's own spread, as single-shot verify allows quantized graphs) is not
-# written yet.
+# The same in the merged decoder and the pair (the same weights). Found by stepping ORT on the q8
+# pair with every DynamicQuantizeLinear input exposed: at the 9th position (the token 0 after 8
+# rows) one activation divided by its run-time scale is exactly k + 0.5 in ORT's float32 (at the
+# other positions the nearest is 9e-8, relative, from a tie). Chromium's float32 kernels (other
+# summation orders; the logits of the first 8 positions are within 7e-7 of ORT's) put it off the
+# tie, so it rounds to the other uint8 neighbour; that one step in one activation, kept in the KV
+# cache, moves every later position's logits by 0.03-0.07, past float32's bounds, while the tokens
+# stay ORT's. The quantizer itself rounds ties as ORT does in the browser (exact ties at a scale
+# of 3/255 give ORT's uint8 values). A verdict for run-time-quantized decoders on another
+# runtime's float kernels (the source's own spread, as single-shot verify allows quantized graphs)
+# is not written yet.
 Q8_TIE = ("the q8 window is ORT's tokens in Chromium, but one activation at an exact "
           "rounding tie (x / scale = k + 0.5 in ORT's float32) rounds to the other uint8 step "
           "on Chromium's float32 kernels: logits 0.07 off ORT's from position 8 on")
@@ -52,14 +52,17 @@ def _verify(source: Path, *extra: str) -> tuple[int, dict]:
     return r.exit_code, json.loads(r.output)
 
 
-def _merged_llama(kind: str) -> Path:
-    return ROOT / "llama" / f"decoder_model_merged_{SUFFIX[kind]}.onnx"
+def _llama(form: str, kind: str) -> Path:
+    """The merged decoder, or the pair's first file (its with-past twin found beside it)."""
+    stem = "decoder_model_merged" if form == "merged" else "decoder_model"
+    return ROOT / "llama" / f"{stem}_{SUFFIX[kind]}.onnx"
 
 
+@pytest.mark.parametrize("form", ["merged", "pair"])
 @pytest.mark.parametrize("kind", ["q8", "q4", "fp16"])
-def test_a_quantized_merged_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(
-        browser_limits, kind):
-    code, report = _verify(_merged_llama(kind), "--cache-capacity", "20", "--prompt", PROMPT)
+def test_a_quantized_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(browser_limits, form,
+                                                                         kind):
+    code, report = _verify(_llama(form, kind), "--cache-capacity", "20", "--prompt", PROMPT)
     assert report["graphRuntime"] == "chromium"
     assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == NEW
     assert len(set(report["sourceTokens"])) >= 6  # a sequence, not one token repeated
@@ -69,10 +72,11 @@ def test_a_quantized_merged_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(
     assert all(p["passed"] for p in report["positions"][:3]), report["positions"][:3]
 
 
+@pytest.mark.parametrize("form", ["merged", "pair"])
 @pytest.mark.parametrize("kind", [pytest.param("q8", marks=pytest.mark.xfail(
     strict=True, reason=Q8_TIE)), "q4", "fp16"])
-def test_every_position_of_a_quantized_merged_decoder_passes_in_chromium(browser_limits, kind):
-    code, report = _verify(_merged_llama(kind), "--cache-capacity", "20", "--prompt", PROMPT)
+def test_every_position_of_a_quantized_decoder_passes_in_chromium(browser_limits, form, kind):
+    code, report = _verify(_llama(form, kind), "--cache-capacity", "20", "--prompt", PROMPT)
     assert code == 0 and report["passed"], \
         [p for p in report["positions"] if not p["passed"]][:1]
     assert len(report["positions"]) == 3 + NEW - 1
