@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ConverterError
 from .concat_form import ConcatLoop
 from .generation import Generation, _check_request
-from .kv_cache import (HIDDEN_STATES, DecoderSpec, _dim_names, check_tokens, is_seq2seq,
+from .kv_cache import (HIDDEN_STATES, DecoderSpec, _dim_names, check_tokens,
                        match_pairs, read_decoder_spec, read_signature, unmerged_pair)
 
 __all__ = ["Seq2SeqSpec", "Seq2SeqLoop", "load_seq2seq", "read_seq2seq_spec",
