@@ -10,6 +10,7 @@ import converter
 from converter.conversion.by_suffix import (OUTPUT_SUFFIXES, import_reader, load_any,
                                             refuse_overwriting, write_any)
 from converter.formats._files import StagedSave
+from converter.errors import ConverterError
 
 from .. import collector
 from ..logs import debugging, quiet_runtimes
@@ -64,9 +65,14 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     ctx = click.get_current_context()
     source = model_path(source, follow_symlinks)
     checks = Checking.of(checking)
-    if checks.steps is not None and not then_verify and output.endswith(".js"):
+    if not then_verify and output.lower().endswith(".js") and source.lower().endswith(".onnx") \
+            and (checks.steps is not None or not dims):
         from converter.state.kv_cache import is_seq2seq
 
+        if is_seq2seq(source) and checks.steps is None:  # else "dims need values", 24 of them
+            raise ConverterError("an encoder-decoder's decoder steps: a page that generates "
+                                 "needs the number of steps", where=source,
+                                 fix="give --steps N (the tokens it may generate, at most 256)")
         if is_seq2seq(source):  # a module that generates: encoder once, decoder steps
             from .convert_seq2seq import write_module
 

@@ -21,6 +21,7 @@ T5 = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "t5"
     (["--steps", "4", "--dim", "batch_size=1"], "takes one --dim, encoder_sequence_length=N"),
     (["--steps", "4", "--dim", "encoder_sequence_length=0"], "encoder length 0 is out of "
                                                              "range"),
+    ([], "a page that generates needs the number of steps; give --steps N"),
 ])
 def test_bad_requests_are_refused_in_one_line(tmp_path, extra, message):
     r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
