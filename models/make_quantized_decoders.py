@@ -13,8 +13,11 @@ decoders beside the float ones:
   Constant/ConstantOfShape values (clipped to float16's +-65504, so the masks' float32 minimum
   stays finite), Cast-to-float32 nodes and the declared types, in the If branches as well.
 
-For the merged decoder (`decoder_model_merged`) and the unmerged pair (`decoder_model` +
-`decoder_with_past_model`, which keep one suffix so the pair is found beside each other).
+For the merged decoder (`decoder_model_merged`), the unmerged pair (`decoder_model` +
+`decoder_with_past_model`, which keep one suffix so the pair is found beside each other) and
+optimum 2.x's single form (`model`: `model_quantized.onnx`, `model_q4.onnx`, `model_fp16.onnx`,
+the names transformers.js loads; the single form is the with-past export, so its files are
+the same bytes as `decoder_with_past_model_*.onnx`).
 
     venv/bin/pip install onnxruntime onnx-ir   # MatMulNBitsQuantizer imports onnx_ir (+ sympy)
     venv/bin/python models/make_quantized_decoders.py [DIR]   # default: models/optimum-tiny
@@ -29,7 +32,7 @@ import logging
 import sys
 from pathlib import Path
 
-FORMS = ("decoder_model_merged", "decoder_model", "decoder_with_past_model")
+FORMS = ("decoder_model_merged", "decoder_model", "decoder_with_past_model", "model")
 BLOCK = 32
 SECTION = "## Quantized forms"
 FLOAT16_MAX = 65504.0
@@ -102,7 +105,9 @@ def main(argv: list[str]) -> int:
              f"{onnxruntime.__version__}: `*_quantized.onnx` (q8: `quantize_dynamic`, uint8 "
              "weights, If branches included), `*_q4.onnx` (q4: `MatMulNBitsQuantizer`, "
              f"block {BLOCK}, symmetric) and `*_fp16.onnx` (fp16: every float32 tensor "
-             "float16, inputs and outputs too).", "", "| file | bytes | sha256 |",
+             "float16, inputs and outputs too). `model_*.onnx` are optimum 2.x's single form "
+             "(the with-past export, so the same bytes as `decoder_with_past_model_*.onnx`).",
+             "", "| file | bytes | sha256 |",
              "| --- | --- | --- |"]
     lines += write_forms(llama, FORMS)
     replace_section(root / "README.md", SECTION, lines)
@@ -125,10 +130,15 @@ def write_forms(folder: Path, forms) -> list[str]:
 
 
 def replace_section(readme: Path, section: str, lines: list[str]) -> None:
-    """`readme` kept up to `section` (the heading line), `lines` (that section) after it."""
+    """`readme` with `section` (from its heading line to the next `## ` heading, or the end)
+    replaced by `lines`, or `lines` appended; the sections after it kept as they are (the
+    seq2seq sections follow this one)."""
     print("\n".join(lines))
-    kept = readme.read_text("utf-8").split(f"\n{section}\n")[0].rstrip("\n")
-    readme.write_text(kept + "\n\n" + "\n".join(lines) + "\n", "utf-8")
+    text = readme.read_text("utf-8")
+    before, found, after = text.partition(f"\n{section}\n")
+    rest = after[after.find("\n## ") + 1:] if found and "\n## " in after else ""
+    parts = [before.rstrip("\n"), "\n".join(lines)] + ([rest.rstrip("\n")] if rest else [])
+    readme.write_text("\n\n".join(parts) + "\n", "utf-8")
 
 
 if __name__ == "__main__":

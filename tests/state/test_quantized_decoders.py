@@ -1,5 +1,6 @@
 """transformers.js's quantized decoders stepped end to end: the tiny optimum Llama's merged
-decoder and unmerged pair as q8 (`*_quantized.onnx`: quantize_dynamic, DynamicQuantizeLinear +
+decoder, unmerged pair and optimum 2.x's single `model.onnx` (its first step a past of length
+0) as q8 (`*_quantized.onnx`: quantize_dynamic, DynamicQuantizeLinear +
 MatMulInteger), q4 (`*_q4.onnx`: MatMulNBits, block 32) and fp16 (`*_fp16.onnx`: float16
 throughout, the past and the logits too), in the concat form and the
 fixed-capacity window, against ONNX Runtime on the source. Fixtures: models/optimum-tiny/llama/
@@ -25,13 +26,15 @@ from converter.state.generation import generate_on_onnxruntime
 
 ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
 LLAMA = ROOT / "llama"
-# the file each form is given by: the merged decoder, or the pair's first file (its
-# decoder_with_past_model twin, of the same suffix, is found beside it)
+# the file each form is given by: the merged decoder, the pair's first file (its
+# decoder_with_past_model twin, of the same suffix, is found beside it), or the single form
 FORMS = {f"{form}-{kind}": f"{stem}_{suffix}.onnx"
-         for form, stem in (("merged", "decoder_model_merged"), ("pair", "decoder_model"))
+         for form, stem in (("merged", "decoder_model_merged"), ("pair", "decoder_model"),
+                            ("single", "model"))
          for kind, suffix in (("q8", "quantized"), ("q4", "q4"), ("fp16", "fp16"))}
 FILES = [f"{stem}_{suffix}.onnx"
-         for stem in ("decoder_model_merged", "decoder_model", "decoder_with_past_model")
+         for stem in ("decoder_model_merged", "decoder_model", "decoder_with_past_model",
+                      "model")
          for suffix in ("quantized", "q4", "fp16")]
 PROMPT = [1, 5, 9]
 NEW = 8
@@ -100,10 +103,15 @@ def test_verify_steps_each_quantized_form_on_both_routes(form, route):
 @pytest.mark.parametrize("form", list(FORMS))
 def test_the_concat_form_generates_as_onnx_runtime(form):
     path = LLAMA / FORMS[form]
-    got = converter.generate(ConcatLoop(path, max_graphs=2), PROMPT, NEW)
+    loop = ConcatLoop(path, max_graphs=2)
+    got = converter.generate(loop, PROMPT, NEW)
     want = generate_on_onnxruntime(path, PROMPT, NEW)
     assert got.tokens == want.tokens
     _close(got.logits, want.logits, fp16=form.endswith("fp16"))
+    # the first step: the pair's no-past file, the merged decoder's no-cache branch, or (the
+    # single form, one file) the with-past graph at a past of length 0, its pasts not fed
+    assert (loop.spec.first_path is None) == (not form.startswith("pair"))
+    assert not any(name.startswith("past_key_values") for name in loop.graph(0, 3).inputs)
 
 
 @pytest.mark.parametrize("form", list(FORMS))
@@ -119,7 +127,7 @@ def test_a_window_generates_as_onnx_runtime_fed_as_it_is(form):
         _close(got.logits, generate_on_onnxruntime(path, PROMPT, NEW).logits)
 
 
-@pytest.mark.parametrize("form", ["merged-q8", "pair-q8"])
+@pytest.mark.parametrize("form", ["merged-q8", "pair-q8", "single-q8"])
 def test_dynamic_quantization_makes_the_prompt_rows_depend_on_the_step(form):
     """Why the window's reference takes the prompt a token a step: quantize_dynamic's one
     scale per tensor gives the prompt's rows other numbers when three are computed at once
@@ -150,6 +158,7 @@ def test_quantized_nodes_are_counted_inside_if_branches(tmp_path):
     """The merged decoder's weight MatMuls live in its If branches: counted there."""
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_merged_quantized.onnx") == 18
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_quantized.onnx") == 9
+    assert dynamic_quantize_nodes(LLAMA / "model_quantized.onnx") == 9
     assert dynamic_quantize_nodes(LLAMA / "decoder_model_merged.onnx") == 0
     assert int8_activation_nodes(_int8_activations_in_branches(tmp_path)) == 30
     assert int8_activation_nodes(LLAMA / "decoder_model_merged_q4.onnx") == 0
