@@ -1,7 +1,8 @@
 """transformers.js's quantized files stepped in Chromium's WebNN, judged as ONNX Runtime's tests
 judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py): the tiny
-optimum Llama's merged decoder and unmerged pair as q8 (`_quantized`: DynamicQuantizeLinear +
-MatMulInteger; compared with ORT fed the prompt one token a step, as the window takes it), q4
+optimum Llama's merged decoder, unmerged pair and single model.onnx as q8 (`_quantized`:
+DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as
+the window takes it), q4
 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds), 16 greedy tokens
 through the fixed-capacity window with `--target chromium-litert`; BART's encoder and merged
 decoder of each suffix, 16 tokens of the concat form in the browser, the q4 files fitted to
@@ -53,12 +54,13 @@ def _verify(source: Path, *extra: str) -> tuple[int, dict]:
 
 
 def _llama(form: str, kind: str) -> Path:
-    """The merged decoder, or the pair's first file (its with-past twin found beside it)."""
-    stem = "decoder_model_merged" if form == "merged" else "decoder_model"
+    """The merged decoder, the pair's first file (its with-past twin found beside it), or
+    optimum 2.x's single model.onnx."""
+    stem = {"merged": "decoder_model_merged", "pair": "decoder_model", "single": "model"}[form]
     return ROOT / "llama" / f"{stem}_{SUFFIX[kind]}.onnx"
 
 
-@pytest.mark.parametrize("form", ["merged", "pair"])
+@pytest.mark.parametrize("form", ["merged", "pair", "single"])
 @pytest.mark.parametrize("kind", ["q8", "q4", "fp16"])
 def test_a_quantized_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(browser_limits, form,
                                                                          kind):
@@ -72,7 +74,7 @@ def test_a_quantized_decoder_chooses_onnx_runtimes_16_tokens_in_chromium(browser
     assert all(p["passed"] for p in report["positions"][:3]), report["positions"][:3]
 
 
-@pytest.mark.parametrize("form", ["merged", "pair"])
+@pytest.mark.parametrize("form", ["merged", "pair", "single"])
 @pytest.mark.parametrize("kind", [pytest.param("q8", marks=pytest.mark.xfail(
     strict=True, reason=Q8_TIE)), "q4", "fp16"])
 def test_every_position_of_a_quantized_decoder_passes_in_chromium(browser_limits, form, kind):
