@@ -1,5 +1,5 @@
 """Optimum's decoders (models/optimum-tiny/: merged, unmerged pair, single model.onnx; a GPT-2
-merged) decoded greedily in Chromium's WebNN: one fixed-capacity graph (a sliding window of N-1
+merged) decoded greedily in Chromium's WebNN (converter.generate, verify --steps, run --steps): one fixed-capacity graph (a sliding window of N-1
 past rows, the caches kept as MLTensors on the browser's context by the emitted module's
 createSession), the same tokens as ONNX Runtime on the source."""
 from __future__ import annotations
@@ -19,8 +19,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "ll
 PROMPT = [1, 5, 9]
 
 
-def test_a_merged_decoder_generates_16_tokens_in_chromium(browser_limits):
-    source = FIXTURES / "decoder_model_merged.onnx"
+@pytest.mark.parametrize("name", ["decoder_model_merged.onnx", "decoder_model.onnx",
+                                  "model.onnx"])
+def test_each_optimum_form_generates_16_tokens_in_chromium(browser_limits, name):
+    """converter.generate on a Session in the browser: the merged decoder, the pair (its
+    with-past twin is the window's graph) and the single form."""
+    source = FIXTURES / name
     graph = converter.load_decoder(source, capacity=20)
     want = generate_on_onnxruntime(source, PROMPT, 16)
     with converter.Session(graph, runtime="chromium") as session:
@@ -47,6 +51,23 @@ def test_verify_steps_in_chromium_for_the_pair_the_single_form_and_gpt2(browser_
     report = json.loads(r.output)
     assert report["passed"] and report["graphRuntime"] == "chromium"
     assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == 16
+
+
+@pytest.mark.parametrize("name", ["decoder_model_merged.onnx", "decoder_model.onnx",
+                                  "model.onnx"])
+def test_run_steps_of_each_optimum_form_in_chromium(browser_limits, tmp_path, name):
+    """run --steps on the source file itself: converted to the window, decoded in the browser,
+    the tokens and logits ONNX Runtime gives."""
+    source = FIXTURES / name
+    r = CliRunner().invoke(main, ["run", str(source), "--steps", "8", "--prompt", "1,5,9",
+                                  "--cache-capacity", "16", "--runtime", "chromium",
+                                  "--target", "chromium-litert", "--output-dir",
+                                  str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    want = generate_on_onnxruntime(source, PROMPT, 8)
+    assert np.load(tmp_path / "out" / "tokens.npy").tolist() == want.tokens
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "logits.npy"),
+                               np.stack(want.logits), atol=1e-4, rtol=1e-3)
 
 
 def test_run_steps_of_a_converted_merged_decoder_in_chromium(browser_limits, tmp_path):

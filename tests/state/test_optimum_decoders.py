@@ -122,9 +122,10 @@ def test_verify_steps_16_tokens_on_both_routes(form, route):
     assert len(report["graphTokens"]) == NEW and len(report["positions"]) == len(PROMPT) + NEW - 1
 
 
+@pytest.mark.parametrize("form", ["merged", "pair", "single"])
 @pytest.mark.parametrize("route", ["concat", "capacity"])
-def test_run_steps_writes_the_tokens(tmp_path, route, expected):
-    args = ["run", str(FIXTURES / FORMS["merged"]), "--steps", "6", "--prompt", "1,5,9",
+def test_run_steps_writes_the_tokens(tmp_path, route, form, expected):
+    args = ["run", str(FIXTURES / FORMS[form]), "--steps", "6", "--prompt", "1,5,9",
             "--output-dir", str(tmp_path)]
     if route == "capacity":
         args += ["--cache-capacity", "12"]
