@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -119,3 +120,36 @@ def test_the_childs_error_keeps_its_class():
     with pytest.raises(NoSourceRuntimeError) as e:
         crash_guard.guarded_run(("class test",), refuse, what="w", where="here", fix="f")
     assert e.value.line() == "w: no kernel; f"
+
+
+OPTIMUM = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
+
+
+@pytest.mark.parametrize("source, extra, crashed", [
+    ("llama/model.onnx", ["--prompt", "1,5"], "llama/model.onnx"),
+    ("llama/decoder_model.onnx", ["--prompt", "1,5"], "llama/decoder_model.onnx"),
+    ("llama/decoder_model_merged.onnx", ["--prompt", "1,5", "--cache-capacity", "8"],
+     "llama/decoder_model_merged.onnx"),
+    ("bart/decoder_model_merged.onnx", ["--prompt", "5,9,14"], "bart/encoder_model.onnx")])
+def test_verify_steps_on_a_decoder_that_crashes_ort_is_one_line(monkeypatch, source, extra,
+                                                                crashed):
+    """The decoders' source runs (ORT's greedy loop, a seq2seq's encoder) go through the same
+    guard: a crash of ORT on the source files is one line naming the file, exit 2. Only the
+    source files crash here (the graph's own ORT session is left alone), so a source run
+    outside the guard takes this test's process down."""
+    import onnxruntime
+
+    real = onnxruntime.InferenceSession
+
+    def crashes_on_the_source(model, *args, **kwargs):
+        if isinstance(model, str) and str(OPTIMUM) in model:
+            _segfault()
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", crashes_on_the_source)
+    result = CliRunner().invoke(main, ["verify", str(OPTIMUM / source), "--steps", "2",
+                                       *extra])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"error: {OPTIMUM / crashed}: ONNX Runtime crashed "
+                                    "running the model (it died of SIGSEGV)"), result.output
