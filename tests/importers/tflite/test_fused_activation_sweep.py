@@ -191,3 +191,57 @@ def test_quantized_fused_activation_matches_litert(op, act_name):
     if op == "ADD":
         feeds["b"] = np.random.default_rng(4).integers(-128, 128, shape).astype(np.int8)
     check(model, feeds, QSTEP)
+
+
+# The recurrent kernels apply every code, TANH and SIGN_BIT too (kernel_applies_all): LSTM to
+# its cell input and its cell state, RNN to each step's sum. Wide inputs, so that RELU6 clamps
+# at 6 (its result differs from RELU's) and the others cross their bounds.
+def _recurrent(op, act):
+    from .test_recurrent import _lstm, _rnn
+
+    model, shape = _lstm(activation=act) if op == "LSTM" else _rnn(act)
+    return model, {"x": _wide(*shape)}
+
+
+@pytest.mark.parametrize("act_name", list(ACTIVATIONS))
+@pytest.mark.parametrize("op", ["LSTM", "RNN"])
+def test_recurrent_fused_activation_matches_litert(op, act_name):
+    model, feeds = _recurrent(op, ACTIVATIONS[act_name])
+    if op == "LSTM" and act_name == "NONE":
+        assert "cell activation is NONE" in refused(model).line()
+        return
+    check(model, feeds, atol(2e-6))
+    if act_name == "RELU6":  # the bound 6 is reached: not RELU's result
+        relu = run_litert(_recurrent(op, RELU)[0], feeds)["y"]
+        assert np.abs(run_litert(model, feeds)["y"] - relu).max() > 1e-3
+
+
+def test_litert_lstm_with_no_activation_is_not_the_schemas_lstm():
+    """Why LSTM's NONE is refused, checked against LiteRT: its kernel's output is the output
+    gate times the cell input (the buffer NONE leaves unwritten), not times the cell state."""
+    from converter.testing.tflite_fixtures import Const
+
+    from .test_recurrent import B, H, I, T, _lstm
+
+    rng = np.random.default_rng(7)
+    w = {g: (rng.uniform(-1, 1, (H, I)) * 0.5).astype(np.float32) for g in "ifco"}
+    r = {g: (rng.uniform(-1, 1, (H, H)) * 0.5).astype(np.float32) for g in "ifco"}
+    b = {g: (rng.uniform(-1, 1, H) * 0.5).astype(np.float32) for g in "ifco"}
+    slots = {1 + k: Const(w[g]) for k, g in enumerate("ifco")}
+    slots |= {5 + k: Const(r[g]) for k, g in enumerate("ifco")}
+    slots |= {12 + k: Const(b[g]) for k, g in enumerate("ifco")}
+    model, shape = _lstm(activation=NONE, extra=slots)
+    x = _wide(*shape)
+    theirs = run_litert(model, {"x": x})["y"].astype(np.float64)
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    by_schema, by_kernel = [], []
+    for cell_output in (True, False):
+        h, c, out = np.zeros((B, H)), np.zeros((B, H)), []
+        for t in range(T):
+            gate = {g: x[:, t] @ w[g].T.astype(np.float64) + h @ r[g].T + b[g] for g in "ifco"}
+            c = sigmoid(gate["f"]) * c + sigmoid(gate["i"]) * gate["c"]
+            h = sigmoid(gate["o"]) * (c if cell_output else gate["c"])
+            out.append(h)
+        (by_schema if cell_output else by_kernel).append(np.stack(out, axis=1))
+    np.testing.assert_allclose(theirs, by_kernel[0], atol=1e-5)
+    assert np.abs(theirs - by_schema[0]).max() > 0.1

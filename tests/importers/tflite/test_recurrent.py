@@ -86,7 +86,8 @@ def test_lstm_one_step_by_hand(output_peephole):
     ({"cellClip": 1.0}, "clips its cell"),
     ({"projClip": 1.0}, "clips its cell"),
     ({"diagonalRecurrentTensors": True}, "diagonal vectors"),
-    ({"activation": RELU6}, "cell activation"),
+    ({"activation": 0}, "cell activation is NONE"),
+    ({"activation": 6}, "cell activation 6 is none of the schema's"),
     ({"extra": {0: Input("x", [B, I])}}, "rank 2"),
     ({"extra": {5: None}}, "CIFG"),  # input gate weights without their recurrent half
 ])

@@ -1,6 +1,7 @@
 """Recurrent ops: UNIDIRECTIONAL_SEQUENCE_LSTM (WebNN lstm) and UNIDIRECTIONAL_SEQUENCE_RNN
-(unrolled: WebNN has no plain RNN). An LSTM with peepholes or int8 weights is unrolled too (see
-_unrolled_lstm).
+(unrolled: WebNN has no plain RNN). An LSTM with peepholes, int8 weights or a cell activation
+WebNN's lstm does not take (RELU_N1_TO_1, RELU6, SIGN_BIT: LiteRT's kernel applies each) is
+unrolled too (see _unrolled_lstm); its NONE is refused (LiteRT computes something else).
 
 Their state tensors are variables LiteRT carries from one invocation to the next; a WebNN graph
 is a function of its inputs, so the state starts from the variable's initial value (zeros), as
@@ -13,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from ....ir import Operand
-from ..context import ACT_RELU, ACT_TANH, ImportContext
+from ..context import ACT_NONE, ACT_RELU, ACT_SIGN_BIT, ACT_TANH, ImportContext
 from ..model_file import Operator
 from ..registry import Unsupported, tflite_op
 from ._common import emit, options, reshape, transpose
@@ -28,7 +29,7 @@ _B = {"i": 12, "f": 13, "g": 14, "o": 15}
 _PROJECTION, _PROJECTION_BIAS = 16, 17
 _H0, _C0 = 18, 19
 _LAYER_NORM = (20, 21, 22, 23)
-_ACTIVATIONS = {ACT_TANH: "tanh", ACT_RELU: "relu"}
+_ACTIVATIONS = {ACT_TANH: "tanh", ACT_RELU: "relu"}  # the ones WebNN's lstm takes
 
 
 def _stack(ctx: ImportContext, ks: list[int], shape: list[int], what: str) -> Operand:
@@ -45,7 +46,7 @@ def _stack(ctx: ImportContext, ks: list[int], shape: list[int], what: str) -> Op
 
 @tflite_op("UNIDIRECTIONAL_SEQUENCE_LSTM",
            webnn=("lstm", "transpose", "reshape", "concat", "gemm", "slice", "split", "sigmoid",
-                  "add", "mul", "tanh", "relu") + HYBRID)
+                  "add", "mul", "tanh", "relu", "clamp", "lesser", "cast") + HYBRID)
 def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
     o = options(op)
     if not (ctx.has(_W["i"]) and ctx.has(_R["i"])):
@@ -61,10 +62,17 @@ def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
                           f"WebNN's lstm does not")
     if getattr(o, "diagonalRecurrentTensors", False):
         raise Unsupported("its recurrent weights are diagonal vectors")
-    activation = _ACTIVATIONS.get(o.fusedActivationFunction)
-    if activation is None:
-        raise Unsupported(f"its cell activation {o.fusedActivationFunction} is not TANH or RELU "
-                          f"(WebNN's lstm activations are relu, sigmoid and tanh)")
+    code = o.fusedActivationFunction
+    if not ACT_NONE <= code <= ACT_SIGN_BIT:  # the schema's six; LiteRT reads others as NONE
+        raise Unsupported(f"its cell activation {code} is none of the schema's (NONE, RELU, "
+                          f"RELU_N1_TO_1, RELU6, TANH, SIGN_BIT)")
+    if code == ACT_NONE:  # LiteRT's h = o * g, where the schema's LSTM says h = o * c
+        raise Unsupported("its cell activation is NONE, which LiteRT's LSTM kernel does not "
+                          "apply as the schema says: its output multiplies the output gate by "
+                          "the cell input, not the cell state (the activation leaves the "
+                          "buffer it would fill as it was), so the model's meaning is "
+                          "ambiguous; export the LSTM with TANH (the default)")
+    activation = _ACTIVATIONS.get(code)  # None: the cell is unrolled to apply it
     x = ctx.real(_X)
     if x.rank != 3:
         raise Unsupported(f"its input has rank {x.rank}; it must be 3")
@@ -87,14 +95,16 @@ def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
     if any(is_hybrid(ctx, _X, k) != hybrid for k in [*_W.values(), *_R.values()]):
         raise Unsupported("some of its gate weights are int8 and others not; LiteRT's kernel "
                           "reads them all as the input-to-output weights' type")
-    if peepholes or hybrid:
+    if peepholes or hybrid or activation is None:
         quantizer = None
         if hybrid:  # each row of a step's input and state, as in the RNN below
             symmetric = not o.asymmetricQuantizeInputs
 
             def quantizer(v: Operand) -> Operand:
                 return dynamically_quantized(ctx, v, [1], symmetric)
-        sequence = _unrolled_lstm(ctx, x, w, r, bias, h0, c0, activation, peepholes, quantizer)
+        sequence = _unrolled_lstm(
+            ctx, x, w, r, bias, h0, c0,
+            lambda v: ctx.activation(v, code, kernel_applies_all=True), peepholes, quantizer)
     else:
         results = ctx.emit("lstm", [x, w, r, bias, None, None, h0, c0],
                            {"steps": steps, "hiddenSize": hidden, "returnSequence": True,
@@ -107,12 +117,15 @@ def unidirectional_sequence_lstm(ctx: ImportContext, op: Operator):
 
 
 def _unrolled_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
-                   bias: Operand | None, h0: Operand, c0: Operand, activation: str,
-                   peepholes: bool, quantizer: Callable[[Operand], Operand] | None) -> Operand:
+                   bias: Operand | None, h0: Operand, c0: Operand,
+                   activation: Callable[[Operand], Operand], peepholes: bool,
+                   quantizer: Callable[[Operand], Operand] | None) -> Operand:
     """The LSTM unrolled. For peepholes: TFLite's output gate looks at the cell state the step
     computes, where WebNN's lstm (as its spec emulates it) gives it the state the step starts
     from. For int8 weights: LiteRT quantizes each row of the step's input and of h before
-    their products (`quantizer`), inside the step where WebNN's lstm cannot.
+    their products (`quantizer`), inside the step where WebNN's lstm cannot. `activation`:
+    the model's fused activation, which LiteRT applies to the cell input and the cell state
+    alike (lstm_eval.cc).
     Per step: gates = x W^T + b + h R^T; i, f = sigmoid(gate + p * c);
     c' = f c + i act(g); o = sigmoid(gate_o + p_o c'); h = o act(c') (p = 0 without
     peepholes)."""
@@ -143,9 +156,9 @@ def _unrolled_lstm(ctx: ImportContext, x: Operand, w: Operand, r: Operand,
 
         i, f = peek(g_i, p_i, c), peek(g_f, p_f, c)
         c = emit(ctx, "add", emit(ctx, "mul", f, c),
-                 emit(ctx, "mul", i, emit(ctx, activation, g_g)), suffix=f"step{t}_cell")
+                 emit(ctx, "mul", i, activation(g_g)), suffix=f"step{t}_cell")
         o = peek(g_o, p_o, c)
-        h = emit(ctx, "mul", o, emit(ctx, activation, c), suffix=f"step{t}_hidden")
+        h = emit(ctx, "mul", o, activation(c), suffix=f"step{t}_hidden")
         outputs.append(reshape(ctx, h, [1, batch, hidden], f"step{t}_out"))
     return ctx.emit("concat", outputs, {"axis": 0}) if len(outputs) > 1 else outputs[0]
 
