@@ -70,3 +70,26 @@ def test_the_concat_form_is_refused_in_chromium_saying_what_to_give(tmp_path):
         assert r.exit_code == 2, r.output
         assert "--cache-capacity N" in r.output.strip().splitlines()[-1]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not decoding.source("int4").exists(), reason="models/tiny-llama/ is not here")
+def test_the_int4_llama_at_accuracy_level_4_decodes_in_chromium(browser_limits, tmp_path):
+    """onnxruntime-genai's CPU default (MatMulNBits accuracy_level 4: ORT quantizes the
+    activations to int8): the browser computes the model's float math, judged against ORT at
+    accuracy_level 0, and the report says so and what ORT at level 4 chooses."""
+    from tests.verification.test_dtype_forms import _int4_decoder_at_level_4
+
+    import shutil
+
+    source = _int4_decoder_at_level_4(tmp_path)
+    # the builder's config beside it, as shipped (it gives the cache's head size)
+    shutil.copyfile(decoding.source("int4").with_name("genai_config.json"),
+                    tmp_path / "genai_config.json")
+    r = run("verify", source, "--steps", 16, "--json", "--cache-capacity", 24, "--target",
+            "chromium-litert", "--runtime", "chromium", "--prompt", "1,17,42,99")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["graphRuntime"] == "chromium" and report["passed"], report
+    assert report["sourceRuntime"] == "onnxruntime (MatMulNBits at accuracy_level 0)"
+    assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == 16
+    assert any("accuracy_level 4 ORT chooses" in note for note in report["notes"])
