@@ -1,7 +1,8 @@
 """Optimum's decoders (models/optimum-tiny/: merged, unmerged pair, single model.onnx; a GPT-2
-merged) decoded greedily in Chromium's WebNN (converter.generate, verify --steps, run --steps): one fixed-capacity graph (a sliding window of N-1
-past rows, the caches kept as MLTensors on the browser's context by the emitted module's
-createSession), the same tokens as ONNX Runtime on the source."""
+merged) decoded greedily in Chromium's WebNN (converter.generate, verify --steps, run
+--steps): one fixed-capacity graph (a sliding window of N-1 past rows, the caches kept as
+MLTensors on the browser's context by the emitted module's createSession), the same tokens as
+ONNX Runtime on the source."""
 from __future__ import annotations
 
 import json
