@@ -1,13 +1,13 @@
 """transformers.js's quantized files stepped in Chromium's WebNN, judged as ONNX Runtime's tests
 judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py): the tiny
 optimum Llama's merged decoder, unmerged pair and single model.onnx as q8 (`_quantized`:
-DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as
-the window takes it), q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's
-bounds), 16 greedy tokens through the fixed-capacity window with `--target chromium-litert`;
-BART's encoder and merged decoder of each suffix, 16 tokens of the concat form in the browser, the q4 files fitted to
-the browser's limits (`--target chromium-litert`: Chromium refuses uint4 constants); the JS
-page of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on the ids it feeds.
-Fixtures: models/optimum-tiny/{llama,bart}/."""
+DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as the
+window takes it), q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds),
+16 greedy tokens through the fixed-capacity window with `--target chromium-litert`; BART's
+encoder and merged decoder of each suffix, 16 tokens of the concat form in the browser, the q4
+files fitted to the browser's limits (`--target chromium-litert`: Chromium refuses uint4
+constants); the JS page of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on
+the ids it feeds. Fixtures: models/optimum-tiny/{llama,bart}/."""
 from __future__ import annotations
 
 import json
