@@ -17,8 +17,9 @@ from converter.runtimes.execute import run
 from converter.importers.tflite import import_tflite
 from converter.verification.parity import Bounds, compare
 from converter.runtimes.litert import run_litert
-from converter.testing.tflite_fixtures import SAME, TANH, VALID, Const, Input, Output, Quant, \
-    Variable, one_op
+from converter.testing.tflite_fixtures import (RELU, RELU6, RELU_N1_TO_1, SAME, SIGN_BIT, TANH,
+                                               VALID, Const, Input, Output, Quant, Variable,
+                                               one_op)
 
 from .helpers import check, ops_of, rand, refused
 
@@ -273,9 +274,9 @@ def test_rnn_with_only_one_int8_weight_is_refused(int8_weights):
     assert "one of its weights is int8" in refused(model).line()
 
 
-def _hybrid_lstm(asym: bool, mixed: bool = False, steps: int = 3):
+def _hybrid_lstm(asym: bool, mixed: bool = False, steps: int = 3, activation: int = TANH):
     """An LSTM (batch 2, `steps` steps, input 4, hidden 5) with int8 gate weights, float
-    biases; `mixed`: one recurrent weight left float."""
+    biases, its cell `activation`; `mixed`: one recurrent weight left float."""
     rng = np.random.default_rng(15)
     w_q = {g: rng.integers(-127, 128, (5, 4)).astype(np.int8) for g in "ifco"}
     r_q = {g: rng.integers(-127, 128, (5, 5)).astype(np.int8) for g in "ifco"}
@@ -287,8 +288,8 @@ def _hybrid_lstm(asym: bool, mixed: bool = False, steps: int = 3):
               *recurrent, None, None, None, *[Const(bias[g]) for g in "ifco"], None, None,
               Variable([2, 5]), Variable([2, 5]), None, None, None, None]
     model = one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [Output("y", [2, steps, 5])],
-                   fusedActivationFunction=TANH, cellClip=0.0, projClip=0.0, timeMajor=False,
-                   asymmetricQuantizeInputs=asym)
+                   fusedActivationFunction=activation, cellClip=0.0, projClip=0.0,
+                   timeMajor=False, asymmetricQuantizeInputs=asym)
     return model, w_q, r_q, bias
 
 
@@ -322,6 +323,13 @@ def test_lstm_quantizes_each_step_input_and_state_row(asym):
 def test_lstm_with_some_int8_weights_is_refused():
     model, *_ = _hybrid_lstm(False, mixed=True)
     assert "some of its gate weights are int8" in refused(model).line()
+
+
+@pytest.mark.parametrize("activation", [RELU, RELU_N1_TO_1, RELU6, SIGN_BIT])
+def test_lstm_with_each_unrolled_cell_activation_matches_litert(activation):
+    """The cell activations WebNN's lstm does not take, on the int8-weight kernel too."""
+    model, *_ = _hybrid_lstm(True, activation=activation)
+    check(model, {"x": rand(2, 3, 4) * 8}, MODEL)
 
 
 @pytest.mark.parametrize("steps", [1, 2])
