@@ -79,12 +79,7 @@ def test_the_int4_llama_at_accuracy_level_4_decodes_in_chromium(browser_limits, 
     accuracy_level 0, and the report says so and what ORT at level 4 chooses."""
     from tests.verification.test_dtype_forms import _int4_decoder_at_level_4
 
-    import shutil
-
-    source = _int4_decoder_at_level_4(tmp_path)
-    # the builder's config beside it, as shipped (it gives the cache's head size)
-    shutil.copyfile(decoding.source("int4").with_name("genai_config.json"),
-                    tmp_path / "genai_config.json")
+    source = _int4_decoder_at_level_4()  # genai_config.json beside it gives the head size
     r = run("verify", source, "--steps", 16, "--json", "--cache-capacity", 24, "--target",
             "chromium-litert", "--runtime", "chromium", "--prompt", "1,17,42,99")
     assert r.exit_code == 0, r.output

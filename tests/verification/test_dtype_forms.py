@@ -79,23 +79,17 @@ def test_int8_activation_nodes_are_counted_only_at_level_4(tmp_path):
         assert int8_activation_nodes(tmp_path / f"m{level}.onnx") == (level == 4)
 
 
-def _int4_decoder_at_level_4(tmp_path):
-    """The committed onnxruntime-genai int4 decoder, set to accuracy_level 4 as the builder's
-    CPU default writes it."""
+def _int4_decoder_at_level_4(tmp_path=None):
+    """onnxruntime-genai's int4 decoder as its builder writes it for the CPU by default
+    (MatMulNBits at accuracy_level 4; models/make_tiny_llama.py's int4-cpu-default)."""
     from pathlib import Path
 
     from converter.runtimes.source_runs import int8_activation_nodes
 
-    source = Path(__file__).resolve().parents[2] / "models" / "tiny-llama" / "int4"
-    if not (source / "model.onnx").exists():
+    path = (Path(__file__).resolve().parents[2] / "models" / "tiny-llama" / "int4-cpu-default"
+            / "model.onnx")
+    if not path.exists():
         pytest.skip("models/tiny-llama/ is not here")
-    model = onnx.load(str(source / "model.onnx"))
-    for node in model.graph.node:
-        for attr in node.attribute:
-            if node.op_type == "MatMulNBits" and attr.name == "accuracy_level":
-                attr.i = 4
-    path = tmp_path / "model.onnx"
-    onnx.save(model, str(path))
     assert int8_activation_nodes(path) > 0
     return path
 
