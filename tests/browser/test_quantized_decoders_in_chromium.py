@@ -3,11 +3,10 @@ judge them (tests/state/test_quantized_decoders.py, tests/state/test_seq2seq.py)
 optimum Llama's merged decoder, unmerged pair and single model.onnx as q8 (`_quantized`:
 DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as the
 window takes it), q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds),
-16 greedy tokens through the fixed-capacity window with `--target chromium-litert`; BART's
-encoder and merged decoder of each suffix, 16 tokens of the concat form in the browser, the q4
-files fitted to the browser's limits (`--target chromium-litert`: Chromium refuses uint4
-constants); the JS page of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on
-the ids it feeds. Fixtures: models/optimum-tiny/{llama,bart}/."""
+16 greedy tokens through the fixed-capacity window with `--target chromium-litert`; the JS page
+of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on the ids it feeds. The
+encoder-decoders' quantized files stepped by `verify` in the browser:
+tests/browser/test_quantized_seq2seq_in_chromium.py. Fixtures: models/optimum-tiny/{llama,bart}/."""
 from __future__ import annotations
 
 import json
@@ -17,11 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import converter
 from cli.main import main
 from converter.runtimes.chromium import browser_page
 from converter.state.seq2seq import generate_seq2seq_on_onnxruntime, read_seq2seq_spec
-from converter.verification.seq2seq import verify_seq2seq
 
 ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
 SUFFIX = {"q8": "quantized", "q4": "q4", "fp16": "fp16"}
@@ -81,33 +78,6 @@ def test_every_position_of_a_quantized_decoder_passes_in_chromium(browser_limits
     assert code == 0 and report["passed"], \
         [p for p in report["positions"] if not p["passed"]][:1]
     assert len(report["positions"]) == 3 + NEW - 1
-
-
-@pytest.mark.parametrize("kind", ["q8", "q4", "fp16"])
-def test_bart_of_each_quantized_form_generates_onnx_runtimes_16_tokens_in_chromium(
-        browser_limits, kind):
-    """The Python route: the encoder and each step's graph in the browser, fitted to its
-    limits; every position's logits within the bounds of the graph's logits (float16's for
-    fp16), as the ORT test judges them."""
-    loop = converter.load_seq2seq(ROOT / "bart" / f"decoder_model_merged_{SUFFIX[kind]}.onnx",
-                                  runtime="chromium", target="chromium-litert")
-    assert loop.seq2seq.encoder.name == f"encoder_model_{SUFFIX[kind]}.onnx"
-    report = verify_seq2seq(loop, {"input_ids": TEXT}, prompt=loop.start_tokens, steps=NEW)
-    assert report.graph_runtime == "chromium"
-    assert report.passed, report.to_json()
-    assert report.graph_tokens == report.source_tokens and len(report.positions) == NEW
-    if kind == "fp16":
-        assert loop.last_graph.outputs["logits"].data_type == "float16"
-
-
-def test_verify_steps_of_bart_q4_in_chromium_takes_the_target(browser_limits):
-    """`--runtime chromium` alone refuses q4's uint4 constants and says to add `--target
-    chromium-litert`; an encoder-decoder now takes it."""
-    code, report = _verify(ROOT / "bart" / "decoder_model_merged_q4.onnx", "--prompt",
-                           ",".join(map(str, TEXT)))
-    assert code == 0 and report["passed"], report
-    assert report["graphTokens"] == report["sourceTokens"] and len(report["graphTokens"]) == NEW
-    assert "encoder_model_q4.onnx" in report["notes"][0]
 
 
 def _page_tokens(tmp_path: Path, source: Path, length: int) -> list[int]:
