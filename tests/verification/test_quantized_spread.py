@@ -160,3 +160,35 @@ def test_verify_json_and_text_say_what_judged_each_position(other_kernels, tmp_p
     assert "judged against the source's own spread" in report["notes"][-1]
     r = CliRunner().invoke(main, base)
     assert r.exit_code == 0 and "judged against the source's own spread" in r.output
+
+
+BART = LLAMA.parent / "bart"
+
+
+def test_a_q8_encoder_decoder_is_judged_by_the_same_spread(tmp_path):
+    """verify_seq2seq (BART q8, encoder and merged decoder): the spread is measured with the
+    encoder moved too; BART has no tie within 1-2 ULP on these ids (spread 0), so a decoder
+    whose one weight scale is 2% off fails every position it is off at, each saying so."""
+    from converter.state.seq2seq import load_seq2seq, read_seq2seq_spec
+    from converter.verification.seq2seq import verify_seq2seq
+
+    source = BART / "decoder_model_merged_quantized.onnx"
+    model = onnx.load(source)
+    scales = [t for t in model.graph.initializer
+              if t.name.endswith("_scale") and t.data_type == onnx.TensorProto.FLOAT]
+    tensor = scales[len(scales) // 2]
+    tensor.CopyFrom(onnx.numpy_helper.from_array(
+        onnx.numpy_helper.to_array(tensor) * np.float32(1.02), tensor.name))
+    broken = tmp_path / source.name
+    onnx.save(model, broken)
+    (tmp_path / "config.json").write_bytes((BART / "config.json").read_bytes())
+    encoder = BART / "encoder_model_quantized.onnx"
+    loop = load_seq2seq(broken, encoder=encoder)
+    loop.seq2seq = read_seq2seq_spec(source, encoder=encoder)  # ORT runs the true files
+    report = verify_seq2seq(loop, {"input_ids": [5, 9, 14, 20, 33]},
+                            prompt=loop.start_tokens, steps=8)
+    assert not report.passed
+    failing = [p for p in report.positions if not p.passed]
+    assert failing and all(p.extra["sourceNoise"] == 0.0 and "beyond 2x the source's own "
+                           "spread" in p.reason for p in failing)
+    assert "judged against the source's own spread" in report.notes[-1]
