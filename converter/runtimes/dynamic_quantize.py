@@ -1,30 +1,28 @@
-"""ONNX's DynamicQuantizeLinear (what `quantize_dynamic` makes of a MatMul's input: transformers.js's
-q8 files) run with its input moved by float32 rounding noise: the measure of what its run-time
-rounding moves.
+"""ONNX's DynamicQuantizeLinear (what `quantize_dynamic` makes of a MatMul's input:
+transformers.js's q8 files) run with its quotient moved by float32 rounding noise: the measure
+of what its run-time rounding moves.
 
-DynamicQuantizeLinear rounds x / scale to an integer at run time, scale taken from the
-tensor's own range. A value at (or within float32's error of) a rounding tie, k + 0.5, is
-rounded either way by two correct float32 implementations: one that computes x a few ULP away
+DynamicQuantizeLinear rounds x / scale to an integer at run time, the scale taken from the
+tensor's own range. A quotient at (or within float32's error of) a rounding tie, k + 0.5, is
+rounded either way by two correct float32 implementations: one whose x is a few ULP away
 rounds it to the other neighbour, one quantization step apart, and a decoder's KV cache keeps
 that step for every later position. The result is discontinuous in float32 rounding noise, so
-the distance between two runtimes' logits says nothing by float32's bounds alone. How far that
-rounding moves the source's own outputs is measured by running the source twice more with
-each DynamicQuantizeLinear's input scaled by 1 + 2**-22 and by 1 - 2**-22 (2 to 4 ULP of
-float32) before it is rounded, with the scale and zero point the node computes from the
-unmoved input: every value within that much of a tie goes to its other neighbour in one of
-the two runs, and nothing else changes. Their distance from the plain run is the source's own
+float32's bounds between two runtimes' logits say nothing there. How far that rounding moves
+the source's own outputs is measured by running the source twice more with every quotient
+x / scale multiplied by 1 + 2**-23, then by 1 - 2**-23, before it is rounded (the scale and
+zero point are the node's own): the quotient moves by 1 or 2 of its float32 ULP, so every
+exact tie goes to its other neighbour in one of the two runs, and nothing but quotients
+within 1-2 ULP of a tie changes. Their distance from the plain run is the source's own
 spread, as ORT with DynamicQuantizeLSTM in float is for that op (quantized_lstm.py).
 """
 from __future__ import annotations
 
-__all__ = ["MOVED_ACTIVATIONS_LABEL", "MOVE", "is_dynamic_quantize", "moved_activations"]
+__all__ = ["MOVE", "is_dynamic_quantize", "moved_activations"]
 
-# 2**-22 relative moves a float32 value by 2 to 4 ULP, so the quotient x / scale moves by at
-# least one of its own ULP: off an exact tie (1 ULP of x can be half an ULP of the quotient,
-# which rounds back onto the tie). Float32 noise, not a tolerance: nothing but ties moves.
+# q * (1 + 2**-23) is q plus 1 or 2 of its ULP (q * 2**-23 is 1 to 2 ULP of q, rounded to
+# one of them), never q itself: float32 noise, not a tolerance. (Moving x instead of the
+# quotient can leave an exact tie where it is: 1 ULP of x may be half an ULP of x / scale.)
 MOVE = 2.0 ** -23
-MOVED_ACTIVATIONS_LABEL = ("ORT with each DynamicQuantizeLinear's input moved by 1 +- 2**-22 "
-                           "(2-4 float32 ULP) before rounding vs as is")
 
 
 def is_dynamic_quantize(node) -> bool:
@@ -33,9 +31,10 @@ def is_dynamic_quantize(node) -> bool:
 
 def moved_activations(model, direction: int) -> int:
     """Rewrite, in place, every DynamicQuantizeLinear of an ONNX model (If/Loop bodies
-    included): its quantized output becomes QuantizeLinear(x * (1 + direction * MOVE), scale,
-    zero_point) with the scale and zero point the node computes from x itself. `direction`
-    is +1 or -1. Nodes only: it works on a model whose initializers hold no data. Returns how
+    included): its quantized output becomes round_half_even(x / scale * (1 + direction *
+    MOVE)) + zero_point, clipped to uint8, with the scale and zero point the node computes
+    from x itself (what ORT's kernel computes, the quotient moved). `direction` is +1 or
+    -1. Nodes only: it works on a model whose initializers hold no data. Returns how
     many nodes it rewrote."""
     if direction not in (1, -1):
         raise ValueError(f"direction is +1 or -1, not {direction!r}")

@@ -94,9 +94,10 @@ def dynamic_quantize_note(count: int, judged: list[int], passed: int) -> str:
             f"other neighbour on other float32 kernels, and the KV cache carries that step "
             f"into every later position, so float32's bounds against ORT are not the "
             f"yardstick there: {which} outside the bounds were judged against the source's "
-            f"own spread (ORT on the same tokens with every x / scale moved 1-2 ULP up, then "
-            f"down, before rounding), passing within {NOISE_FACTOR:g}x its distance from "
-            f"ORT at the same position; the tokens must be ORT's")
+            f"own spread (ORT on the same tokens with every x / scale moved 1-2 ULP, times "
+            f"1 + 2**-23, then 1 - 2**-23, before rounding), passing within "
+            f"{NOISE_FACTOR:g}x its distance from ORT at the same position; the tokens must "
+            f"be ORT's")
 
 
 def _ranges(indices: list[int]) -> str:

@@ -1,6 +1,6 @@
 """The verdict on a q8 decoder (DynamicQuantizeLinear: x / scale rounded at run time) stepped on
 float32 kernels other than ORT's: positions outside float32's bounds are judged against the
-source's own spread, ORT with every x / scale moved 1-2 ULP up and down (runtimes/
+source's own spread, ORT with every x / scale moved 1-2 ULP up, then down (runtimes/
 dynamic_quantize.py, verification/quantized_spread.py), ORT-only.
 
 "Other kernels" are made without a browser: the tiny Llama's merged q8 decoder with every
