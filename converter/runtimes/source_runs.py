@@ -14,7 +14,9 @@ input moved by one ULP, and, where ORT has double kernels for every op, on a flo
 the model; a model whose MatMulNBits nodes have ORT quantize their activations to int8 at run
 time (accuracy_level 4) also runs with float activations, the model's math, whose distance
 from the int8 run is what that quantization moves; one with DynamicQuantizeLSTM nodes runs
-them as float LSTMs too, measuring what their run-time rounding moves (quantized_lstm.py).
+them as float LSTMs too, measuring what their run-time rounding moves (quantized_lstm.py);
+a decoder with DynamicQuantizeLinear nodes runs with their inputs moved by float32 noise
+(dynamic_quantize.py; decode.py steps it).
 LiteRT's noise: its builtin kernels against its default (XNNPACK) ones, and the input moved by
 one ULP.
 
@@ -30,6 +32,7 @@ import numpy as np
 
 from ..errors import ConverterError
 from ..threads import runtime_threads
+from .dynamic_quantize import is_dynamic_quantize, moved_activations
 from .quantized_lstm import FLOAT_LSTM_LABEL, float_lstms, is_dynamic_lstm
 
 __all__ = ["run_source", "run_source_f64", "source_alternates", "SESSION_OPTIONS",
@@ -72,13 +75,15 @@ def _run_litert(path: Path, feeds: Mapping[str, np.ndarray], kernels: str = "def
 
 def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str = "none",
              where: str | None = None, float_activations: bool = False,
-             float_lstm: bool = False) -> dict[str, np.ndarray]:
+             float_lstm: bool = False, moved: int = 0) -> dict[str, np.ndarray]:
     """Run an ONNX model (a path or serialized bytes) on ORT's CPU provider at `level`.
 
     `float_activations` (a path only): run its MatMulNBits nodes at accuracy_level 0, the
     float math the model states, where accuracy_level 4 has ORT quantize their activations
     to int8 at run time (int8_activation_nodes). `float_lstm` (a path only): run each
     DynamicQuantizeLSTM as a float LSTM on its dequantized weights (quantized_lstm.py).
+    `moved` (a path only; +1 or -1): each DynamicQuantizeLinear rounds its input moved by
+    float32 noise in that direction (dynamic_quantize.py).
 
     The first run of a model happens in a forked child (runtimes/crash_guard.py): a model
     that crashes ORT is a ConverterError, not the converter's death (LiteRT's too)."""
@@ -88,15 +93,16 @@ def run_onnx(path: Path | bytes, feeds: Mapping[str, np.ndarray], *, level: str 
 
     where = where or str(path)
     return guarded_run(
-        _model_key(path, level, float_activations, float_lstm),
-        lambda: _run_onnx_here(path, feeds, level, where, float_activations, float_lstm),
+        _model_key(path, level, float_activations, float_lstm, moved),
+        lambda: _run_onnx_here(path, feeds, level, where, float_activations, float_lstm,
+                               moved),
         what="ONNX Runtime", where=where,
         fix="the source runtime must run the model to verify against it: try another "
             "onnxruntime version, or convert without verifying")
 
 
 def _model_key(path: Path | bytes, level: str, float_activations: bool,
-               float_lstm: bool = False):
+               float_lstm: bool = False, moved: int = 0):
     """What identifies a model's run for crash_guard: the file (its identity and version), or
     the bytes' digest, with how it is run; None for a file that cannot be looked at (ORT
     then reports it)."""
@@ -109,12 +115,12 @@ def _model_key(path: Path | bytes, level: str, float_activations: bool,
     except OSError:
         return None
     return str(Path(path).resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, \
-        level, float_activations, float_lstm
+        level, float_activations, float_lstm, moved
 
 
 def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: str,
-                   where: str, float_activations: bool, float_lstm: bool = False
-                   ) -> dict[str, np.ndarray]:
+                   where: str, float_activations: bool, float_lstm: bool = False,
+                   moved: int = 0) -> dict[str, np.ndarray]:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -128,7 +134,8 @@ def _run_onnx_here(path: Path | bytes, feeds: Mapping[str, np.ndarray], level: s
         options.intra_op_num_threads = threads
     try:
         edits = [e for e, on in ((_float_activations, float_activations),
-                                 (float_lstms, float_lstm)) if on]
+                                 (float_lstms, float_lstm),
+                                 (lambda m: moved_activations(m, moved), moved)) if on]
         model = path if isinstance(path, bytes) else _external_view(
             Path(path), options, (lambda m: [e(m) for e in edits]) if edits else None)
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
@@ -312,8 +319,7 @@ def dynamic_quantize_nodes(path: Path) -> int:
     it; 0 for a model that cannot be read (its run reports that)."""
     model = _read_onnx(path)
     return 0 if model is None else sum(
-        1 for node in _all_nodes(model.graph)
-        if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"))
+        1 for node in _all_nodes(model.graph) if is_dynamic_quantize(node))
 
 
 def dynamic_lstm_nodes(path: Path) -> int:

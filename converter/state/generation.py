@@ -165,7 +165,8 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
                             dims: Mapping[str, int] | None = None,
                             eos_token_id: int | None = None,
                             float_activations: bool = False,
-                            prompt_in_one_step: bool = True) -> Generation:
+                            prompt_in_one_step: bool = True, moved: int = 0,
+                            forced: Sequence[int] | None = None) -> Generation:
     """The reference: the source decoder on ONNX Runtime in its own concat form, the whole
     prompt in the first step, then one token a step, each step fed the present outputs of
     the one before. The first step is what the exporter's runtime feeds it: an unmerged
@@ -174,10 +175,14 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
     (source_runs.run_onnx). `prompt_in_one_step=False` feeds the prompt one token a step,
     as the fixed-capacity graph takes it: the like-for-like reference for a model whose
     numbers depend on the rows computed together (DynamicQuantizeLinear's one scale per
-    tensor)."""
+    tensor). `moved` (+1 or -1): each DynamicQuantizeLinear rounds its input moved by float32
+    noise (runtimes/dynamic_quantize.py). `forced`: the new tokens fed (and reported) in
+    place of the arg-max, so that another run's positions line up with these."""
     from ..runtimes.source_runs import run_onnx
 
     spec = read_decoder_spec(path, patterns, dims)
+    if forced is not None:
+        max_new_tokens = len(forced)
     prompt = [int(t) for t in prompt_ids]
     _check_request(prompt, max_new_tokens)
     empty = spec.past_shape(0)
@@ -194,7 +199,7 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
         if spec.position_ids:
             feeds[spec.position_ids] = np.arange(fed, fed + len(new)).reshape(1, -1)
         out = run_onnx(Path(spec.first_path if first else spec.path), feeds,
-                       float_activations=float_activations)
+                       float_activations=float_activations, moved=moved)
         rows = np.asarray(out["logits"]).reshape(len(new), -1)
         result.logits.extend(list(rows))
         fed += len(new)
@@ -202,7 +207,7 @@ def generate_on_onnxruntime(path: str | Path, prompt_ids: Sequence[int], max_new
         if fed < len(prompt):  # the prompt one token a step: its next token, no choice yet
             new = prompt[fed:fed + 1]
             continue
-        token = int(np.argmax(rows[-1]))
+        token = int(np.argmax(rows[-1]) if forced is None else forced[len(result.tokens)])
         result.tokens.append(token)
         if len(result.tokens) == max_new_tokens or token == eos_token_id:
             return result

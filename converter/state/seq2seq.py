@@ -286,20 +286,24 @@ def load_seq2seq(path: str | Path, *, encoder: str | Path | None = None,
 def generate_seq2seq_on_onnxruntime(path: str | Path, given: Mapping[str, object],
                                     prompt_ids: Sequence[int], max_new_tokens: int, *,
                                     encoder: str | Path | None = None,
-                                    eos_token_id: int | None = None) -> Generation:
+                                    eos_token_id: int | None = None, moved: int = 0,
+                                    forced: Sequence[int] | None = None) -> Generation:
     """The reference: the source files on ONNX Runtime as optimum's runtime feeds them. The
     encoder once; the decoder's first step the whole prompt through decoder_model.onnx or the
     merged file's no-cache branch (its past inputs fed empty), each later step one token with
     the self-attention presents of the step before and the first step's cross-attention
-    presents."""
+    presents. `moved` and `forced` as generation.generate_on_onnxruntime takes them (the
+    encoder moved too)."""
     from ..runtimes.source_runs import run_onnx
 
     s = read_seq2seq_spec(path, encoder=encoder)
     spec = s.decoder
+    if forced is not None:
+        max_new_tokens = len(forced)
     prompt = [int(t) for t in prompt_ids]
     _check_request(prompt, max_new_tokens)
     feeds = encoder_feeds(s, given)
-    hidden = run_onnx(s.encoder, feeds)[ENCODER_OUTPUT]
+    hidden = run_onnx(s.encoder, feeds, moved=moved)[ENCODER_OUTPUT]
     side = {HIDDEN_STATES: hidden, ENCODER_MASK: feeds.get(
         "attention_mask", np.ones(hidden.shape[:2], np.int64))}
     empty = np.zeros(spec.past_shape(0), np.float32)
@@ -314,14 +318,15 @@ def generate_seq2seq_on_onnxruntime(path: str | Path, given: Mapping[str, object
         step = {spec.input_ids: np.array([new], np.int64), **side, **past}
         if spec.branch:
             step[spec.branch] = np.array([fed > 0])
-        out = run_onnx(model, {n: v for n, v in step.items() if n in takes[model]})
+        out = run_onnx(model, {n: v for n, v in step.items() if n in takes[model]},
+                       moved=moved)
         rows = np.asarray(out["logits"]).reshape(len(new), -1)
         result.logits.extend(list(rows))
         if fed == 0:
             past.update({name: out[present] for name, present in s.cross})
         past.update({name: out[present] for name, present in spec.pairs})
         fed += len(new)
-        token = int(np.argmax(rows[-1]))
+        token = int(np.argmax(rows[-1]) if forced is None else forced[len(result.tokens)])
         result.tokens.append(token)
         if len(result.tokens) == max_new_tokens or token == eos_token_id:
             return result

@@ -6,6 +6,10 @@ DynamicQuantizeLinear makes a row's numbers depend on the rows computed with it:
     report = verify_decoding("model.onnx", graph, prompt=[1, 5, 9], steps=32)
     report.passed   # the same greedy tokens, and every position's logits within the bounds
 
+A source that quantizes its activations at run time (DynamicQuantizeLinear) has the positions
+outside float32's bounds judged against its own spread instead (quantized_spread.py), each
+position saying in `decidedBy` what judged it, a note saying why.
+
 Positions are compared while both sides have been fed the same tokens: the prompt's, then each
 new token up to (and including) the step where the two first choose differently, after which
 they decode different texts.
@@ -20,6 +24,8 @@ from ..errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
 from ..runtimes.source_runs import dynamic_quantize_nodes, int8_activation_nodes
 from .output_bounds import output_bounds
+from .notes import dynamic_quantize_note
+from .quantized_spread import SPREAD_RUNS, judge_by_spread, needs_spread
 
 __all__ = ["DecodeReport", "verify_decoding", "compare_positions"]
 
@@ -35,7 +41,8 @@ class DecodeReport:
     source_runtime: str = "onnxruntime"
     graph_runtime: str = "webnn-onnx"
     # What the logits were judged against, when ORT's own run is not the model's math
-    # (MatMulNBits with int8 activations).
+    # (MatMulNBits with int8 activations) or float32's bounds are not the yardstick
+    # (DynamicQuantizeLinear: the source's own spread).
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -98,12 +105,17 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
             loop = DecoderLoop(session)
             ours = generate(loop, prompt, steps)
     int8_nodes = int8_activation_nodes(Path(source))
+    quantizers = dynamic_quantize_nodes(Path(source))
     # A window takes the prompt one token a step; where one scale quantizes all the rows
     # computed together, the source is fed so too (else its prompt rows are other numbers).
-    dynamic_nodes = 0 if one_step else dynamic_quantize_nodes(Path(source))
-    theirs = generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims,
-                                     float_activations=bool(int8_nodes),
-                                     prompt_in_one_step=not dynamic_nodes)
+    dynamic_nodes = 0 if one_step else quantizers
+
+    def on_ort(**how):
+        return generate_on_onnxruntime(source, prompt, steps, patterns=patterns, dims=dims,
+                                       float_activations=bool(int8_nodes),
+                                       prompt_in_one_step=not dynamic_nodes, **how)
+
+    theirs = on_ort()
     report = DecodeReport(str(source), graph_path, [int(t) for t in prompt], theirs.tokens,
                           ours.tokens, graph_runtime="webnn-onnx" if runtime == "ort" else runtime)
     if int8_nodes:
@@ -129,7 +141,24 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
             f"one token a step, as this graph takes it; fed the whole prompt in one step ORT "
             f"chooses {_same_or(whole, ours.tokens)}")
     compare_positions(report, graph, loop.logits, ours, theirs, len(prompt), atol, rtol, ulp)
+    if quantizers:
+        judge_quantized_positions(report, theirs, quantizers,
+                                  lambda direction: on_ort(moved=direction,
+                                                           forced=theirs.tokens))
     return report
+
+
+def judge_quantized_positions(report: DecodeReport, theirs, quantizers: int, rerun) -> None:
+    """A source with `quantizers` DynamicQuantizeLinear nodes: the positions outside their
+    bounds judged against the source's own spread (quantized_spread.py), `rerun(direction)`
+    being ORT's generation on theirs.tokens with every quotient moved that way; a note says
+    how each position was judged. Nothing is run when every position is within its bounds."""
+    if not needs_spread(report):
+        return
+    moved = {label: rerun(direction).logits for direction, label in SPREAD_RUNS.items()}
+    judged = judge_by_spread(report, theirs.logits, moved)
+    report.notes.append(dynamic_quantize_note(
+        quantizers, judged, sum(report.positions[k].passed for k in judged)))
 
 
 def compare_positions(report: DecodeReport, graph, logits: str, ours, theirs, prompt_length: int,

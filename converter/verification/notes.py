@@ -14,7 +14,8 @@ import numpy as np
 
 from .parity import Bounds, OutputParity
 
-__all__ = ["bounds_in_words", "degenerate", "overruled", "quantized_lstm_note"]
+__all__ = ["bounds_in_words", "degenerate", "overruled", "quantized_lstm_note",
+           "dynamic_quantize_note"]
 
 
 def bounds_in_words(bounds: Bounds) -> str:
@@ -77,3 +78,35 @@ def quantized_lstm_note(count: int) -> str:
             "either way, and later steps carry that: an output outside the budget is judged "
             "against the float64 oracle, ORT with those LSTMs in float measuring what the "
             "rounding moves")
+
+
+def dynamic_quantize_note(count: int, judged: list[int], passed: int) -> str:
+    """What a decoding report says of a source whose DynamicQuantizeLinear nodes round its
+    activations at run time (verification/quantized_spread.py): which positions (`judged`,
+    outside float32's bounds; `passed` of them within the spread) were judged against the
+    source's own spread, and why."""
+    from .parity import NOISE_FACTOR
+
+    which = (f"position{'s' * (len(judged) != 1)} {_ranges(judged)} ({passed} of "
+             f"{len(judged)} passed by it)")
+    return (f"{count} DynamicQuantizeLinear node{'s' * (count != 1)} round x / scale to "
+            f"uint8 at run time; a value at a rounding tie in ORT's float32 rounds to the "
+            f"other neighbour on other float32 kernels, and the KV cache carries that step "
+            f"into every later position, so float32's bounds against ORT are not the "
+            f"yardstick there: {which} outside the bounds were judged against the source's "
+            f"own spread (ORT on the same tokens with every x / scale moved 1-2 ULP, times "
+            f"1 + 2**-23, then 1 - 2**-23, before rounding), passing within "
+            f"{NOISE_FACTOR:g}x its distance from ORT at the same position; the tokens must "
+            f"be ORT's")
+
+
+def _ranges(indices: list[int]) -> str:
+    """[3, 4, 5, 8] as "3-5, 8"."""
+    out, start = [], None
+    for i, k in enumerate(indices):
+        if start is None:
+            start = k
+        if i + 1 == len(indices) or indices[i + 1] != k + 1:
+            out.append(str(start) if start == k else f"{start}-{k}")
+            start = None
+    return ", ".join(out)

@@ -7,15 +7,18 @@ in Chromium) against the source files on ONNX Runtime run the same way.
     report.passed   # the same greedy tokens, and every position's logits within the bounds
 
 The report is decode.py's DecodeReport: `prompt` is the decoder's (its start tokens), and a note
-says what the encoder ran on.
+says what the encoder ran on. q8 files (DynamicQuantizeLinear) have the positions outside the
+bounds judged against the source's own spread, as decoders are (quantized_spread.py).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .decode import DecodeReport, compare_positions
+from ..runtimes.source_runs import dynamic_quantize_nodes
+from .decode import DecodeReport, compare_positions, judge_quantized_positions
 
 __all__ = ["verify_seq2seq"]
 
@@ -34,7 +37,12 @@ def verify_seq2seq(loop, given: Mapping[str, object], *, prompt: Sequence[int], 
     ours = generate(loop, prompt, steps)
     spec = loop.seq2seq
     source = spec.decoder.first_path or spec.decoder.path
-    theirs = generate_seq2seq_on_onnxruntime(source, given, prompt, steps, encoder=spec.encoder)
+
+    def on_ort(**how):
+        return generate_seq2seq_on_onnxruntime(source, given, prompt, steps,
+                                               encoder=spec.encoder, **how)
+
+    theirs = on_ort()
     report = DecodeReport(str(source), None, [int(t) for t in prompt], theirs.tokens,
                           ours.tokens,
                           graph_runtime="webnn-onnx" if loop.runtime == "ort" else loop.runtime)
@@ -45,4 +53,9 @@ def verify_seq2seq(loop, given: Mapping[str, object], *, prompt: Sequence[int], 
                         f"decoder steps its concat form, {loop.conversions} graphs")
     compare_positions(report, loop.last_graph, loop.logits, ours, theirs, len(prompt), atol,
                       rtol, ulp)
+    quantizers = sum(dynamic_quantize_nodes(Path(path)) for path in {
+        spec.encoder, spec.decoder.path, spec.decoder.first_path} - {None})
+    if quantizers:
+        judge_quantized_positions(report, theirs, quantizers, lambda direction: on_ort(
+            moved=direction, forced=theirs.tokens))
     return report
