@@ -144,21 +144,31 @@ def verify_decoding(source: str | Path, graph, *, prompt: Sequence[int], steps: 
     if quantizers:
         judge_quantized_positions(report, theirs, quantizers,
                                   lambda direction: on_ort(moved=direction,
-                                                           forced=theirs.tokens))
+                                                           forced=theirs.tokens),
+                                  explicit=dict(atol=atol, rtol=rtol, ulp=ulp))
     return report
 
 
-def judge_quantized_positions(report: DecodeReport, theirs, quantizers: int, rerun) -> None:
+def judge_quantized_positions(report: DecodeReport, theirs, quantizers: int, rerun, *,
+                              explicit: Mapping[str, object] | None = None) -> None:
     """A source with `quantizers` DynamicQuantizeLinear nodes: the positions outside their
     bounds judged against the source's own spread (quantized_spread.py), `rerun(direction)`
     being ORT's generation on theirs.tokens with every quotient moved that way; a note says
-    how each position was judged. Nothing is run when every position is within its bounds."""
+    how each position was judged, and which bounds the user gave (`explicit`: --atol/--rtol/
+    --ulp) the spread overruled. Nothing is run when every position is within its bounds."""
     if not needs_spread(report):
         return
     moved = {label: rerun(direction).logits for direction, label in SPREAD_RUNS.items()}
     judged = judge_by_spread(report, theirs.logits, moved)
-    report.notes.append(dynamic_quantize_note(
-        quantizers, judged, sum(report.positions[k].passed for k in judged)))
+    passed = [k for k in judged if report.positions[k].passed]
+    report.notes.append(dynamic_quantize_note(quantizers, judged, len(passed)))
+    given = {k: v for k, v in (explicit or {}).items() if v is not None}
+    if given and passed:
+        said = ", ".join(f"--{k} {v}" for k, v in given.items())
+        report.notes.append(
+            f"{len(passed)} position{'s' * (len(passed) != 1)} outside the bounds you gave "
+            f"({said}) passed by the source's own spread: a q8 source's spread overrules "
+            f"bounds given, as the float64 oracle does in single-shot verify")
 
 
 def compare_positions(report: DecodeReport, graph, logits: str, ours, theirs, prompt_length: int,

@@ -57,5 +57,5 @@ def verify_seq2seq(loop, given: Mapping[str, object], *, prompt: Sequence[int], 
         spec.encoder, spec.decoder.path, spec.decoder.first_path} - {None})
     if quantizers:
         judge_quantized_positions(report, theirs, quantizers, lambda direction: on_ort(
-            moved=direction, forced=theirs.tokens))
+            moved=direction, forced=theirs.tokens), explicit=dict(atol=atol, rtol=rtol, ulp=ulp))
     return report

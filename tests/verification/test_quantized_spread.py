@@ -160,6 +160,13 @@ def test_verify_json_and_text_say_what_judged_each_position(other_kernels, tmp_p
     assert "judged against the source's own spread" in report["notes"][-1]
     r = CliRunner().invoke(main, base)
     assert r.exit_code == 0 and "judged against the source's own spread" in r.output
+    assert "bounds you gave" not in r.output
+    # bounds given explicitly: the spread still judges, and the report says it overruled them
+    r = CliRunner().invoke(main, [*base, "--json", "--atol", "1e-4"])
+    assert r.exit_code == 0, r.output
+    (note,) = [n for n in json.loads(r.output)["notes"] if "bounds you gave" in n]
+    assert "outside the bounds you gave (--atol 0.0001) passed by the source's own spread" \
+        in note
 
 
 BART = LLAMA.parent / "bart"
