@@ -46,3 +46,8 @@ def test_the_module_files_are_written_and_name_each_other(tmp_path):
     assert '"maxSteps": 3' in driver and '"encoderLength": 32' in driver
     assert '"startTokens": [\n    0\n  ]' in driver
     assert 'WEIGHTS_FILE = "t5.decoder.weights"' in (tmp_path / "t5.decoder.js").read_text()
+    # the encoder takes the prompt at its own length (a q8 encoder's scales are the prompt's)
+    encoder = (tmp_path / "t5.encoder.js").read_text()
+    assert 'export const DIMS = {"encoder_sequence_length": {min: 1, max: 32}};' in encoder
+    assert '"encoderDim": "encoder_sequence_length"' in driver
+    assert "note: encoder: one builder for encoder_sequence_length in 1..32" in r.output
