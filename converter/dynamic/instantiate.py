@@ -55,6 +55,13 @@ def graph_at(poly: "Polymorphic", at: Mapping[str, int]) -> "Graph":
         if decl.kind != "weights":
             continue
         data = form.data
+        if form.kind == "value":
+            from .symbolic import value_key
+
+            data = form.data.get(value_key(at))
+            if data is None:
+                raise ConverterError(f"constant '{decl.name}' was converted at other values "
+                                     f"only", where=where, fix="list this value too")
         if form.kind == "corner":
             if data.packed:
                 raise ConverterError(f"constant '{decl.name}' is a corner of 4-bit values",

@@ -16,10 +16,13 @@ dim's range need no check: nothing is extrapolated.
 
 Constants that differ between the values (a position table sliced to the sequence length and
 folded, a causal mask) are kept as one constant, the largest variant's, and cut to their
-leading corner when the graph is built (still a constant: module_js's `corner`): every
-variant's value must be its leading corner (checked on the variants and on the
-held-out value). Anything else that differs is a structural difference: `StructureDiffers`,
-and the emitter writes one builder per value instead.
+leading corner when the graph is built (still a constant: module_js's `corner`) where every
+variant's value is its leading corner (checked on the variants and on the held-out value).
+Other differing constants (a decoder's position row at each past length, folded) are kept one
+value per point (`value`): exact only on the values converted, so `polymorphic` takes them only
+when every value of every dim's range was converted (nothing to extrapolate). Anything else
+that differs is a structural difference: `StructureDiffers`, and the emitter writes one builder
+per value instead.
 """
 from __future__ import annotations
 
@@ -38,15 +41,16 @@ from .expr import Expr, HeldOutMismatch, StructureDiffers, fit
 from .expr import point_text as _point_text
 
 __all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_points",
-           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
+           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch", "value_key"]
 
 
 # -- the structure ------------------------------------------------------------------------------
 @dataclass
 class ConstantForm:
     """How the builder makes one constant: `same` (one value for every variant), `fill` (one
-    number, a shape of expressions) or `corner` (the leading corner, of shape `shape`, of the
-    largest variant's value `data`)."""
+    number, a shape of expressions), `corner` (the leading corner, of shape `shape`, of the
+    largest variant's value `data`) or `value` (`data`: each converted point's own value, by
+    `value_key(point)`; only when every value of the dims was converted)."""
 
     kind: str
     shape: list[Expr]
@@ -179,8 +183,8 @@ def derive(variants) -> Polymorphic:
               for n in template.inputs}
     outputs = {n: shape_of(f"output '{n}'", [g.outputs[n].shape for g in graphs])
                for n in template.outputs}
-    constants = {n: _constant_form(n, [g.constants[n].constant for g in graphs], shape_of)
-                 for n in template.constants}
+    constants = {n: _constant_form(n, [g.constants[n].constant for g in graphs], shape_of,
+                                   points) for n in template.constants}
     attrs: dict[int, dict[str, Any]] = {}
     results = []
     for i, op in enumerate(template.operations):
@@ -241,7 +245,14 @@ def _steps(exprs: list[Expr], points: list[dict[str, int]]) -> dict[str, int]:
                                "value")
 
 
-def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
+def value_key(point: Mapping[str, int]) -> str:
+    """The key of a `value` constant's entry for the dims' values `point`: the values in the
+    order of the dims' names, e.g. '3' or '8,2' (what the emitted module computes from its
+    dims)."""
+    return ",".join(str(point[n]) for n in sorted(point))
+
+
+def _constant_form(name: str, datas: list, shape_of, points) -> ConstantForm:
     where = f"constant '{name}'"
     shape = shape_of(where, [d.shape for d in datas])
     if all(d.fill is not None for d in datas) and len({repr(d.fill) for d in datas}) == 1:
@@ -254,8 +265,10 @@ def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
     for d in datas:
         if any(a > b for a, b in zip(d.shape, largest.shape)) or not np.array_equal(
                 full[tuple(slice(0, k) for k in d.shape)], d.numpy()):
-            raise StructureDiffers("its value differs between the values in a way that is not "
-                                   "a leading corner of one table", where=where)
+            # one value per point (a position's row of a table, folded): exact on the
+            # converted values only, which polymorphic() requires to be every value
+            return ConstantForm("value", shape, {value_key(p): data
+                                                 for p, data in zip(points, datas)})
     return ConstantForm("corner", shape, largest)
 
 
@@ -354,6 +367,13 @@ def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = No
     result = derive(variants)  # first, so that a structural difference is what is reported
     if _every_value_listed(points, result.ranges, result.steps):
         return result
+    for name, form in result.constants.items():
+        if form.kind == "value":
+            raise StructureDiffers("its value differs between the values in a way that is not "
+                                   "a leading corner of one table, so only the converted "
+                                   "values have it", where=f"constant '{name}'",
+                                   fix="convert every value of the range, or one builder "
+                                       "per value")
     if convert is not None:
         ats = held_out_points(points, result.steps)
         if not ats:

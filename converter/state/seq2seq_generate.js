@@ -4,10 +4,11 @@
 //   const weights = await loadWeights();
 //   const {tokens} = await generate(context, weights, {input_ids: [5, 9, 14]});
 // The encoder runs once, on the prompt at its own length (its output padded with masked zero
-// rows to the length the decoder reads). The decoder steps one token at a time, a graph per past length
-// (these decoders take no mask over their own rows, so their cache cannot be a fixed
-// buffer): each step's self-attention presents are the grown caches the next step reads,
-// and the first step's cross-attention presents are read back by every later step.
+// rows to the length the decoder reads). The decoder steps one token at a time, a graph
+// built per past length (these decoders take no mask over their own rows, so their cache
+// cannot be a fixed buffer): each step's self-attention presents are the grown caches the
+// next step reads, and the first step's cross-attention presents are read back by every
+// later step.
 
 /** The encoder's and the decoder's weights, fetched beside their modules. */
 export async function loadWeights() {
@@ -41,11 +42,13 @@ function encoderFeeds(given) {
   if (CONFIG.text) {
     const ids = Array.from(given.input_ids ?? [], Number);
     if (ids.length < 1 || ids.length > CONFIG.encoderLength) {
-      throw new RangeError(`the encoder takes 1..${CONFIG.encoderLength} token ids, got ${ids.length}`);
+      throw new RangeError(`the encoder takes 1..${CONFIG.encoderLength} token ids, ` +
+                           `got ${ids.length}`);
     }
     checkIds(ids, "the encoder's input_ids");
     if (CONFIG.encoderDim === null && ids.length !== CONFIG.encoderLength) {
-      throw new RangeError(`this encoder's length is fixed: give exactly ${CONFIG.encoderLength} ids`);
+      throw new RangeError(`this encoder's length is fixed: give exactly ` +
+                           `${CONFIG.encoderLength} ids`);
     }
     if (ids.length !== CONFIG.encoderLength && !CONFIG.decoderMasked) {
       throw new RangeError(`this decoder takes no encoder_attention_mask: give exactly ` +
@@ -54,7 +57,9 @@ function encoderFeeds(given) {
     length = ids.length;
     if (CONFIG.encoderDim !== null) dims = {[CONFIG.encoderDim]: length};
     feeds.input_ids = ids;
-    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) feeds.attention_mask = ids.map(() => 1);
+    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) {
+      feeds.attention_mask = ids.map(() => 1);
+    }
   }
   for (const [name, value] of Object.entries(given)) {
     if (!Object.hasOwn(CONFIG.encoderInputs, name)) throw new TypeError(`the encoder has no input '${name}'`);

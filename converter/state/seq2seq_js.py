@@ -11,8 +11,13 @@ writes, atomically:
     numbers: DynamicQuantizeLinear scales each tensor over all its rows, padding included;
     zero rows are inside every range it takes, and masked rows weigh nothing);
   * `t5.decoder.js` (+ `.weights`, `.manifest.json`): the decoder's concat form at each past
-    length 0..steps-1, one token a step, as one module with the dim `past_...` (one builder
-    per length; every constant is stored once, so the weights file is one decoder's);
+    length 0..steps-1, one token a step, as one module with the dim `past_...`: converted at
+    every length, written as one builder for the first step (no past) and one for every later
+    length, its shapes expressions of the length (converter.dynamic.module_groups); a constant
+    that differs per length (a folded position row, T5's relative-position bias) is stored
+    once per length and read by the length built. Where the lengths do not fit so, one builder
+    per length, the module's header and the CLI's note saying why. Every equal constant is
+    stored once, so the weights file is about one decoder's;
   * `t5.js`: `loadWeights()` and `generate(context, weights, encoderInputs, startTokens,
     maxNewTokens)`: the encoder once, then greedy decoder steps, each step's self-attention
     presents (the grown caches) fed back as the next step's past, and the first step's
@@ -38,7 +43,7 @@ from .seq2seq import ENCODER_MASK, ENCODER_OUTPUT, Seq2SeqLoop
 
 __all__ = ["write_seq2seq_js", "MAX_STEPS", "DEFAULT_ENCODER_LENGTH", "seeded_features"]
 
-MAX_STEPS = 256  # graphs converted and builders written: one per step
+MAX_STEPS = 256  # graphs converted: one per step
 DEFAULT_ENCODER_LENGTH = 32
 _DRIVER = Path(__file__).with_name("seq2seq_generate.js")
 _PAGE = Path(__file__).with_name("seq2seq_page.html")
@@ -70,7 +75,7 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise ConverterError(f"--steps {steps} is out of range for an encoder-decoder's module",
                              where=str(decoder),
-                             fix=f"give 1..{MAX_STEPS}: each step is a graph of its own")
+                             fix=f"give 1..{MAX_STEPS}: each step is converted on its own")
     loop = Seq2SeqLoop(decoder, max_graphs=steps)
     s = loop.seq2seq
     if s.start_tokens is None:
