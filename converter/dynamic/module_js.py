@@ -416,8 +416,8 @@ class _PolymorphicWriter(_SharingWriter):
             return self.constant_call(operand.name, form.data, shape=shape)
         if form.kind == "value":
             return self._value_constant(operand.name, form, shape)
-        # corner: the largest variant's value, cut to the dims' size when the graph is built
-        # (a constant still: a slice op would make it computed, and some operands, such as
+        # corner (or tail): the largest variant's value, cut to the dims' size when the graph
+        # is built (a constant still: a slice op would make it computed, and some operands, such as
         # Chromium's gatherElements indices, must be constants)
         data = form.data
         if dtypes.info(data.data_type).bits < 8:
@@ -428,8 +428,9 @@ class _PolymorphicWriter(_SharingWriter):
         whole = (f"weights.bytes({js_string(key)}, {js_string(data.data_type)}, "
                  f"{list(data.shape)})")
         desc = f"{{dataType: {js_string(data.data_type)}, shape: {shape}}}"
+        trailing = ", true" if form.kind == "tail" else ""
         return (f"builder.constant({desc}, corner({whole}, {js_string(data.data_type)}, "
-                f"{list(data.shape)}, {shape}))")
+                f"{list(data.shape)}, {shape}{trailing}))")
 
     def _value_constant(self, name: str, form, shape: str) -> str:
         """A constant with one value per converted point (symbolic's `value` form): each is

@@ -17,7 +17,9 @@ dim's range need no check: nothing is extrapolated.
 Constants that differ between the values (a position table sliced to the sequence length and
 folded, a causal mask) are kept as one constant, the largest variant's, and cut to their
 leading corner when the graph is built (still a constant: module_js's `corner`) where every
-variant's value is its leading corner (checked on the variants and on the held-out value).
+variant's value is its leading corner, or its trailing corner (`tail`: T5's relative-position
+bias of a decoder step, the last past+1 keys), checked on the variants and on the held-out
+value.
 Other differing constants (a decoder's position row at each past length, folded) are kept one
 value per point (`value`): exact only on the values converted, so `polymorphic` takes them only
 when every value of every dim's range was converted (nothing to extrapolate). Anything else
@@ -41,7 +43,8 @@ from .expr import Expr, HeldOutMismatch, StructureDiffers, fit
 from .expr import point_text as _point_text
 
 __all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_points",
-           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch", "value_key"]
+           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch", "value_key",
+           "corner_index"]
 
 
 # -- the structure ------------------------------------------------------------------------------
@@ -49,8 +52,10 @@ __all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_p
 class ConstantForm:
     """How the builder makes one constant: `same` (one value for every variant), `fill` (one
     number, a shape of expressions), `corner` (the leading corner, of shape `shape`, of the
-    largest variant's value `data`) or `value` (`data`: each converted point's own value, by
-    `value_key(point)`; only when every value of the dims was converted)."""
+    largest variant's value `data`), `tail` (its trailing corner: the last entries along each
+    dim, as T5's relative-position bias row of the past+1 keys) or `value` (`data`: each
+    converted point's own value, by `value_key(point)`; only when every value of the dims
+    was converted)."""
 
     kind: str
     shape: list[Expr]
@@ -89,11 +94,12 @@ class Polymorphic:
         for name, form in self.constants.items():
             got = graph.constants[name].constant
             _compare(problems, f"constant '{name}' shape", _eval(form.shape, at), got.shape)
-            if form.kind == "corner" and not problems:
-                corner = form.data.numpy()[tuple(slice(0, d) for d in got.shape)]
+            if form.kind in ("corner", "tail") and not problems:
+                corner = form.data.numpy()[corner_index(form.kind, got.shape, form.data.shape)]
                 if not np.array_equal(corner, got.numpy()):
-                    problems.append(f"constant '{name}' is not the leading corner of the "
-                                    f"largest variant's")
+                    problems.append(f"constant '{name}' is not the "
+                                    f"{'trailing' if form.kind == 'tail' else 'leading'} "
+                                    f"corner of the largest variant's")
         for i, (op, fitted) in enumerate(zip(graph.operations, self.template.operations)):
             # Options equal on every listed value are checked too: a padding that is 0 at
             # every listed value may not be 0 here.
@@ -262,14 +268,20 @@ def _constant_form(name: str, datas: list, shape_of, points) -> ConstantForm:
         return ConstantForm("same", shape, datas[0])
     largest = max(datas, key=lambda d: int(np.prod(d.shape, dtype=np.int64)))
     full = largest.numpy()
-    for d in datas:
-        if any(a > b for a, b in zip(d.shape, largest.shape)) or not np.array_equal(
-                full[tuple(slice(0, k) for k in d.shape)], d.numpy()):
-            # one value per point (a position's row of a table, folded): exact on the
-            # converted values only, which polymorphic() requires to be every value
-            return ConstantForm("value", shape, {value_key(p): data
-                                                 for p, data in zip(points, datas)})
-    return ConstantForm("corner", shape, largest)
+    for kind in ("corner", "tail"):  # the leading corner of the largest, or its trailing one
+        if all(all(a <= b for a, b in zip(d.shape, largest.shape)) and np.array_equal(
+                full[corner_index(kind, d.shape, largest.shape)], d.numpy()) for d in datas):
+            return ConstantForm(kind, shape, largest)
+    # one value per point (a position's row of a table, folded): exact on the converted
+    # values only, which polymorphic() requires to be every value
+    return ConstantForm("value", shape, {value_key(p): data for p, data in zip(points, datas)})
+
+
+def corner_index(kind: str, shape, whole) -> tuple:
+    """The index of a `corner` (leading) or `tail` (trailing) corner `shape` of `whole`."""
+    if kind == "tail":
+        return tuple(slice(w - k, w) for k, w in zip(shape, whole))
+    return tuple(slice(0, k) for k in shape)
 
 
 def _digest(data) -> str:

@@ -2,7 +2,9 @@
 structure (no past to grow) and a folded position row differs per length in no way a corner
 of one table follows. The module is one builder for 0 and one for 1..5 whose row is read per
 length from the weights file (converter.dynamic.module_groups, symbolic's `value` form); with
-lengths left out, a per-length row cannot be extrapolated and is refused, saying why."""
+lengths left out, a per-length row cannot be extrapolated and is refused, saying why. T5's
+relative-position bias (the last past+1 entries of one row) is one constant cut from its end
+(`tail`), at lengths not converted too."""
 from __future__ import annotations
 
 import re
@@ -56,3 +58,29 @@ def test_a_per_length_row_is_refused_where_lengths_were_left_out():
                                       lambda at: _step(at["past"]))
     assert note.startswith("one builder per value (past in 1, 3, 5): ")
     assert "only the converted values have it" in note
+
+
+BIAS = np.random.default_rng(5).standard_normal((1, 2, 1, 9)).astype(np.float32)
+
+
+def _biased(past: int) -> converter.Graph:
+    """T5's relative-position bias of one decoder step: the last past+1 keys' entries of one
+    row (a trailing corner of the longest step's row, not a leading one)."""
+    g = converter.GraphBuilder("biased")
+    scores = g.input("scores", "float32", [1, 2, 1, past + 1])
+    bias = g.constant(np.ascontiguousarray(BIAS[..., BIAS.shape[-1] - past - 1:]), name="bias")
+    return g.build({"y": g.add(scores, bias, name="biased")})
+
+
+def test_a_trailing_corner_is_one_constant_cut_at_each_length():
+    convert = lambda at: _biased(at["past"])  # noqa: E731
+    variants = Variants(("past",), [({"past": p}, _biased(p)) for p in (0, 4, 8)],
+                        ranges={"past": (0, 8)}, convert=convert)
+    poly = polymorphic(variants, convert)
+    assert poly.constants["bias"].kind == "tail" and poly.checked_at == [{"past": 2}]
+    source, weights, note = variants_source(variants, "b.weights", convert)
+    assert note.startswith("one builder for past in 0..8")
+    assert [tuple(data.shape) for _, data in weights] == [(1, 2, 1, 9)]  # stored once
+    assert '[1, 2, 1, dims["past"] + 1], true))' in source  # cut from the end when built
+    graph = variants.at({"past": 5})  # a length not converted, from the expressions
+    np.testing.assert_array_equal(graph.constants["bias"].constant.numpy(), BIAS[..., 3:])
