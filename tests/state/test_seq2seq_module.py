@@ -78,3 +78,32 @@ def test_the_decoders_code_does_not_grow_with_the_steps(tmp_path, arch):
         assert re.findall(r"^async function (build\d+)\(", module, re.M) == ["build0", "build1"]
         sizes[steps] = len(module)
     assert sizes[12] - sizes[4] < 8 * 100, sizes
+
+
+def _not_one_graph(variants, convert=None):
+    from converter.dynamic.symbolic import StructureDiffers
+
+    raise StructureDiffers("a stand-in difference", where="the encoder at 2")
+
+
+def test_an_encoder_that_is_not_one_graph_gets_one_builder_per_length_and_says_why(
+        tmp_path, monkeypatch):
+    """(The tiny exports' encoders are one graph for every length: the fit is made to fail.)"""
+    monkeypatch.setattr("converter.dynamic.symbolic.polymorphic", _not_one_graph)
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "t5.js"), "--steps", "2", "--dim",
+                                  "encoder_sequence_length=3"])
+    assert r.exit_code == 0, r.output
+    assert ("note: encoder: one builder per value (encoder_sequence_length in 1, 2, 3): the "
+            "encoder at 2: a stand-in difference") in r.output
+    assert 'export const DIMS = {"encoder_sequence_length": {values: [1, 2, 3]}};' in \
+        (tmp_path / "t5.encoder.js").read_text()
+    (tmp_path / "long").mkdir()
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "long" / "t5.js"), "--steps", "2", "--dim",
+                                  "encoder_sequence_length=300"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert list((tmp_path / "long").iterdir()) == []
+    assert ("the encoder is not one graph for every prompt length (the encoder at 2: a "
+            "stand-in difference), and one builder per length takes at most 256 lengths") \
+        in r.output and "give --dim encoder_sequence_length=N, N <= 256" in r.output
