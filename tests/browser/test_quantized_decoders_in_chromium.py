@@ -4,10 +4,11 @@ optimum Llama's merged decoder, unmerged pair and single model.onnx as q8 (`_qua
 DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as the
 window takes it), q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds),
 16 greedy tokens through the fixed-capacity window with `--target chromium-litert`; the JS page
-of BART float32, fp16 and q8 (`convert -o model.js --steps 16`) given a prompt shorter than its
-encoder length, ORT's tokens on the prompt alone. The encoder-decoders' quantized files stepped
-by `verify` in the browser: tests/browser/test_quantized_seq2seq_in_chromium.py. Fixtures:
-models/optimum-tiny/{llama,bart}/."""
+of BART (float32, fp16, q8), T5 and Marian (fp16, q8) (`convert -o model.js --steps 16`) given
+a prompt shorter than its encoder length, ORT's tokens on the prompt alone. The
+encoder-decoders' quantized files stepped by `verify` in the browser:
+tests/browser/test_quantized_seq2seq_in_chromium.py. Fixtures:
+models/optimum-tiny/{llama,bart,t5,marian}/."""
 from __future__ import annotations
 
 import json
@@ -81,10 +82,10 @@ def test_every_position_of_a_quantized_decoder_passes_in_chromium(browser_limits
     assert len(report["positions"]) == 3 + NEW - 1
 
 
-def _bart(kind: str) -> Path:
-    """BART's merged decoder of `kind` (fp32: the float32 export)."""
-    return ROOT / "bart" / ("decoder_model_merged.onnx" if kind == "fp32" else
-                            f"decoder_model_merged_{SUFFIX[kind]}.onnx")
+def _bart(kind: str, arch: str = "bart") -> Path:
+    """BART's (or `arch`'s) merged decoder of `kind` (fp32: the float32 export)."""
+    return ROOT / arch / ("decoder_model_merged.onnx" if kind == "fp32" else
+                          f"decoder_model_merged_{SUFFIX[kind]}.onnx")
 
 
 def _page_tokens(tmp_path: Path, source: Path, length: int) -> list[int]:
@@ -115,13 +116,15 @@ def _ort_tokens(source: Path, length: int) -> list[int]:
                                            read_seq2seq_spec(source).start_tokens, NEW).tokens
 
 
-@pytest.mark.parametrize("kind", ["fp32", "fp16", "q8"])
-def test_the_page_of_bart_generates_the_tokens_of_the_prompt_alone(browser_limits, tmp_path,
-                                                                   kind):
+@pytest.mark.parametrize("arch,kind", [("bart", "fp32"), ("bart", "fp16"), ("bart", "q8"),
+                                       ("t5", "fp16"), ("t5", "q8"), ("marian", "fp16"),
+                                       ("marian", "q8")])
+def test_the_page_of_an_encoder_decoder_generates_the_tokens_of_the_prompt_alone(
+        browser_limits, tmp_path, arch, kind):
     """A page built for prompts of up to 8 ids, given 5: the encoder runs at 5 (its module
     takes the prompt's length), its output padded with masked zero rows to 8 for the decoder;
     the tokens are ORT's on the 5 ids alone (transformers.js's run), q8 included."""
-    source = _bart(kind)
+    source = _bart(kind, arch)
     want = _ort_tokens(source, len(TEXT))
     assert _page_tokens(tmp_path, source, 8) == want and len(set(want)) >= 3
 
