@@ -27,9 +27,12 @@ def write_module(ctx: click.Context, source, output: str, dims: dict, steps: int
     if other or not isinstance(dims.get(ENCODER_DIM, 0), int):
         raise click.UsageError(f"an encoder-decoder's module takes one --dim, "
                                f"{ENCODER_DIM}=N (the encoder's input length)")
-    written = write_seq2seq_js(source, output, steps, encoder_length=dims.get(ENCODER_DIM))
+    written, notes = write_seq2seq_js(source, output, steps,
+                                      encoder_length=dims.get(ENCODER_DIM))
     if as_json:
-        echo_json({"written": [str(p) for p in written]}, indent=2)
+        echo_json({"written": [str(p) for p in written], "notes": notes}, indent=2)
     else:
         echo(f"wrote {', '.join(str(p) for p in written)} (the encoder, and the decoder at "
              f"{steps} past length(s))")
+        for note in notes:
+            echo(f"note: {note}")

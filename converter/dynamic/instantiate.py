@@ -55,11 +55,21 @@ def graph_at(poly: "Polymorphic", at: Mapping[str, int]) -> "Graph":
         if decl.kind != "weights":
             continue
         data = form.data
-        if form.kind == "corner":
+        if form.kind == "value":
+            from .symbolic import value_key
+
+            data = form.data.get(value_key(at))
+            if data is None:
+                raise ConverterError(f"constant '{decl.name}' was converted at other values "
+                                     f"only", where=where, fix="list this value too")
+        if form.kind in ("corner", "tail"):
+            from .symbolic import corner_index
+
             if data.packed:
                 raise ConverterError(f"constant '{decl.name}' is a corner of 4-bit values",
                                      where=where, fix="list this value too")
-            value = np.ascontiguousarray(data.numpy()[tuple(slice(0, d) for d in decl.shape)])
+            value = np.ascontiguousarray(
+                data.numpy()[corner_index(form.kind, decl.shape, data.shape)])
         elif data.packed:
             value = np.frombuffer(data.raw_bytes(), np.uint8)
         else:

@@ -18,9 +18,12 @@ model.manifest.json and model.html, as `write_js` does for one graph. The module
 When the variants are one graph whose shapes and options vary (converter.dynamic.symbolic,
 checked on values not used to derive them), `buildGraph` is that graph with its shapes and
 options written as expressions of `dims`: every value in the range (on its steps) works, not
-only the converted ones. Otherwise the module
+only the converted ones. When one dim was converted at every value of its span and the values
+fall in runs of one structure each (a decoder's first step and its later ones), the module
+holds one such builder per run (converter.dynamic.module_groups). Otherwise the module
 holds one builder per converted value, `buildGraph` dispatches on the dims and accepts only
-those values; constants equal in content are one entry of the weights file either way.
+those values; constants equal in content are one entry of the weights file either way. The
+module's first lines say which form it took and why.
 """
 from __future__ import annotations
 
@@ -81,7 +84,14 @@ def variants_source(variants, weights_file: str,
     shared = _SharedWeights()
     try:
         poly = polymorphic(variants, convert)
-    except (StructureDiffers, HeldOutMismatch) as e:
+    except StructureDiffers as e:
+        from .module_groups import groups_of
+
+        groups = groups_of(variants)
+        if groups is not None:
+            return _grouped(variants, groups, weights_file, shared, e.line())
+        return _per_value(variants, weights_file, shared, e.line())
+    except HeldOutMismatch as e:
         return _per_value(variants, weights_file, shared, e.line())
     listed = "; ".join(_point(p) for p, _ in variants.entries)
     checked = "; ".join(_point(p) for p in poly.checked_at) or "nowhere else: every value " \
@@ -154,6 +164,55 @@ def _per_value(variants, weights_file: str, shared: "_SharedWeights", reason: st
         "",
         "export async function buildGraph(context, weights, dims) {",
         "  return BUILDERS[builderKey(dims)](context, weights);",
+        "}",
+        "",
+    ]
+    return "\n".join(lines) + "\n" + _HELPERS.read_text(), shared.entries, note
+
+
+def _grouped(variants, groups, weights_file: str, shared: "_SharedWeights", reason: str):
+    """One builder per group of module_groups.groups_of, and a buildGraph picking the group
+    of the dims."""
+    dim = variants.dims[0]
+    lo, hi = groups[0][0], groups[-1][1]
+    spans = "; ".join(f"{a}..{b}" if b > a else str(a) for a, b, _, _ in groups)
+    note = (f"{len(groups)} builders for {dim} in {lo}..{hi}, one for each of {spans}: the "
+            f"whole range is not one graph ({reason})")
+    lines = _header(groups[0][3], weights_file, {dim: {"min": lo, "max": hi}}, _fixed(variants),
+                    note)
+    table = []
+    for k, (a, b, poly, graph) in enumerate(groups):
+        lines.append(f"// {js_comment(dim)} in {a}..{b}")
+        if poly is None:
+            writer = _SharingWriter(graph, weights_file, shared)
+            lines += [f"function inputsAt{k}(dims) {{ return {_descs(graph.input_descs())}; }}",
+                      f"function outputsAt{k}(dims) {{ return {_descs(graph.output_descs())}; }}"]
+        else:
+            writer = _PolymorphicWriter(poly, weights_file, shared)
+            g = poly.template
+            ins = {n: (g.inputs[n].data_type, _exprs(v)) for n, v in poly.input_shapes.items()}
+            outs = {n: (g.outputs[n].data_type, _exprs(v)) for n, v in poly.output_shapes.items()}
+            lines += [f"function inputsAt{k}(dims) {{", f"  return {_descs_js(ins)};", "}",
+                      f"function outputsAt{k}(dims) {{", f"  return {_descs_js(outs)};", "}"]
+        lines += [f"async function build{k}(context, weights, dims) {{",
+                  f"  const inputs = inputsAt{k}(dims), outputs = outputsAt{k}(dims);",
+                  *writer.body_lines(), "}", ""]
+        table.append(f"  {{min: {a}, max: {b}, build: build{k}, inputsAt: inputsAt{k}, "
+                     f"outputsAt: outputsAt{k}}},")
+    lines += [
+        "const GROUPS = [", *table, "];",
+        "",
+        "function groupOf(dims) {",
+        "  checkDims(dims);",
+        f"  const value = dims[{js_string(dim)}];",
+        "  return GROUPS.find((g) => g.min <= value && value <= g.max);",
+        "}",
+        "",
+        "export function inputsAt(dims) { return groupOf(dims).inputsAt(dims); }",
+        "export function outputsAt(dims) { return groupOf(dims).outputsAt(dims); }",
+        "",
+        "export async function buildGraph(context, weights, dims) {",
+        "  return groupOf(dims).build(context, weights, dims);",
         "}",
         "",
     ]
@@ -355,8 +414,10 @@ class _PolymorphicWriter(_SharingWriter):
         shape = _shape(_exprs(form.shape))
         if form.kind == "fill":
             return self.constant_call(operand.name, form.data, shape=shape)
-        # corner: the largest variant's value, cut to the dims' size when the graph is built
-        # (a constant still: a slice op would make it computed, and some operands, such as
+        if form.kind == "value":
+            return self._value_constant(operand.name, form, shape)
+        # corner (or tail): the largest variant's value, cut to the dims' size when the graph
+        # is built (a constant still: a slice op would make it computed, and some operands, such as
         # Chromium's gatherElements indices, must be constants)
         data = form.data
         if dtypes.info(data.data_type).bits < 8:
@@ -367,8 +428,26 @@ class _PolymorphicWriter(_SharingWriter):
         whole = (f"weights.bytes({js_string(key)}, {js_string(data.data_type)}, "
                  f"{list(data.shape)})")
         desc = f"{{dataType: {js_string(data.data_type)}, shape: {shape}}}"
+        trailing = ", true" if form.kind == "tail" else ""
         return (f"builder.constant({desc}, corner({whole}, {js_string(data.data_type)}, "
-                f"{list(data.shape)}, {shape}))")
+                f"{list(data.shape)}, {shape}{trailing}))")
+
+    def _value_constant(self, name: str, form, shape: str) -> str:
+        """A constant with one value per converted point (symbolic's `value` form): each is
+        an entry of the weights file (equal ones once), and the builder reads the one its
+        dims name."""
+        first = next(iter(form.data.values()))
+        if dtypes.info(first.data_type).bits < 8:
+            raise ConverterError("a 4-bit constant that differs between the dims' values has "
+                                 "no per-value form", where=f"constant '{name}'",
+                                 fix="convert at one value of each dim")
+        table = ", ".join(f"{js_string(point)}: {js_string(self._weight_key(name, data))}"
+                          for point, data in form.data.items())
+        point = ",".join(f"${{dims[{js_string(n)}]}}" for n in sorted(self.poly.ranges))
+        dtype = js_string(first.data_type)
+        desc = f"{{dataType: {dtype}, shape: {shape}}}"
+        return (f"builder.constant({desc}, weights.bytes(({{{table}}})[`{point}`], {dtype}, "
+                f"{shape}))")
 
     def _call(self, op: Operation) -> str:
         varying = self.poly.attrs.get(self._index[id(op)])

@@ -16,10 +16,15 @@ dim's range need no check: nothing is extrapolated.
 
 Constants that differ between the values (a position table sliced to the sequence length and
 folded, a causal mask) are kept as one constant, the largest variant's, and cut to their
-leading corner when the graph is built (still a constant: module_js's `corner`): every
-variant's value must be its leading corner (checked on the variants and on the
-held-out value). Anything else that differs is a structural difference: `StructureDiffers`,
-and the emitter writes one builder per value instead.
+leading corner when the graph is built (still a constant: module_js's `corner`) where every
+variant's value is its leading corner, or its trailing corner (`tail`: T5's relative-position
+bias of a decoder step, the last past+1 keys), checked on the variants and on the held-out
+value.
+Other differing constants (a decoder's position row at each past length, folded) are kept one
+value per point (`value`): exact only on the values converted, so `polymorphic` takes them only
+when every value of every dim's range was converted (nothing to extrapolate). Anything else
+that differs is a structural difference: `StructureDiffers`, and the emitter writes one builder
+per value instead.
 """
 from __future__ import annotations
 
@@ -38,15 +43,19 @@ from .expr import Expr, HeldOutMismatch, StructureDiffers, fit
 from .expr import point_text as _point_text
 
 __all__ = ["Expr", "fit", "derive", "polymorphic", "held_out_point", "held_out_points",
-           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch"]
+           "Polymorphic", "ConstantForm", "StructureDiffers", "HeldOutMismatch", "value_key",
+           "corner_index"]
 
 
 # -- the structure ------------------------------------------------------------------------------
 @dataclass
 class ConstantForm:
     """How the builder makes one constant: `same` (one value for every variant), `fill` (one
-    number, a shape of expressions) or `corner` (the leading corner, of shape `shape`, of the
-    largest variant's value `data`)."""
+    number, a shape of expressions), `corner` (the leading corner, of shape `shape`, of the
+    largest variant's value `data`), `tail` (its trailing corner: the last entries along each
+    dim, as T5's relative-position bias row of the past+1 keys) or `value` (`data`: each
+    converted point's own value, by `value_key(point)`; only when every value of the dims
+    was converted)."""
 
     kind: str
     shape: list[Expr]
@@ -85,11 +94,12 @@ class Polymorphic:
         for name, form in self.constants.items():
             got = graph.constants[name].constant
             _compare(problems, f"constant '{name}' shape", _eval(form.shape, at), got.shape)
-            if form.kind == "corner" and not problems:
-                corner = form.data.numpy()[tuple(slice(0, d) for d in got.shape)]
+            if form.kind in ("corner", "tail") and not problems:
+                corner = form.data.numpy()[corner_index(form.kind, got.shape, form.data.shape)]
                 if not np.array_equal(corner, got.numpy()):
-                    problems.append(f"constant '{name}' is not the leading corner of the "
-                                    f"largest variant's")
+                    problems.append(f"constant '{name}' is not the "
+                                    f"{'trailing' if form.kind == 'tail' else 'leading'} "
+                                    f"corner of the largest variant's")
         for i, (op, fitted) in enumerate(zip(graph.operations, self.template.operations)):
             # Options equal on every listed value are checked too: a padding that is 0 at
             # every listed value may not be 0 here.
@@ -179,8 +189,8 @@ def derive(variants) -> Polymorphic:
               for n in template.inputs}
     outputs = {n: shape_of(f"output '{n}'", [g.outputs[n].shape for g in graphs])
                for n in template.outputs}
-    constants = {n: _constant_form(n, [g.constants[n].constant for g in graphs], shape_of)
-                 for n in template.constants}
+    constants = {n: _constant_form(n, [g.constants[n].constant for g in graphs], shape_of,
+                                   points) for n in template.constants}
     attrs: dict[int, dict[str, Any]] = {}
     results = []
     for i, op in enumerate(template.operations):
@@ -241,7 +251,14 @@ def _steps(exprs: list[Expr], points: list[dict[str, int]]) -> dict[str, int]:
                                "value")
 
 
-def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
+def value_key(point: Mapping[str, int]) -> str:
+    """The key of a `value` constant's entry for the dims' values `point`: the values in the
+    order of the dims' names, e.g. '3' or '8,2' (what the emitted module computes from its
+    dims)."""
+    return ",".join(str(point[n]) for n in sorted(point))
+
+
+def _constant_form(name: str, datas: list, shape_of, points) -> ConstantForm:
     where = f"constant '{name}'"
     shape = shape_of(where, [d.shape for d in datas])
     if all(d.fill is not None for d in datas) and len({repr(d.fill) for d in datas}) == 1:
@@ -251,12 +268,20 @@ def _constant_form(name: str, datas: list, shape_of) -> ConstantForm:
         return ConstantForm("same", shape, datas[0])
     largest = max(datas, key=lambda d: int(np.prod(d.shape, dtype=np.int64)))
     full = largest.numpy()
-    for d in datas:
-        if any(a > b for a, b in zip(d.shape, largest.shape)) or not np.array_equal(
-                full[tuple(slice(0, k) for k in d.shape)], d.numpy()):
-            raise StructureDiffers("its value differs between the values in a way that is not "
-                                   "a leading corner of one table", where=where)
-    return ConstantForm("corner", shape, largest)
+    for kind in ("corner", "tail"):  # the leading corner of the largest, or its trailing one
+        if all(all(a <= b for a, b in zip(d.shape, largest.shape)) and np.array_equal(
+                full[corner_index(kind, d.shape, largest.shape)], d.numpy()) for d in datas):
+            return ConstantForm(kind, shape, largest)
+    # one value per point (a position's row of a table, folded): exact on the converted
+    # values only, which polymorphic() requires to be every value
+    return ConstantForm("value", shape, {value_key(p): data for p, data in zip(points, datas)})
+
+
+def corner_index(kind: str, shape, whole) -> tuple:
+    """The index of a `corner` (leading) or `tail` (trailing) corner `shape` of `whole`."""
+    if kind == "tail":
+        return tuple(slice(w - k, w) for k, w in zip(shape, whole))
+    return tuple(slice(0, k) for k in shape)
 
 
 def _digest(data) -> str:
@@ -354,6 +379,13 @@ def polymorphic(variants, convert: Callable[[dict[str, int]], Graph] | None = No
     result = derive(variants)  # first, so that a structural difference is what is reported
     if _every_value_listed(points, result.ranges, result.steps):
         return result
+    for name, form in result.constants.items():
+        if form.kind == "value":
+            raise StructureDiffers("its value differs between the values in a way that is not "
+                                   "a leading corner of one table, so only the converted "
+                                   "values have it", where=f"constant '{name}'",
+                                   fix="convert every value of the range, or one builder "
+                                       "per value")
     if convert is not None:
         ats = held_out_points(points, result.steps)
         if not ats:

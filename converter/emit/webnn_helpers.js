@@ -85,30 +85,34 @@ function filled(byteCount, pattern) {
 }
 
 /** The leading corner `shape` of a row-major tensor of `fullShape` whose bytes are `bytes`, as
- *  new bytes. A constant that differs between a module's dims (a position table cut to the
- *  sequence length) is built as this corner, not as a `slice` of the whole table: it stays a
- *  constant, which some operands require (Chromium's gatherElements takes constant indices
- *  only). Whole-byte types only: 4-bit constants are never cut to a corner. */
-function corner(bytes, dataType, fullShape, shape) {
+ *  new bytes (`trailing`: the trailing corner, the last `shape[i]` along each dim). A constant
+ *  that differs between a module's dims (a position table cut to the sequence length; T5's
+ *  relative-position bias, the last past+1 keys' row) is built as this corner, not as a
+ *  `slice` of the whole table: it stays a constant, which some operands require (Chromium's
+ *  gatherElements takes constant indices only). Whole-byte types only: 4-bit constants are
+ *  never cut to a corner. */
+function corner(bytes, dataType, fullShape, shape, trailing = false) {
   const size = BITS[dataType] / 8;
   if (!Number.isInteger(size)) throw new TypeError(`no leading corner of packed ${dataType} values`);
   const rank = shape.length;
   if (rank !== fullShape.length || shape.some((d, i) => !(d >= 0 && d <= fullShape[i]))) {
-    throw new RangeError(`[${shape}] is not a leading corner of [${fullShape}]`);
+    throw new RangeError(`[${shape}] is not a corner of [${fullShape}]`);
   }
   const out = new Uint8Array(byteLength(dataType, shape));
   if (out.length === 0) return out;
   const strides = new Array(rank).fill(size);  // bytes per step along each dim of the whole
   for (let d = rank - 2; d >= 0; d--) strides[d] = strides[d + 1] * fullShape[d + 1];
+  const start = shape.map((d, i) => (trailing ? fullShape[i] - d : 0));  // the corner's origin
   const run = rank === 0 ? size : shape[rank - 1] * size;  // one innermost row of the corner
   let at = 0;
   const copy = (d, offset) => {
     if (d >= rank - 1) {
-      out.set(bytes.subarray(offset, offset + run), at);
+      const from = offset + (rank === 0 ? 0 : start[rank - 1] * size);
+      out.set(bytes.subarray(from, from + run), at);
       at += run;
       return;
     }
-    for (let i = 0; i < shape[d]; i++) copy(d + 1, offset + i * strides[d]);
+    for (let i = 0; i < shape[d]; i++) copy(d + 1, offset + (start[d] + i) * strides[d]);
   };
   copy(0, 0);
   return out;

@@ -3,10 +3,12 @@
 // (converter/state/seq2seq_js.py). CONFIG above says what the two modules take:
 //   const weights = await loadWeights();
 //   const {tokens} = await generate(context, weights, {input_ids: [5, 9, 14]});
-// The encoder runs once. The decoder steps one token at a time, a graph per past length
-// (these decoders take no mask over their own rows, so their cache cannot be a fixed
-// buffer): each step's self-attention presents are the grown caches the next step reads,
-// and the first step's cross-attention presents are read back by every later step.
+// The encoder runs once, on the prompt at its own length (its output padded with masked zero
+// rows to the length the decoder reads). The decoder steps one token at a time, a graph
+// built per past length (these decoders take no mask over their own rows, so their cache
+// cannot be a fixed buffer): each step's self-attention presents are the grown caches the
+// next step reads, and the first step's cross-attention presents are read back by every
+// later step.
 
 /** The encoder's and the decoder's weights, fetched beside their modules. */
 export async function loadWeights() {
@@ -30,32 +32,54 @@ function int64Ids(ids) {
   return BigInt64Array.from(ids, (t) => BigInt(t));
 }
 
-/** The encoder's feeds: a text encoder's input_ids padded to CONFIG.encoderLength (its
- *  attention_mask 0 on the padding); features as given (a Float32Array of the input's size). */
+/** The encoder's feeds and the dims it is built at: a text encoder's input_ids at the
+ *  prompt's own length (its attention_mask all 1: the prompt is not padded, so a quantized
+ *  encoder's run-time scales are the prompt's alone); features as given (a Float32Array of
+ *  the input's size). `length`: the prompt's length (the encoder's output rows). */
 function encoderFeeds(given) {
   const feeds = Object.create(null);  // keyed by the model's names, whatever they are
-  let mask = null;
+  let length = CONFIG.encoderLength, dims = undefined;
   if (CONFIG.text) {
     const ids = Array.from(given.input_ids ?? [], Number);
-    const length = CONFIG.encoderLength;
-    if (ids.length < 1 || ids.length > length) {
-      throw new RangeError(`the encoder takes 1..${length} token ids, got ${ids.length}`);
+    if (ids.length < 1 || ids.length > CONFIG.encoderLength) {
+      throw new RangeError(`the encoder takes 1..${CONFIG.encoderLength} token ids, ` +
+                           `got ${ids.length}`);
     }
     checkIds(ids, "the encoder's input_ids");
-    const padded = new Array(length).fill(0);
-    ids.forEach((t, i) => { padded[i] = t; });
-    mask = new Array(length).fill(0).map((_, i) => (i < ids.length ? 1 : 0));
-    feeds.input_ids = padded;
-    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) feeds.attention_mask = mask;
-    else if (ids.length !== length) {
-      throw new RangeError(`this encoder takes no attention_mask: give exactly ${length} ids`);
+    if (CONFIG.encoderDim === null && ids.length !== CONFIG.encoderLength) {
+      throw new RangeError(`this encoder's length is fixed: give exactly ` +
+                           `${CONFIG.encoderLength} ids`);
+    }
+    if (ids.length !== CONFIG.encoderLength && !CONFIG.decoderMasked) {
+      throw new RangeError(`this decoder takes no encoder_attention_mask: give exactly ` +
+                           `${CONFIG.encoderLength} ids`);
+    }
+    length = ids.length;
+    if (CONFIG.encoderDim !== null) dims = {[CONFIG.encoderDim]: length};
+    feeds.input_ids = ids;
+    if (Object.hasOwn(CONFIG.encoderInputs, "attention_mask")) {
+      feeds.attention_mask = ids.map(() => 1);
     }
   }
   for (const [name, value] of Object.entries(given)) {
     if (!Object.hasOwn(CONFIG.encoderInputs, name)) throw new TypeError(`the encoder has no input '${name}'`);
     if (!Object.hasOwn(feeds, name)) feeds[name] = value;
   }
-  return {feeds, mask: mask ?? new Array(CONFIG.encoderLength).fill(1)};
+  return {feeds, length, dims};
+}
+
+/** The encoder's output `hidden` ([1, rows, width], flat) as the decoder reads it: zero rows
+ *  after the prompt's up to CONFIG.encoderLength (0 bits are 0 in every float type), and the
+ *  mask over them: 1 on the prompt's rows, 0 on the padding, which the decoder's attention
+ *  gives no weight. Zero rows leave a quantized decoder's run-time scales as they are (the
+ *  range DynamicQuantizeLinear takes always holds 0). */
+function padRows(hidden, rows) {
+  const length = CONFIG.encoderLength;
+  const mask = Array.from({length}, (_, i) => (i < rows ? 1 : 0));
+  if (rows === length) return {hidden, mask};
+  const padded = new hidden.constructor(hidden.length / rows * length);
+  padded.set(hidden);
+  return {hidden: padded, mask};
 }
 
 /** `values` (numbers, or a typed array) as the bytes of an input of `desc`. */
@@ -89,14 +113,16 @@ export async function generate(context, weights, encoderInputs,
                          `${start.length} start token(s) + ${maxNewTokens} new token(s) - 1 ` +
                          `do not fit (convert with a larger --steps)`);
   }
-  const {feeds, mask} = encoderFeeds(encoderInputs);
-  const encoderModel = await encoder.buildGraph(context, weights.encoder);
+  const {feeds, length, dims} = encoderFeeds(encoderInputs);
+  const encoderModel = await encoder.buildGraph(context, weights.encoder, dims);
   const encoderRun = Object.create(null);
   for (const [name, desc] of Object.entries(encoderModel.inputs)) {
     if (!Object.hasOwn(feeds, name)) throw new TypeError(`the encoder's input '${name}' is not given`);
     encoderRun[name] = asInput(desc, feeds[name]);
   }
-  const hidden = (await encoder.run(context, encoderModel, encoderRun))[CONFIG.encoderOutput];
+  const encoded = (await encoder.run(context, encoderModel, encoderRun))[CONFIG.encoderOutput];
+  encoderModel.graph.destroy();
+  const {hidden, mask} = padRows(encoded, length);
   const side = {[CONFIG.hiddenStates]: hidden, [CONFIG.encoderMask]: mask};
   const past = Object.create(null);
   const tokens = [], logits = [], stepMs = [];

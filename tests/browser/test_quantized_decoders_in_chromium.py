@@ -4,9 +4,11 @@ optimum Llama's merged decoder, unmerged pair and single model.onnx as q8 (`_qua
 DynamicQuantizeLinear + MatMulInteger; compared with ORT fed the prompt one token a step, as the
 window takes it), q4 (`_q4`: MatMulNBits at accuracy level 0) and fp16 (under float16's bounds),
 16 greedy tokens through the fixed-capacity window with `--target chromium-litert`; the JS page
-of BART fp16 and q8 (`convert -o model.js --steps 16`), ORT's tokens on the ids it feeds. The
+of BART (float32, fp16, q8), T5 and Marian (fp16, q8) (`convert -o model.js --steps 16`) given
+a prompt shorter than its encoder length, ORT's tokens on the prompt alone. The
 encoder-decoders' quantized files stepped by `verify` in the browser:
-tests/browser/test_quantized_seq2seq_in_chromium.py. Fixtures: models/optimum-tiny/{llama,bart}/."""
+tests/browser/test_quantized_seq2seq_in_chromium.py. Fixtures:
+models/optimum-tiny/{llama,bart,t5,marian}/."""
 from __future__ import annotations
 
 import json
@@ -89,6 +91,12 @@ def test_every_position_of_a_quantized_decoder_passes_in_chromium(browser_limits
         report["notes"][-1]
 
 
+def _bart(kind: str, arch: str = "bart") -> Path:
+    """BART's (or `arch`'s) merged decoder of `kind` (fp32: the float32 export)."""
+    return ROOT / arch / ("decoder_model_merged.onnx" if kind == "fp32" else
+                          f"decoder_model_merged_{SUFFIX[kind]}.onnx")
+
+
 def _page_tokens(tmp_path: Path, source: Path, length: int) -> list[int]:
     """`convert DECODER -o model.js --steps 16 --dim encoder_sequence_length=LENGTH`: the
     page's 16 tokens after TEXT, generated in the browser with no Python."""
@@ -108,8 +116,8 @@ def _page_tokens(tmp_path: Path, source: Path, length: int) -> list[int]:
 
 
 def _ort_tokens(source: Path, length: int) -> list[int]:
-    """ORT on the source files fed what the page feeds: TEXT padded to `length` with 0, its
-    attention_mask 0 there."""
+    """ORT on the source files fed TEXT padded to `length` with 0, its attention_mask 0
+    there (`length` 5: TEXT alone, as transformers.js runs it)."""
     pad = length - len(TEXT)
     given = {"input_ids": np.array([TEXT + [0] * pad], np.int64),
              "attention_mask": np.array([[1] * len(TEXT) + [0] * pad], np.int64)}
@@ -117,28 +125,67 @@ def _ort_tokens(source: Path, length: int) -> list[int]:
                                            read_seq2seq_spec(source).start_tokens, NEW).tokens
 
 
-@pytest.mark.parametrize("kind,length", [("fp16", 8), ("q8", 5), ("q8", 8)])
-def test_the_page_of_quantized_bart_generates_onnx_runtimes_16_tokens(browser_limits, tmp_path,
-                                                                      kind, length):
-    source = ROOT / "bart" / f"decoder_model_merged_{SUFFIX[kind]}.onnx"
-    want = _ort_tokens(source, length)
-    assert _page_tokens(tmp_path, source, length) == want and len(set(want)) >= 3
+@pytest.mark.parametrize("arch,kind", [("bart", "fp32"), ("bart", "fp16"), ("bart", "q8"),
+                                       ("t5", "fp16"), ("t5", "q8"), ("marian", "fp16"),
+                                       ("marian", "q8")])
+def test_the_page_of_an_encoder_decoder_generates_the_tokens_of_the_prompt_alone(
+        browser_limits, tmp_path, arch, kind):
+    """A page built for prompts of up to 8 ids, given 5: the encoder runs at 5 (its module
+    takes the prompt's length), its output padded with masked zero rows to 8 for the decoder;
+    the tokens are ORT's on the 5 ids alone (transformers.js's run), q8 included."""
+    source = _bart(kind, arch)
+    want = _ort_tokens(source, len(TEXT))
+    assert _page_tokens(tmp_path, source, 8) == want and len(set(want)) >= 3
 
 
-# The page's encoder takes a fixed length and pads a shorter prompt (attention_mask 0 there).
-# A q8 encoder's DynamicQuantizeLinear scales each tensor over all its rows, padding included,
-# so the padded rows change every real row's numbers, and the cross-attention caches the
-# decoder quantizes from them: ORT fed the padded ids chooses the page's tokens (the test
-# above), which part at the third from ORT's on the 5 ids alone (what transformers.js runs).
-# The float16 page is the same either way. Exact-length builds (or one per prompt length)
-# would be the fix.
-Q8_PADDED = ("a q8 encoder quantizes each tensor over all its rows: the page's padded rows "
-             "(a prompt of 5 in an encoder of 8) change the scales, and its tokens (ORT's on "
-             "the padded ids) part from ORT's on the 5 ids at the third")
+# Why the page runs the encoder at the prompt's length rather than padding the prompt: a q8
+# encoder's DynamicQuantizeLinear scales each tensor over all its rows, padding included, so
+# padded rows change every real row's numbers, and the cross-attention caches the decoder
+# quantizes from them: ORT fed the padded ids parts at the third token from ORT on the 5 ids
+# alone. The float16 (and float32) encoder gives the same tokens either way.
+@pytest.mark.parametrize("kind", ["fp16", "q8"])
+def test_padding_the_prompt_changes_only_q8s_tokens(kind):
+    source = _bart(kind)
+    same = _ort_tokens(source, 8) == _ort_tokens(source, len(TEXT))
+    assert same is (kind != "q8")
 
 
-@pytest.mark.parametrize("kind", [
-    "fp16", pytest.param("q8", marks=pytest.mark.xfail(strict=True, reason=Q8_PADDED))])
-def test_padding_the_prompt_keeps_the_tokens_of_the_prompt_alone(kind):
-    source = ROOT / "bart" / f"decoder_model_merged_{SUFFIX[kind]}.onnx"
-    assert _ort_tokens(source, 8) == _ort_tokens(source, len(TEXT))
+def _ort_logits_of_padded_output(source: Path, length: int) -> list[np.ndarray]:
+    """What the page feeds the decoder, on ORT: the encoder on TEXT alone, its output padded
+    with zero rows to `length`, the encoder_attention_mask 0 there; 16 greedy steps."""
+    from converter.runtimes.source_runs import run_onnx
+    from converter.state.kv_cache import HIDDEN_STATES
+
+    s = read_seq2seq_spec(source)
+    ids = np.array([TEXT], np.int64)
+    hidden = run_onnx(s.encoder, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[
+        "last_hidden_state"]
+    padded = np.zeros((1, length, hidden.shape[2]), hidden.dtype)
+    padded[:, :len(TEXT)] = hidden
+    side = {HIDDEN_STATES: padded, "encoder_attention_mask": np.array(
+        [[1] * len(TEXT) + [0] * (length - len(TEXT))], np.int64)}
+    spec = s.decoder
+    past = {n: np.zeros(spec.past_shape(0), np.float32) for n, _ in [*spec.pairs, *s.cross]}
+    logits, token = [], s.start_tokens[0]
+    for position in range(NEW):
+        out = run_onnx(spec.path, {spec.input_ids: np.array([[token]], np.int64), **side, **past,
+                                   spec.branch: np.array([position > 0])})
+        if position == 0:
+            past.update({n: out[present] for n, present in s.cross})
+        past.update({n: out[present] for n, present in spec.pairs})
+        logits.append(np.asarray(out["logits"]).reshape(-1))
+        token = int(np.argmax(logits[-1]))
+    return logits
+
+
+@pytest.mark.parametrize("kind", ["fp32", "fp16", "q8"])
+def test_masked_zero_rows_after_the_encoders_output_change_no_logit(kind):
+    """The page's padding, on ORT: the decoder's logits with the encoder's output padded by
+    masked zero rows are exactly those of the prompt alone (zero rows are inside every range
+    a q8 decoder's DynamicQuantizeLinear takes; masked rows weigh 0 in the softmax)."""
+    source = _bart(kind)
+    want = generate_seq2seq_on_onnxruntime(source, {"input_ids": TEXT},
+                                           read_seq2seq_spec(source).start_tokens, NEW)
+    got = _ort_logits_of_padded_output(source, 8)
+    assert all(np.array_equal(g, np.asarray(w).reshape(-1)) for g, w in zip(got, want.logits))
+    assert len(got) == len(want.logits) == NEW

@@ -68,12 +68,14 @@ def test_the_page_of_an_encoder_decoder_generates_onnxruntimes_16_tokens(browser
     want = generate_seq2seq_on_onnxruntime(source, given, start, 16)
     assert got["tokens"] == want.tokens and len(set(want.tokens)) >= 4
     assert len(got["stepMs"]) == 16
-    # 16 builders, one weights file about one decoder's (not 16 times it)
+    # two builders (the first step's graph, and one for past lengths 1..15, its shapes
+    # expressions of the length), one weights file about one decoder's (not 16 times it)
     weights = (tmp_path / "model.decoder.weights").stat().st_size
     assert weights < 1.5 * _decoder_weight_bytes(source)
-    builders = re.findall(r"^async function build(\d+)\(", (tmp_path / "model.decoder.js")
-                          .read_text(), re.M)
-    assert builders == [str(k) for k in range(16)]
+    module = (tmp_path / "model.decoder.js").read_text()
+    assert re.findall(r"^async function build(\d+)\(", module, re.M) == ["0", "1"]
+    assert "2 builders for past_decoder_sequence_length in 0..15, one for each of 0; 1..15" \
+        in module
 
 
 def test_a_prompt_too_long_or_past_the_vocabulary_is_refused_on_the_page(browser_limits, tmp_path):

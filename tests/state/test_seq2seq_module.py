@@ -1,8 +1,10 @@
 """`convert DECODER.onnx -o NAME.js --steps N` on an encoder-decoder's decoder: what is
-refused, in one line and with nothing written (the browser side is
+refused, in one line and with nothing written; the files written, and the decoder module's
+size, which does not grow with N (the browser side is
 tests/browser/test_seq2seq_module_in_chromium.py)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,8 @@ from click.testing import CliRunner
 
 from cli.main import main
 
-T5 = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny" / "t5"
+ROOT = Path(__file__).resolve().parents[2] / "models" / "optimum-tiny"
+T5 = ROOT / "t5"
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -46,3 +49,61 @@ def test_the_module_files_are_written_and_name_each_other(tmp_path):
     assert '"maxSteps": 3' in driver and '"encoderLength": 32' in driver
     assert '"startTokens": [\n    0\n  ]' in driver
     assert 'WEIGHTS_FILE = "t5.decoder.weights"' in (tmp_path / "t5.decoder.js").read_text()
+    # the encoder takes the prompt at its own length (a q8 encoder's scales are the prompt's)
+    encoder = (tmp_path / "t5.encoder.js").read_text()
+    assert 'export const DIMS = {"encoder_sequence_length": {min: 1, max: 32}};' in encoder
+    assert '"encoderDim": "encoder_sequence_length"' in driver
+    assert "note: encoder: one builder for encoder_sequence_length in 1..32" in r.output
+
+
+@pytest.mark.parametrize("arch", ["bart", "t5", "whisper"])
+def test_the_decoders_code_does_not_grow_with_the_steps(tmp_path, arch):
+    """Two builders whatever --steps is: the first step's graph and one for every later past
+    length (its shapes expressions of the length); what grows is a table of per-length keys
+    (a position row folded per length), not a builder (about 44 KB each) per step."""
+    sizes = {}
+    for steps in (4, 12):
+        out = tmp_path / str(steps)
+        out.mkdir()
+        args = ["convert", str(ROOT / arch / "decoder_model_merged.onnx"), "-o",
+                str(out / "m.js"), "--steps", str(steps)]
+        if arch != "whisper":
+            args += ["--dim", "encoder_sequence_length=8"]
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        assert (f"note: decoder: 2 builders for past_decoder_sequence_length in "
+                f"0..{steps - 1}, one for each of 0; 1..{steps - 1}: the whole range is not "
+                f"one graph (the model converted at past_decoder_sequence_length=1: ") in r.output
+        module = (out / "m.decoder.js").read_text()
+        assert re.findall(r"^async function (build\d+)\(", module, re.M) == ["build0", "build1"]
+        sizes[steps] = len(module)
+    assert sizes[12] - sizes[4] < 8 * 100, sizes
+
+
+def _not_one_graph(variants, convert=None):
+    from converter.dynamic.symbolic import StructureDiffers
+
+    raise StructureDiffers("a stand-in difference", where="the encoder at 2")
+
+
+def test_an_encoder_that_is_not_one_graph_gets_one_builder_per_length_and_says_why(
+        tmp_path, monkeypatch):
+    """(The tiny exports' encoders are one graph for every length: the fit is made to fail.)"""
+    monkeypatch.setattr("converter.dynamic.symbolic.polymorphic", _not_one_graph)
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "t5.js"), "--steps", "2", "--dim",
+                                  "encoder_sequence_length=3"])
+    assert r.exit_code == 0, r.output
+    assert ("note: encoder: one builder per value (encoder_sequence_length in 1, 2, 3): the "
+            "encoder at 2: a stand-in difference") in r.output
+    assert 'export const DIMS = {"encoder_sequence_length": {values: [1, 2, 3]}};' in \
+        (tmp_path / "t5.encoder.js").read_text()
+    (tmp_path / "long").mkdir()
+    r = CliRunner().invoke(main, ["convert", str(T5 / "decoder_model_merged.onnx"), "-o",
+                                  str(tmp_path / "long" / "t5.js"), "--steps", "2", "--dim",
+                                  "encoder_sequence_length=300"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert list((tmp_path / "long").iterdir()) == []
+    assert ("the encoder is not one graph for every prompt length (the encoder at 2: a "
+            "stand-in difference), and one builder per length takes at most 256 lengths") \
+        in r.output and "give --dim encoder_sequence_length=N, N <= 256" in r.output
