@@ -109,7 +109,8 @@ VOCABULARY: dict[str, Shared] = {
         "softmax and summing reductions stay float32 (their statistics lose most in float16), "
         "as do ops the target takes no float16 for, with one cast each way (-v lists them). "
         "The graph's inputs and outputs stay float32, and verify judges outputs computed in "
-        "float16 by the float16 bounds. Refused for a target that takes no float16 and for a "
+        "float16 by the float16 bounds (zoo so verifies every model of the run). Refused for a "
+        "target that takes no float16 and for a "
         ".tflite output (TFLite computes float16 ops in float32).",
         dict(type=click.Choice(COMPUTE_TYPES), default="float32", show_default=True)),
     "block_size": Shared(
