@@ -5,6 +5,7 @@ the resume key, so a float32 result is never taken for a float16 run."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -116,3 +117,31 @@ def test_a_target_without_float16_is_refused_before_any_model_runs(tmp_path):
     assert proc.returncode == 2 and "target 'no-half' takes no float16 operand" in last, \
         proc.stderr
     assert "Traceback" not in proc.stderr and not results.exists()
+
+
+def test_with_weights_the_compressed_graph_computes_in_float16_as_verify_measures_it(tmp_path):
+    """zoo --weights float16 --compute float16 measures what `verify --weights float16
+    --compute float16` measures: the compressed graph computing in float16 (its weights
+    after, the same figures and the note that they include float16 compute's cost), while
+    the float graph's parity is the float32 one."""
+    shutil.copy(ROOT / "models" / "tiny_cnn.onnx", tmp_path / "tiny_cnn.onnx")
+    manifest = tmp_path / "zoo.json"
+    manifest.write_text(json.dumps({"models": [{"id": "tiny", "path": "tiny_cnn.onnx"}]}))
+    args = ("--weights", "float16", "--compute", "float16", "--samples", "4")
+    proc = run_cli(manifest, *args, "--results", tmp_path / "r.jsonl", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (model,) = json.loads(proc.stdout)["models"]
+    (variant,) = model["targets"]
+    zoo = variant["accuracy"]["ort"]
+    verify = subprocess.run([sys.executable, "-m", "cli.main", "verify",
+                             str(tmp_path / "tiny_cnn.onnx"), *args, "--json"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert verify.returncode == 0, verify.stderr
+    expected = json.loads(verify.stdout)["accuracy"]
+    assert model["compute"] == "float16"
+    assert zoo["weightsBytes"] == expected["weightsBytes"] == {"before": 3592, "after": 1796,
+                                                               "ratio": 0.5}
+    assert zoo["outputs"] == expected["outputs"] and zoo["notes"] == expected["notes"]
+    assert any("float16 compute's cost" in note for note in zoo["notes"])
+    # the float graph is verified in float32: its worst ULP is float32's, not float16's
+    assert max(o["maxUlp"] for o in variant["parity"]["ort"]["outputs"]) < 100
