@@ -20,7 +20,11 @@ touched, operands it wants constant still constant):
   * A constant read by float16 ops and by ops kept float32 (a layerNormalization's scale
     that an add also reads) is stored once, as float32, its float16 readers reading it through
     one cast: the float32 op keeps its exact values, and the cast rounds to nearest even as
-    storing it as float16 did, so every value the graph computes is what two copies gave.
+    storing it as float16 did, so every value the graph computes is what two copies gave
+    (bit for bit in Chromium; ONNX Runtime, which runs a float16 add or mul widened to float32,
+    drops a float32 -> float16 -> float32 cast pair there and reads the unrounded values, as
+    it does for the casts of the graph's inputs). A float16 copy with a cast up for the
+    float32 op would round what that op reads, and its float32 output's verdict with it.
     Both copies stay (the notes say why) for a fill (no bytes to save), a constant under
     float16_weights.MIN_BYTES (a cast per run to save a few bytes), and one a float16 reader
     takes in a slot the target wants constant (a cast's result is computed).
