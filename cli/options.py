@@ -105,7 +105,8 @@ VOCABULARY: dict[str, Shared] = {
         ("--compute",),
         "The float type the graph computes in: float16 computes each op in float16 where the "
         "--target (without one: the portable target, the spec's op table) takes its float16 "
-        "form, and stores the float32 constants those ops read as float16; normalizations, "
+        "form, and stores the float32 constants those ops read as float16 (one float32 ops "
+        "also read: once, as float32, cast to float16 for them); normalizations, "
         "softmax and summing reductions stay float32 (their statistics lose most in float16), "
         "as do ops the target takes no float16 for, with one cast each way (-v lists them). "
         "The graph's inputs and outputs stay float32, and verify judges outputs computed in "
