@@ -105,11 +105,13 @@ VOCABULARY: dict[str, Shared] = {
         ("--compute",),
         "The float type the graph computes in: float16 computes each op in float16 where the "
         "--target (without one: the portable target, the spec's op table) takes its float16 "
-        "form, and stores the float32 constants those ops read as float16; normalizations, "
+        "form, and stores the float32 constants those ops read as float16 (one float32 ops "
+        "also read: once, as float32, cast to float16 for them); normalizations, "
         "softmax and summing reductions stay float32 (their statistics lose most in float16), "
         "as do ops the target takes no float16 for, with one cast each way (-v lists them). "
         "The graph's inputs and outputs stay float32, and verify judges outputs computed in "
-        "float16 by the float16 bounds. Refused for a target that takes no float16 and for a "
+        "float16 by the float16 bounds (zoo so verifies every model of the run). Refused for a "
+        "target that takes no float16 and for a "
         ".tflite output (TFLite computes float16 ops in float32).",
         dict(type=click.Choice(COMPUTE_TYPES), default="float32", show_default=True)),
     "block_size": Shared(

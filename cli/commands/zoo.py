@@ -63,10 +63,10 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "'webnn-converter[ray]'`).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the cluster to join "
                                                     "(default: start a local one).")
-@use("weights", "accuracy", "samples", "json")
+@use("weights", "accuracy", "samples", "compute", "json")
 def command(manifest, jobs, timeout, memory, target_name, runtime, reports, results_path,
             resume, baseline, error_growth, only, executor, ray_address, weights, accuracy,
-            samples, as_json):
+            samples, compute, as_json):
     """Convert and verify every model of MANIFEST (.json or .toml) for every --target.
 
     -t/--target T (repeatable): convert for T and check it too; without it each model's
@@ -83,6 +83,11 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
     and measured against the float source on every runtime (weights size before and after,
     errors, worst cosine, top-1/top-5 over --samples inputs), judged by --accuracy or the
     scheme's default: a miss makes the model a mismatch (error kind `accuracy`).
+    --compute float16: each graph computes in float16 where the target (without one: the
+    portable target) takes it and is verified as `verify --compute float16` verifies it, its
+    float16-computed outputs by the float16 bounds (with --weights: the compressed graph
+    computes so, the float graph verified as float32); each result says which it was
+    converted to compute in.
 
     Each model gets a status: verified, mismatch, unsupported, error, timeout or crash, and
     meets its manifest entry's `expect` or misses it (an entry without `expect` expects
@@ -113,7 +118,7 @@ def command(manifest, jobs, timeout, memory, target_name, runtime, reports, resu
                          runtimes=_every_device(list(runtime)), executor=executor,
                          ray_address=ray_address, weights=weights,
                          accuracy=_bounds_text(accuracy),
-                         samples=samples or ZooOptions.samples)
+                         samples=samples or ZooOptions.samples, compute=compute)
     # Everything the run reads is read and checked before anything is written or run.
     loaded = load_manifest(manifest)
     earlier = load_baseline(baseline) if baseline is not None else None

@@ -17,6 +17,17 @@ touched, operands it wants constant still constant):
     target wants constant stays constant). A dequantizeLinear of int8/int4 weights gives its
     scale's type (WebNN: output type = scale type), so its scale becomes float16 and its
     result float16. Constants only float32 ops read stay float32 unless `--weights float16`.
+  * A constant read by float16 ops and by ops kept float32 (a layerNormalization's scale
+    that an add also reads) is stored once, as float32, its float16 readers reading it through
+    one cast: the float32 op keeps its exact values, and the cast rounds to nearest even as
+    storing it as float16 did, so every value the graph computes is what two copies gave
+    (bit for bit in Chromium; ONNX Runtime, which runs a float16 add or mul widened to float32,
+    drops a float32 -> float16 -> float32 cast pair there and reads the unrounded values, as
+    it does for the casts of the graph's inputs). A float16 copy with a cast up for the
+    float32 op would round what that op reads, and its float32 output's verdict with it.
+    Both copies stay (the notes say why) for a fill (no bytes to save), a constant under
+    float16_weights.MIN_BYTES (a cast per run to save a few bytes), and one a float16 reader
+    takes in a slot the target wants constant (a cast's result is computed).
   * Between an op kept in float32 and one computing in float16 the values cross through one
     cast each way, shared by every reader.
 
@@ -37,9 +48,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..budget import format_size
 from ..errors import ConverterError
 from ..ir import Graph, Operand, Operation
 from . import PassContext, PassResult, graph_pass
+from .float16_weights import MIN_BYTES, constant_slots
 from .target_fit import misfit
 
 __all__ = ["COMPUTE_TYPES", "KEPT_FLOAT32", "check_compute", "takes_float16", "float16_compute"]
@@ -109,9 +122,10 @@ class _Rewrite:
         self.half[id(value)] = twin
         return twin
 
-    def cleanup(self) -> list[str]:
+    def cleanup(self) -> list[Operand]:
         """Drop the twins no op came to read (an op rebuilt then kept float32); return the
-        constants stored twice, float32 and float16, because ops of both types read them."""
+        float32 constants that still have a float16 twin, because ops of both types read
+        them."""
         graph = self.graph
         for op in reversed(self.made_ops):
             if op.graph is graph and all(not o.uses() and not o.is_graph_output()
@@ -126,8 +140,31 @@ class _Rewrite:
                 graph.remove_operand(const)
                 if twin.graph is graph:
                     graph.rename(twin, name)
-        return [c.name for c in self.originals
+        return [c for c in self.originals
                 if c.graph is graph and self.half[id(c)].graph is graph]
+
+    def store_once(self, const: Operand, ctx: PassContext) -> str | None:
+        """`const`'s float16 readers made to read it through one cast, its float16 twin
+        dropped; or, when both copies must stay, why (see the module doc)."""
+        twin = self.half[id(const)]
+        data = const.constant
+        if data.fill is not None:
+            return "a fill, one value stored"
+        if data.nbytes < MIN_BYTES:
+            return f"under {format_size(MIN_BYTES)}"
+        slots = constant_slots(twin, ctx)
+        if slots:
+            return f"read where {ctx.target.name} wants a constant: {', '.join(slots)}"
+        graph = self.graph
+        order = {id(op): i for i, op in enumerate(graph.operations)}
+        first = min((u.op for u in twin.uses()), key=lambda op: order[id(op)])
+        cast = graph.add_operation("cast", [const], {"dataType": "float16"},
+                                   name=graph.fresh_name(f"{const.name}/float16"), before=first)
+        self.made_ops.append(cast)
+        twin.replace_all_uses_with(cast.output)
+        graph.remove_operand(twin)
+        self.half[id(const)] = cast.output
+        return None
 
 
 def _fill(value: np.ndarray, shape):
@@ -241,11 +278,20 @@ def float16_compute(graph: Graph, ctx: PassContext) -> PassResult:
             continue
         _replace(op, new, rewrite)
         computed += 1
-    twice = rewrite.cleanup()
+    once, twice = [], []
+    for const in rewrite.cleanup():  # read by ops of both types
+        why = rewrite.store_once(const, ctx)
+        if why is None:
+            once.append(const.name)
+        else:
+            twice.append(f"{const.name} ({why})")
     casts = sum(1 for op in rewrite.made_ops if op.graph is graph)
     notes = [f"{computed} operation{'s' * (computed != 1)} compute in float16, "
              f"{casts} cast{'s' * (casts != 1)} between float16 and float32"]
     notes += [f"kept float32 ({why}): {', '.join(names)}" for why, names in kept.items()]
+    if once:
+        notes.append(f"stored once as float32, cast to float16 for its float16 readers (read "
+                     f"by ops of both types): {', '.join(once)}")
     if twice:
         notes.append(f"stored both as float32 and float16 (read by ops of both types): "
                      f"{', '.join(twice)}")

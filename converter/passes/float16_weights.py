@@ -19,6 +19,10 @@ A float32 constant stays as it is, and the pass's notes list it, when
   * a value is beyond float16's range (|x| > 65504 would become infinity);
   * it is a fill (one value repeated, stored as a scalar: no bytes to halve).
 
+A cast of such a constant back to float16 (float16_compute's, for float16 ops that read a
+constant float32 ops read too) is dropped, its readers reading the float16 constant: one copy
+stored, no cast each way.
+
 It runs after fold_constants (which would fold a cast of a constant back into float32) and
 after split_constants (each piece of a split constant is cast on its own, so the concat joining
 them still joins float32 pieces).
@@ -74,6 +78,21 @@ def _why_kept(operand: Operand, ctx: PassContext) -> tuple[str, str] | None:
     return None
 
 
+def _skip_round_trip(graph: Graph, widened: Operand, half: Operand) -> None:
+    """A cast back to float16 of `widened` (the float32 cast of `half`), as float16_compute
+    leaves for the float16 readers of a constant float32 ops read too: its readers read
+    `half` itself. float32 -> float16 of a value float16 holds is exact, so nothing changes
+    but a cast per run and, since `half` is the constant, the one copy stored."""
+    for use in list(widened.uses()):
+        op = use.op
+        if op.op_type == "cast" and op.attrs.get("dataType") == "float16" \
+                and not op.output.is_graph_output():
+            op.output.replace_all_uses_with(half)
+            graph.remove_operation(op)
+    if not widened.uses() and not widened.is_graph_output():  # it was read by those alone
+        graph.remove_operation(widened.producer)
+
+
 @graph_pass("float16_weights")
 def float16_weights(graph: Graph, ctx: PassContext) -> PassResult:
     if check_weights(ctx.weights) != "float16":
@@ -101,6 +120,7 @@ def float16_weights(graph: Graph, ctx: PassContext) -> PassResult:
         name = old.name
         graph.remove_operand(old)
         graph.rename(cast.output, name)
+        _skip_round_trip(graph, cast.output, half)
         stored, before, after = stored + 1, before + size, after + size // 2
     notes = [f"kept float32 ({why}): {', '.join(names)}" for why, names in kept.items()]
     counts = {"stored as float16": stored, "kept float32": sum(map(len, kept.values()))}

@@ -1,5 +1,6 @@
 """A zoo job's compressed graph (`zoo --weights S`): the model converted again with its weights
-stored as S, and its accuracy against the float source measured on every runtime of the run
+stored as S (computing in --compute, as `verify --weights S --compute C` converts it), and its
+accuracy against the float source measured on every runtime of the run
 (converter.verification.accuracy), beside the float graph's own parity.
 
 A variant's result then holds
@@ -23,7 +24,7 @@ def measure_variant(spec: dict, source: Path, target: str | None, graph, load: C
     from ..errors import ConverterError
     from ..verification.accuracy import DEFAULT_SAMPLES, measure_accuracy, weights_bytes
 
-    scheme = spec["weights"]
+    scheme, compute = spec["weights"], spec.get("compute", "float32")
     before = weights_bytes(graph)
     added: dict[str, Any] = {"accuracy": {}}
     statuses, first = [], None
@@ -32,11 +33,11 @@ def measure_variant(spec: dict, source: Path, target: str | None, graph, load: C
         if target is not None:
             from ..targets.pipeline import convert_for_target
 
-            convert_for_target(compressed, target, weights=scheme)
+            convert_for_target(compressed, target, weights=scheme, compute=compute)
         else:
             from ..targets.pipeline import store_weights
 
-            store_weights(compressed, scheme)
+            store_weights(compressed, scheme, compute=compute)
     except ConverterError as e:
         added["weights"] = {"scheme": scheme, "before": before, "after": None, "ratio": None}
         return added, ["error"], f"{scheme} weights: {e.line()}"

@@ -3,7 +3,8 @@
     result = run_job(spec)     # in this process; the runner calls it in a child process:
     python -m converter.zoo.job SPEC.json RESULT.json [--memory MB] [--hook MODULE:FUNCTION]
 
-`spec` is `ZooEntry.spec()` plus the run's options (`targets`, `runtimes`). The result is a
+`spec` is `ZooEntry.spec()` plus the run's options (`targets`, `runtimes`, and
+ZooOptions.job_options(): `weights`, `accuracy`, `samples`, `compute`). The result is a
 JSON-ready dict (see schemas/zoo-report.schema.json, `models[]`). A model's failures are its
 result, never an exception: `unsupported` (the importer or a target refuses something; every
 reason listed), `error` (a bad file, a runtime that fails), `mismatch` (parity fails). The
@@ -160,12 +161,22 @@ def _variant(spec: dict, source: Path, target: str | None, graph=None) -> dict[s
                            "times": {}}
     if graph is None:
         graph = _load(spec, source)
+    # As `verify --compute`: the graph verified computes in --compute; with --weights it is
+    # the compressed graph that does (compressed.py), this one stays the float32 reference.
+    compute = spec.get("compute", "float32") if spec.get("weights", "float32") == "float32" \
+        else "float32"
+    if target is None and compute != "float32":  # the portable target's float16 ops
+        from ..targets.pipeline import store_weights
+
+        t = time.perf_counter()
+        store_weights(graph, "float32", compute=compute)
+        out["times"]["compute"] = round(time.perf_counter() - t, 4)
     if target is not None:
         from ..targets.pipeline import convert_for_target
 
         t = time.perf_counter()
         try:
-            convert_for_target(graph, target)
+            convert_for_target(graph, target, compute=compute)
             out["check"] = {"passed": True, "violations": 0, "reasons": []}
         except UnsupportedError as e:
             violations = getattr(e, "violations", None)

@@ -52,7 +52,7 @@ def run_on_ray(entries, options, run_isolated):
                      runtime_env={"env_vars": {"PYTHONPATH": path}})
     task = ray.remote(num_cpus=1, max_retries=0)(run_isolated)
     # The worker enforces the timeout itself; the extra minute here only guards a lost task.
-    pending = {task.remote({**e.spec(), **options.compression()}, options.targets,
+    pending = {task.remote({**e.spec(), **options.job_options()}, options.targets,
                            options.runtimes, options.timeout, options.memory,
                            options.hook): e for e in entries}
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from .manifest import STATUSES
-from .report_json import (accuracy_runtimes, describe_accuracy, describe_runtime,
+from .report_json import (accuracy_runtimes, computed_in, describe_accuracy, describe_runtime,
                           format_number, model_seconds, printable)
 
 __all__ = ["render_html", "STATUS_COLOURS", "kind_colours", "matrix_section"]
@@ -168,6 +168,9 @@ def _targets_cell(result: dict) -> str:
             extra = (f"<details><summary>{check['violations']} violations</summary>"
                      f"<ul>{reasons}</ul></details>")
         parts.append(f"{escape(v['target'])}: {_badge(v['status'])}{extra}")
+    compute = computed_in(result)
+    if compute is not None:
+        parts.append(f"compute {escape(compute)}")
     return "<br>".join(parts) or "-"
 
 
@@ -340,7 +343,8 @@ def render_html(doc: dict) -> str:
 {escape(doc['converterVersion'])} &middot; {options['jobs']} jobs ({escape(options['executor'])})
 &middot; {doc['wallSeconds']:,.1f} s wall &middot; targets:
 {escape(', '.join(options['targets']) or 'none')} &middot; runtimes:
-{escape(', '.join(options['runtimes']))}{_compression(options)}</p>
+{escape(', '.join(options['runtimes']))} &middot; compute
+{escape(options.get('compute', 'float32'))}{_compression(options)}</p>
 <div class="cards">{card_html}</div>
 {_baseline_line(s)}
 {outcome}

@@ -21,7 +21,7 @@ from .manifest import STATUSES
 
 __all__ = ["build_report", "render_json", "REPORT_FORMAT", "format_number", "describe_worst",
            "describe_runtime", "worst_parity", "model_seconds", "printable",
-           "describe_accuracy", "accuracy_runtimes"]
+           "describe_accuracy", "accuracy_runtimes", "computed_in"]
 
 REPORT_FORMAT = "webnn-converter-zoo-report"
 
@@ -163,6 +163,13 @@ def describe_accuracy(result: dict, runtime: str) -> str | None:
                     f"{format_number(min(top1) if top1 else None, fixed=4)}")
         parts.append(text if len(variants) == 1 else f"{v['target']}: {text}")
     return "; ".join(parts) or None
+
+
+def computed_in(result: dict) -> str | None:
+    """The float type a result's graphs computed in when it is not float32 (zoo --compute),
+    for the row of each report; None for float32 (the default says nothing)."""
+    compute = result.get("compute")
+    return None if compute in (None, "float32") else str(compute)
 
 
 def format_number(value, digits: int = 3, fixed: int | None = None) -> str:

@@ -19,8 +19,8 @@ import html
 import re
 
 from .manifest import STATUSES
-from .report_json import (accuracy_runtimes, describe_accuracy, describe_runtime,
-                          format_number, model_seconds, printable)
+from .report_json import (accuracy_runtimes, computed_in, describe_accuracy,
+                          describe_runtime, format_number, model_seconds, printable)
 
 __all__ = ["render_markdown", "code", "table_header"]
 
@@ -72,6 +72,9 @@ def _targets(result: dict) -> str:
         check = v.get("check")
         extra = f" ({check['violations']} violations)" if check and not check["passed"] else ""
         parts.append(f"{code(v['target'], table=True)}: {_status(v['status'])}{extra}")
+    compute = computed_in(result)
+    if compute is not None:
+        parts.append(f"compute {code(compute, table=True)}")
     return "; ".join(parts) or "-"
 
 
@@ -158,8 +161,8 @@ def render_markdown(doc: dict) -> str:
              f"Manifest {code(doc['manifest'])}, converter {code(doc['converterVersion'])}, "
              f"{options['jobs']} jobs, {doc['wallSeconds']:.1f} s wall; targets: "
              f"{', '.join(code(t) for t in options['targets']) or 'none'}; runtimes: "
-             f"{', '.join(code(r) for r in options['runtimes'])}"
-             f"{_compression(options)}.", "",
+             f"{', '.join(code(r) for r in options['runtimes'])}; compute "
+             f"{code(options.get('compute', 'float32'))}{_compression(options)}.", "",
              "| status | models |", "| --- | ---: |"]
     lines += [f"| {status} | {s['byStatus'][status]} |" for status in STATUSES]
     lines += ["", f"{s['meetExpect']} of {s['models']} meet their expected outcome; "

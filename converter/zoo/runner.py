@@ -43,13 +43,19 @@ from .lanes import is_device_run, lane_widths, resolve_devices
 from .manifest import ZooEntry, ZooManifest, load_manifest
 from .store import ResultStore, default_results_path, result_key
 
-__all__ = ["ZooOptions", "ZooRun", "run_zoo", "run_isolated", "run_warm", "EXECUTORS"]
+__all__ = ["ZooOptions", "NOT_KEYED_OPTIONS", "ZooRun", "run_zoo", "run_isolated", "run_warm", "EXECUTORS"]
 
 EXECUTORS = ("local", "ray")
 RUNTIMES = ("ort", "chromium")
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder `converter` imports from
 _STDERR_TAIL = 400  # characters of a dead child's stderr kept in its result
 _LIVE: set[subprocess.Popen] = set()  # job processes running now, killed on an interrupt
+
+
+# The options that do not change a model's result, so are not in its resume key: how the jobs
+# are scheduled, and the limits, which are kept beside each result and judged when it is read
+# back (store.ResultStore.reusable). tests/zoo/test_resume_key.py holds every field to a side.
+NOT_KEYED_OPTIONS = ("jobs", "timeout", "memory", "executor", "ray_address", "hook")
 
 
 @dataclass
@@ -67,6 +73,9 @@ class ZooOptions:
     weights: str = "float32"
     accuracy: str | None = None
     samples: int = 16  # verification.accuracy.DEFAULT_SAMPLES (tests/zoo/test_weights.py)
+    # --compute: the float type each graph computes in (passes/float16_compute.py), verified
+    # as `verify --compute` verifies it: with --weights, the compressed graph computes so.
+    compute: str = "float32"
     # Test suite only: "module:function" called in the child with the spec before the job
     # (see converter/zoo/job.py). Never set by the command line.
     hook: str | None = None
@@ -74,13 +83,27 @@ class ZooOptions:
     def to_json(self) -> dict:
         return {"jobs": self.jobs, "timeout": self.timeout, "memory": self.memory,
                 "targets": self.targets, "runtimes": self.runtimes, "executor": self.executor,
-                **self.compression()}
+                "compute": self.compute, **self.compression()}
 
     def compression(self) -> dict:
         """What --weights asks of every job (its spec and its resume key), or {} without it."""
         if self.weights == "float32":
             return {}
         return {"weights": self.weights, "accuracy": self.accuracy, "samples": self.samples}
+
+    def job_options(self) -> dict:
+        """What every job is given beside its manifest entry and the targets and runtimes:
+        `compression()`, and the compute type when it is not float32."""
+        return {**self.compression(),
+                **({"compute": self.compute} if self.compute != "float32" else {})}
+
+    def key(self, content: str, spec: dict, runtimes: list[str] | None = None,
+            device: dict | None = None) -> str:
+        """The resume key of a model's result under these options (store.result_key);
+        `runtimes` and `device`: of one cell of a device run."""
+        return result_key(content, __version__, spec, self.targets,
+                          self.runtimes if runtimes is None else runtimes, self.compression(),
+                          compute=self.compute, device=device)
 
 
 @dataclass
@@ -133,8 +156,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     if is_device_run(options.runtimes):  # every named device connected, before any write
         devices = resolve_devices(options.runtimes)
     store = ResultStore(results_path, resume=resume)
-    keys = {e.id: result_key(e.content_id(), __version__, e.spec(), options.targets,
-                             options.runtimes, options.compression()) for e in entries}
+    keys = {e.id: options.key(e.content_id(), e.spec()) for e in entries}
     started = time.perf_counter()
     if devices is not None:
         return _run_devices(manifest, entries, options, workers, store, keys, devices,
@@ -146,7 +168,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
     done = 0
     for e in entries:
         if stored[e.id] is not None:
-            by_id[e.id] = _finish(e, stored[e.id], keys[e.id])
+            by_id[e.id] = _finish(e, stored[e.id], keys[e.id], options.compute)
             done += 1
             if on_result:
                 on_result(by_id[e.id], done, len(entries))
@@ -161,7 +183,7 @@ def _run(manifest, options: ZooOptions, workers: list, only, results_path, resum
         stream = _run_local(todo, options, workers)
     try:
         for entry, raw in stream:
-            result = _finish(entry, raw, keys[entry.id])
+            result = _finish(entry, raw, keys[entry.id], options.compute)
             store.append(keys[entry.id], result,
                          {"timeout": options.timeout, "memory": options.memory})
             by_id[entry.id] = result
@@ -186,16 +208,16 @@ def _run_devices(manifest: ZooManifest, entries: list[ZooEntry], options: ZooOpt
 
     def cell_key(entry: ZooEntry, runtime: str) -> str:
         listed = devices.get(runtime)
-        return result_key(contents[entry.id], __version__, entry.spec(), options.targets,
-                          [runtime], options.compression(),
-                          device=device_identity(listed) if listed else None)
+        return options.key(contents[entry.id], entry.spec(), [runtime],
+                           device=device_identity(listed) if listed else None)
 
     ordered = longest_first(entries) if options.jobs > 1 else entries
     shared = SharedWorker(workers.pop(0), sum(lane_widths(options.runtimes,
                                                           options.jobs).values()), options)
     try:
         by_id, resumed = run_matrix(ordered, options, shared, store, cell_key, devices,
-                                    lambda e, merged: _finish(e, merged, keys[e.id]),
+                                    lambda e, merged: _finish(e, merged, keys[e.id],
+                                                             options.compute),
                                     on_result)
     finally:
         shared.close()
@@ -246,15 +268,24 @@ def _check_options(options: ZooOptions) -> None:
             raise ConverterError("a run on devices takes at most one --target (its matrix "
                                  "is one cell per model and device)", where="--target",
                                  fix="run once per target")
+    from ..passes.float16_compute import check_compute, takes_float16
+
+    check_compute(options.compute)
     if options.targets:  # a bad target name fails the run now, not once per model
         from ..targets import load_target
 
         for target in options.targets:
-            load_target(target)
+            loaded = load_target(target)
+            if options.compute == "float16" and not takes_float16(loaded):
+                raise ConverterError(f"target '{loaded.name}' takes no float16 operand",
+                                     where="--compute float16",
+                                     fix="leave --compute out, or run that target apart")
 
 
-def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
-    """A job's result with what the parent knows: key, hash, expectation and whether it is met.
+def _finish(entry: ZooEntry, raw: dict, key: str, compute: str) -> dict:
+    """A job's result with what the parent knows: key, hash, expectation and whether it is
+    met, and the compute type its graphs were asked to compute in (the key holds it, so a
+    result taken from the store was made so too).
 
     A local model file that is missing or refused (error kind `model-file`) meets no
     expectation, not even `error`: a typo in a path must not pass as the error expected."""
@@ -262,7 +293,7 @@ def _finish(entry: ZooEntry, raw: dict, key: str) -> dict:
     sha256 = raw.get("sha256") or (entry.source["sha256"] if entry.source else None)
     missing = (raw.get("error") or {}).get("kind") == MODEL_FILE
     result.update(id=entry.id, key=key, sha256=sha256, format=entry.format,
-                  expect=entry.expect,
+                  expect=entry.expect, compute=compute,
                   meetsExpect=not missing and raw["status"] == entry.expect)
     return result
 
@@ -335,7 +366,7 @@ def run_warm(worker, spec: dict, options: ZooOptions) -> tuple[dict[str, Any], b
     from .warm import WorkerLost
 
     spec = {**spec, "targets": list(options.targets), "runtimes": list(options.runtimes),
-            **options.compression()}
+            **options.job_options()}
     with tempfile.TemporaryDirectory(prefix="webnn-zoo-") as folder:
         files = {k: Path(folder) / f for k, f in
                  (("spec", "spec.json"), ("out", "result.json"), ("err", "stderr.txt"))}

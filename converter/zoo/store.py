@@ -8,15 +8,15 @@ A key is what identifies the model's content (`ZooEntry.content_id`: a package f
 a local file's identity and change time, never read in the parent), the converter's version
 and every manifest field and option that changes a result (the entry's path, source and
 expected hash, format, shapes, dimensions, constant inputs, tolerances, seed; the run's targets,
-runtimes and weights scheme with its accuracy bounds and samples): `result_key`. A device run
-(runner.py: one job per model and device) keys each cell apart, the device's identity
-included: a result from another browser on the same name is not reused. The run's limits
-(`--timeout`, `--memory`) change only the results
-they cut short, so they are kept beside each record and judged when it is read back
-(`ResultStore.reusable`): a model that timed out is run again under a longer timeout, one that
-ran out of memory under a larger limit. So `--resume` reuses a result only when it would come
-out the same, and a run killed at any point
-keeps every line it finished; a line cut short by the kill is ignored when read back.
+runtimes, weights scheme with its accuracy bounds and samples, and compute type):
+`result_key`. A device run (runner.py: one job per model and device) keys each cell apart,
+the device's identity included: a result from another browser on the same name is not
+reused. The run's limits (`--timeout`, `--memory`) change only the results they cut short,
+so they are kept beside each record and judged when it is read back (`ResultStore.reusable`):
+a model that timed out is run again under a longer timeout, one that ran out of memory under
+a larger limit. So `--resume` reuses a result only when it would come out the same, and a run
+killed at any point keeps every line it finished; a line cut short by the kill is ignored
+when read back.
 """
 from __future__ import annotations
 
@@ -48,15 +48,18 @@ DEVICE_NOT_KEYED = ("browser", "targets", "refused")
 
 def result_key(content: str, version: str, spec: dict[str, Any], targets: list[str],
                runtimes: list[str], compression: dict[str, Any] | None = None, *,
-               device: dict[str, Any] | None = None) -> str:
+               compute: str = "float32", device: dict[str, Any] | None = None) -> str:
     """The key of a model's result; with `device`, of one cell of a device run (the model
     on one runtime, `runtimes` that one), the device's identity (DEVICE_KEYED) part of it.
     `compression`: the run's --weights, --accuracy and --samples (ZooOptions.compression),
-    empty without --weights (so a float run's keys are what they were before the option)."""
+    empty without --weights; `compute`: the run's --compute. Neither is in the key of a
+    float32 run, so its keys are what they were before those options."""
     options = {k: spec.get(k) for k in KEYED}
     options.update(targets=list(targets), runtimes=list(runtimes))
     if compression:
         options["compression"] = dict(compression)
+    if compute != "float32":
+        options["compute"] = compute
     if device is not None:
         options["device"] = {k: device.get(k) for k in DEVICE_KEYED}
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]

@@ -9,16 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-from onnx import helper
 
 import converter
 from converter.errors import ConverterError
 from converter.targets.check import check
 from converter.targets.pipeline import convert_for_target
 
-from .float16_compute_models import Family, families
+from .float16_compute_models import families
 
 ROOT = Path(__file__).parents[2]
 FAMILIES = {f.name: f for f in families()}
@@ -159,23 +157,3 @@ def test_refused_before_anything_is_read(bad, words, tmp_path):
     assert words in str(e.value) and "\n" not in str(e.value)
     assert not list(tmp_path.iterdir())
 
-
-def test_a_constant_read_in_both_types_is_listed(tmp_path):
-    """A constant a float16 add and a float32 layerNormalization both read is stored twice,
-    and the notes say so (the float32 copy is what --weights float16 would then halve)."""
-    rng = np.random.default_rng(0)
-    n = helper.make_node
-    source = Family("shared", [n("MatMul", ["x", "w"], ["m"]),
-                               n("LayerNormalization", ["m", "g"], ["l"], axis=-1),
-                               n("Add", ["l", "g"], ["y"])],
-                    {"x": (4, 64)}, {"y": (4, 64)},
-                    {"w": rng.standard_normal((64, 64)).astype(np.float32),
-                     "g": rng.standard_normal(64).astype(np.float32)}, set(), set()
-                    ).save(tmp_path)
-    graph = converter.load(source)
-    report = convert_for_target(graph, "chromium-litert", compute="float16")
-    notes = dict(report.passes)["float16_compute"].notes
-    assert "stored both as float32 and float16 (read by ops of both types): g" in notes, notes
-    assert {c.name: c.data_type for c in graph.constants.values()} == {
-        "w": "float16", "g": "float32", "g_float16": "float16"}
-    assert converter.verify(source, graph).passed

@@ -4,6 +4,7 @@ change a result; the run's limits judged against the limits a timeout or out-of-
 was made under."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -27,8 +28,9 @@ CHANGED = {
 
 
 def _key(spec=SPEC, targets=(), runtimes=("ort",), content="f" * 64, version="1.0.0",
-         compression=None):
-    return result_key(content, version, dict(spec), list(targets), list(runtimes), compression)
+         compression=None, compute="float32"):
+    return result_key(content, version, dict(spec), list(targets), list(runtimes), compression,
+                      compute=compute)
 
 
 # zoo --weights: the scheme, the accuracy bounds and the samples each change a result.
@@ -65,6 +67,9 @@ def test_changing_one_field_changes_the_key_exactly_when_it_changes_a_result(fie
      != _key(compression=FLOAT16) and _key(compression={**FLOAT16, "accuracy": "top1>=1"})),
     ("samples", lambda: _key(compression={**FLOAT16, "samples": 64})
      != _key(compression=FLOAT16) and _key(compression={**FLOAT16, "samples": 64})),
+    ("compute", lambda: _key(compute="float16")),
+    ("compute with weights", lambda: _key(compression=FLOAT16, compute="float16")
+     != _key(compression=FLOAT16) and _key(compression=FLOAT16, compute="float16")),
 ])
 def test_run_options_and_content_change_the_key(what, key):
     assert key() and key() != _key(), what
@@ -77,6 +82,37 @@ def test_every_option_a_weights_run_adds_is_in_the_key():
     options = ZooOptions(weights="float16", accuracy="cosine>=0.99", samples=8)
     assert set(options.compression()) == set(FLOAT16)
     assert ZooOptions().compression() == {}  # a float run: the keys it had before
+
+
+# One changed value per option of a run (ZooOptions), from a --weights float16 run's.
+CHANGED_OPTIONS = {
+    "jobs": 4, "timeout": 30.0, "memory": 1024, "targets": ["coreml"],
+    "runtimes": ["ort", "chromium"], "executor": "ray", "ray_address": "10.0.0.1:6379",
+    "weights": "int8", "accuracy": "cosine>=0.9", "samples": 4, "compute": "float16",
+    "hook": "tests.zoo.faults:inject",
+}
+
+
+def test_every_run_option_is_either_keyed_or_named_as_not_changing_a_result():
+    from converter.zoo.runner import NOT_KEYED_OPTIONS, ZooOptions
+
+    assert set(CHANGED_OPTIONS) == {f.name for f in dataclasses.fields(ZooOptions)}
+    assert set(NOT_KEYED_OPTIONS) < set(CHANGED_OPTIONS)
+
+
+@pytest.mark.parametrize("field", sorted(CHANGED_OPTIONS))
+def test_changing_one_run_option_changes_the_key_exactly_when_it_changes_a_result(field):
+    from converter.zoo.runner import NOT_KEYED_OPTIONS, ZooOptions
+
+    base = ZooOptions(weights="float16")
+    changed = dataclasses.replace(base, **{field: CHANGED_OPTIONS[field]})
+    assert getattr(changed, field) != getattr(base, field)
+    same = changed.key("f" * 64, SPEC) == base.key("f" * 64, SPEC)
+    assert same is (field in NOT_KEYED_OPTIONS), field
+    # and a job is given what is keyed: the compute type reaches the job as it reaches the key
+    if field == "compute":
+        assert changed.job_options()["compute"] == "float16" and "compute" not in \
+            base.job_options()
 
 
 def _store(tmp_path, result, limits):
