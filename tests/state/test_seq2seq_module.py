@@ -136,29 +136,28 @@ def _module(tmp_path: Path, arch: str, kind: str, *extra: str):
 
 
 @pytest.mark.parametrize("arch", ["bart", "t5", "marian", "whisper"])
-def test_a_q4_module_is_rewritten_for_the_target_and_says_so_when_none_is_given(tmp_path,
-                                                                                 arch):
-    """Without --target the q4 modules keep uint4 weights, which Chromium's WebNN refuses to
-    build: a note says so and what to add. With --target chromium-litert every graph of the
-    encoder's and decoder's modules is rewritten by its passes (no uint4 left), and no note."""
-    (tmp_path / "plain").mkdir()
-    r, types = _module(tmp_path / "plain", arch, "q4")
-    assert "uint4" in types
-    notes = [line for line in r.output.splitlines() if line.startswith(LIMITS_NOTE)]
-    assert len(notes) == 1 and "data type uint4" in notes[0] and notes[0].endswith(ADVICE), \
-        r.output
-    (tmp_path / "fitted").mkdir()
-    r, types = _module(tmp_path / "fitted", arch, "q4", "--target", "chromium-litert")
+def test_a_q4_module_is_rewritten_for_the_target(tmp_path, arch):
+    """With --target chromium-litert every graph of the encoder's and decoder's modules is
+    rewritten by its passes: no uint4 weight left (Chromium refuses them), and no note."""
+    r, types = _module(tmp_path, arch, "q4", "--target", "chromium-litert")
     assert "uint4" not in types and LIMITS_NOTE not in r.output, r.output
     assert "(the encoder, and the decoder at 2 past length(s), rewritten for chromium-litert)" \
         in r.output
 
 
-@pytest.mark.parametrize("kind", ["fp32", "fp16", "q8"])
+@pytest.mark.parametrize("kind", list(SUFFIX))
 @pytest.mark.parametrize("arch", ["bart", "t5", "marian", "whisper"])
-def test_no_limits_note_where_the_browser_builds_the_page_as_converted(tmp_path, arch, kind):
-    """The note is only where the build would fail: these files' pages build in Chromium
-    without a target (tests/browser/test_seq2seq_module_in_chromium.py,
-    test_quantized_decoders_in_chromium.py)."""
-    r, _ = _module(tmp_path, arch, kind)
-    assert LIMITS_NOTE not in r.output, r.output
+def test_a_note_says_to_add_the_target_exactly_where_the_browser_refuses_the_page(
+        tmp_path, arch, kind):
+    """Converted with no target, q4's modules keep uint4 weights, which Chromium's WebNN
+    refuses to build: one note says so and what to add. The other forms' pages build as
+    converted (tests/browser/test_seq2seq_module_in_chromium.py,
+    test_quantized_decoders_in_chromium.py): no note."""
+    r, types = _module(tmp_path, arch, kind)
+    notes = [line for line in r.output.splitlines() if line.startswith(LIMITS_NOTE)]
+    assert ("uint4" in types) is (kind == "q4")
+    if kind != "q4":
+        assert notes == [], r.output
+        return
+    assert len(notes) == 1 and "data type uint4" in notes[0] and notes[0].endswith(ADVICE), \
+        r.output
