@@ -161,3 +161,16 @@ def test_a_note_says_to_add_the_target_exactly_where_the_browser_refuses_the_pag
         return
     assert len(notes) == 1 and "data type uint4" in notes[0] and notes[0].endswith(ADVICE), \
         r.output
+
+
+def test_write_seq2seq_js_takes_the_target_in_python(tmp_path):
+    """The Python API as the CLI: write_seq2seq_js(..., target=) rewrites both modules."""
+    from converter.state.seq2seq_js import write_seq2seq_js
+
+    written, notes = write_seq2seq_js(ROOT / "t5" / "decoder_model_merged_q4.onnx",
+                                      tmp_path / "m.js", 2, encoder_length=3,
+                                      target="chromium-litert")
+    assert tmp_path / "m.decoder.weights" in written and len(notes) == 2, notes
+    for part in ("encoder", "decoder"):
+        manifest = json.loads((tmp_path / f"m.{part}.manifest.json").read_text())
+        assert {e["dataType"] for e in manifest["tensors"].values()} == {"float32"}
