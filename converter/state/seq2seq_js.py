@@ -66,8 +66,8 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
     (default 32; Whisper's is fixed by its features); `target` (a Target, a built-in
     target's name or a target file): every graph of both modules is rewritten by its passes
     as `convert --target` rewrites one, e.g. 'chromium-litert' for a q4 model's uint4
-    weights, which Chromium refuses. Without one, a note says when the graphs break the
-    limits of the browser the page runs in (its build would fail there)."""
+    weights, which Chromium refuses. A note says when the graphs written (with no target, or
+    another's) break the limits of the browser the page runs in: its build fails there."""
     from ..dynamic.module_js import variants_source
     from ..dynamic.variants import Variants
     from ..emit.escape import html_text, js_string
@@ -140,15 +140,14 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
         files.write_text(path.with_name(stem + ".html"), page)
         written = files.commit()
     notes = [f"encoder: {encoder.note}", f"decoder: {decoder_note}"]
-    if target is None:
-        notes += _browser_limits_note([g for _, g in encoder.entries] + [g for _, g in entries])
+    notes += _browser_limits_note([g for _, g in encoder.entries] + [g for _, g in entries])
     return written, notes
 
 
 def _browser_limits_note(graphs) -> list[str]:
-    """A note when the graphs, converted with no target, break the limits of the browser the
-    page runs in (chromium-litert: Chromium's WebNN refuses, e.g., a q4 model's uint4
-    weights), so the page's build would fail there; none when they fit."""
+    """A note when the graphs break the limits of the browser the page runs in (those of the
+    chromium-litert target: Chromium's WebNN refuses, e.g., a q4 model's uint4 weights), so
+    the page's build would fail there; none when they fit (as after that target's passes)."""
     from ..runtimes.chromium import BROWSER_TARGET
     from ..targets.check import check
 
