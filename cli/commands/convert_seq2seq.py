@@ -1,5 +1,6 @@
 """`convert DECODER.onnx -o NAME.js --steps N` on an encoder-decoder's decoder (optimum's
-Whisper, T5, BART, Marian): a module that generates in the browser (state/seq2seq_js.py)."""
+Whisper, T5, BART, Marian): a module that generates in the browser (state/seq2seq_js.py),
+every graph of it rewritten for --target T when given (q4's uint4 weights: chromium-litert)."""
 from __future__ import annotations
 
 import click

@@ -2,6 +2,8 @@
 generates in the browser with no Python at run time.
 
     write_seq2seq_js("t5/decoder_model_merged.onnx", "web/t5.js", steps=16)
+    write_seq2seq_js("t5/decoder_model_merged_q4.onnx", "web/t5.js", steps=16,
+                     target="chromium-litert")   # every graph fitted to the browser's limits
 
 writes, atomically:
   * `t5.encoder.js` (+ `.weights`, `.manifest.json`): the encoder; a text encoder takes the
