@@ -60,7 +60,8 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
     (NAME.webnn, NAME.json, NAME.js) share NAME.manifest.json and NAME.weights, so writing
     one whose weights differ from those another one uses is refused: name it apart.
     An encoder-decoder's decoder (optimum's Whisper, T5, BART, Marian) with -o NAME.js
-    --steps N writes a module that generates in the browser (see --steps).
+    --steps N writes a module that generates in the browser (see --steps), every graph
+    of it rewritten for --target when given (chromium-litert: a q4 model's uint4 weights).
     """
     ctx = click.get_current_context()
     source = model_path(source, follow_symlinks)
@@ -76,7 +77,7 @@ def command(source, output, dims, input_shapes, known_inputs, follow_symlinks, s
         if is_seq2seq(source):  # a module that generates: encoder once, decoder steps
             from .convert_seq2seq import write_module
 
-            write_module(ctx, source, output, dims, checks.steps, as_json)
+            write_module(ctx, source, output, dims, checks.steps, target_name, as_json)
             return
     if not then_verify:
         flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}

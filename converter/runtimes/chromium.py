@@ -293,8 +293,8 @@ class _LimitsBroken:
         if v.fix.startswith("no pass"):
             fix = f"{v.rule}; {v.fix}"
         else:
-            fix = (f"{v.rule}: convert for the browser's limits with --target {_BROWSER_TARGET} "
-                   f"(Python: target='{_BROWSER_TARGET}'), whose passes fit the graph to them")
+            fix = (f"{v.rule}: convert for the browser's limits with --target {BROWSER_TARGET} "
+                   f"(Python: target='{BROWSER_TARGET}'), whose passes fit the graph to them")
         # Located at the op (as every browser error is), the operand named in the message.
         where, part = (f"{v.op} '{v.node}'", f"its {v.operand} '{v.tensor}'") if v.op else \
             (v.where(), "it")
@@ -304,7 +304,7 @@ class _LimitsBroken:
 
 
 # The target file of the browser run_chromium drives (Chromium 153 on LiteRT/XNNPACK).
-_BROWSER_TARGET = "chromium-litert"
+BROWSER_TARGET = "chromium-litert"
 
 
 def _beyond_limits(graph: Graph) -> _LimitsBroken | None:
@@ -313,7 +313,7 @@ def _beyond_limits(graph: Graph) -> _LimitsBroken | None:
     than the op the build reached."""
     from ..targets.check import check
 
-    found = check(graph, _BROWSER_TARGET)
+    found = check(graph, BROWSER_TARGET)
     return _LimitsBroken(found[0], len(found)) if found else None
 
 

@@ -2,6 +2,8 @@
 generates in the browser with no Python at run time.
 
     write_seq2seq_js("t5/decoder_model_merged.onnx", "web/t5.js", steps=16)
+    write_seq2seq_js("t5/decoder_model_merged_q4.onnx", "web/t5.js", steps=16,
+                     target="chromium-litert")   # every graph fitted to the browser's limits
 
 writes, atomically:
   * `t5.encoder.js` (+ `.weights`, `.manifest.json`): the encoder; a text encoder takes the
@@ -57,12 +59,17 @@ def seeded_features(shape) -> np.ndarray:
 
 
 def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
-                     encoder_length: int | None = None) -> tuple[list[Path], list[str]]:
+                     encoder_length: int | None = None,
+                     target=None) -> tuple[list[Path], list[str]]:
     """Write NAME.js, NAME.html and the encoder's and decoder's modules (module docstring);
     return the paths written and a line on each module's form (one builder for every length,
     or one per length, and why). `steps`: the decoder positions the module can take (start
     tokens + new tokens - 1 at most); `encoder_length`: a text encoder's input length
-    (default 32; Whisper's is fixed by its features)."""
+    (default 32; Whisper's is fixed by its features); `target` (a Target, a built-in
+    target's name or a target file): every graph of both modules is rewritten by its passes
+    as `convert --target` rewrites one, e.g. 'chromium-litert' for a q4 model's uint4
+    weights, which Chromium refuses. A note says when the graphs written (with no target, or
+    another's) break the limits of the browser the page runs in: its build fails there."""
     from ..dynamic.module_js import variants_source
     from ..dynamic.variants import Variants
     from ..emit.escape import html_text, js_string
@@ -76,7 +83,11 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
         raise ConverterError(f"--steps {steps} is out of range for an encoder-decoder's module",
                              where=str(decoder),
                              fix=f"give 1..{MAX_STEPS}: each step is converted on its own")
-    loop = Seq2SeqLoop(decoder, max_graphs=steps)
+    if target is not None:
+        from ..targets import load_target
+
+        target = load_target(target)  # once: a file is read and checked before any conversion
+    loop = Seq2SeqLoop(decoder, max_graphs=steps, target=target)
     s = loop.seq2seq
     if s.start_tokens is None:
         loop.start_tokens  # raises, naming the missing config.json member
@@ -91,7 +102,7 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
     else:
         length = None
     stem = path.name[:-3]
-    encoder = _encoder_module(s.encoder, length, f"{stem}.encoder.weights")
+    encoder = _encoder_module(s.encoder, length, f"{stem}.encoder.weights", target)
     hidden = encoder.hidden
     # the decoder's graphs read the encoder's output at its shape: the loop sizes them by it
     loop.encoded = {HIDDEN_STATES: np.zeros(hidden, np.float32),
@@ -130,7 +141,27 @@ def write_seq2seq_js(decoder: str | Path, path: str | Path, steps: int, *,
         files.write_text(path, imports + driver)
         files.write_text(path.with_name(stem + ".html"), page)
         written = files.commit()
-    return written, [f"encoder: {encoder.note}", f"decoder: {decoder_note}"]
+    notes = [f"encoder: {encoder.note}", f"decoder: {decoder_note}"]
+    notes += _browser_limits_note([g for _, g in encoder.entries] + [g for _, g in entries])
+    return written, notes
+
+
+def _browser_limits_note(graphs) -> list[str]:
+    """A note when the graphs break the limits of the browser the page runs in (those of the
+    chromium-litert target: Chromium's WebNN refuses, e.g., a q4 model's uint4 weights), so
+    the page's build would fail there; none when they fit (as after that target's passes)."""
+    from ..runtimes.chromium import BROWSER_TARGET
+    from ..targets.check import check
+
+    for graph in graphs:
+        found = check(graph, BROWSER_TARGET)
+        if found:
+            v = found[0]
+            return [f"the page's graphs break the limits of Chromium's WebNN ({v.where()}: "
+                    f"{v.found}; {v.rule}), so the browser refuses to build them: convert "
+                    f"with --target {BROWSER_TARGET} (Python: target='{BROWSER_TARGET}'), "
+                    f"whose passes fit them to those limits"]
+    return []
 
 
 # One builder per length where the encoder is not one graph for every prompt length: past this
@@ -146,15 +177,18 @@ class _EncoderModule:
     shapes: dict[str, list]  # each input's shape, the prompt's length as the dim's name
     dim: str | None  # the dim the page gives the prompt's length as (None: fixed features)
     note: str
+    entries: list  # (the dims' values, the graph converted there), each graph converted
 
 
-def _encoder_module(encoder: Path, length: int | None, weights_file: str) -> _EncoderModule:
+def _encoder_module(encoder: Path, length: int | None, weights_file: str,
+                    target=None) -> _EncoderModule:
     """The encoder's module. Features (Whisper): one graph, its export's shape. Token ids: a
     module taking the prompt's length (1..length) as a dim, so that the prompt runs unpadded:
     a quantized encoder's DynamicQuantizeLinear scales each tensor over every row, and padded
     rows would change the real rows' numbers (the page pads the encoder's output instead,
     where the decoder masks it). One builder for every length when the graphs at several
-    lengths fit as one (converter.dynamic.symbolic), else one builder per length."""
+    lengths fit as one (converter.dynamic.symbolic), else one builder per length. Each graph
+    converted (those checked on too) is rewritten for `target` when one is given."""
     from ..conversion.by_suffix import load_any
     from ..dynamic.module_js import variants_source
     from ..dynamic.symbolic import HeldOutMismatch, StructureDiffers, polymorphic
@@ -182,14 +216,19 @@ def _encoder_module(encoder: Path, length: int | None, weights_file: str) -> _En
         dims[value.name] = row
 
     def convert(at: dict[str, int]):
-        return load_any(encoder, input_shapes={
+        graph = load_any(encoder, input_shapes={
             n: [at.get(d, 0) if isinstance(d, str) else d for d in row] for n, row in dims.items()})
+        if target is not None:
+            from ..targets.pipeline import convert_for_target
+
+            convert_for_target(graph, target)
+        return graph
 
     if not names:
         graph = convert({})
         source, weights = module_source(graph, weights_file)
         return _EncoderModule(source, weights, list(graph.outputs[ENCODER_OUTPUT].shape), dims,
-                              None, "one graph: its inputs' shapes are fixed")
+                              None, "one graph: its inputs' shapes are fixed", [({}, graph)])
     dim = names.pop()
     points = range_values(1, length) if length > 1 else [1]
     variants = Variants((dim,), [({dim: n}, convert({dim: n})) for n in points],
@@ -209,4 +248,4 @@ def _encoder_module(encoder: Path, length: int | None, weights_file: str) -> _En
                                          for n in range(1, length + 1)], {}, {}, convert)
     source, weights, note = variants_source(variants, weights_file, convert)
     hidden = list(variants.entries[-1][1].outputs[ENCODER_OUTPUT].shape)
-    return _EncoderModule(source, weights, hidden, dims, dim, note)
+    return _EncoderModule(source, weights, hidden, dims, dim, note, variants.entries)

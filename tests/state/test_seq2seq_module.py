@@ -1,9 +1,12 @@
 """`convert DECODER.onnx -o NAME.js --steps N` on an encoder-decoder's decoder: what is
-refused, in one line and with nothing written; the files written, and the decoder module's
-size, which does not grow with N (the browser side is
-tests/browser/test_seq2seq_module_in_chromium.py)."""
+refused, in one line and with nothing written; the files written, the decoder module's
+size, which does not grow with N, and --target's rewrites of every graph (a q4 export's uint4
+weights, which Chromium refuses: a note says so when no target is given) (the browser side
+is tests/browser/test_seq2seq_module_in_chromium.py and
+tests/browser/test_quantized_decoders_in_chromium.py)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -19,8 +22,9 @@ T5 = ROOT / "t5"
 @pytest.mark.parametrize("extra,message", [
     (["--steps", "257"], "--steps 257 is out of range for an encoder-decoder's module; "
                          "give 1..256"),
-    (["--steps", "4", "--target", "chromium-litert"], "--target does not apply to an "
-                                                      "encoder-decoder's .js module"),
+    (["--steps", "4", "--target", "chromium-litert", "--io-layout", "nhwc"],
+     "--io-layout does not apply to an encoder-decoder's .js module"),
+    (["--steps", "4", "--target", "no-such-backend"], "no target named 'no-such-backend'"),
     (["--steps", "4", "--dim", "batch_size=1"], "takes one --dim, encoder_sequence_length=N"),
     (["--steps", "4", "--dim", "encoder_sequence_length=0"], "encoder length 0 is out of "
                                                              "range"),
@@ -107,3 +111,66 @@ def test_an_encoder_that_is_not_one_graph_gets_one_builder_per_length_and_says_w
     assert ("the encoder is not one graph for every prompt length (the encoder at 2: a "
             "stand-in difference), and one builder per length takes at most 256 lengths") \
         in r.output and "give --dim encoder_sequence_length=N, N <= 256" in r.output
+
+
+SUFFIX = {"fp32": "", "fp16": "_fp16", "q8": "_quantized", "q4": "_q4"}
+LIMITS_NOTE = "note: the page's graphs break the limits of Chromium's WebNN ("
+ADVICE = ("so the browser refuses to build them: convert with --target chromium-litert "
+          "(Python: target='chromium-litert'), whose passes fit them to those limits")
+
+
+def _module(tmp_path: Path, arch: str, kind: str, *extra: str):
+    """convert ARCH's merged decoder of KIND -o m.js --steps 2: the CLI's result and the
+    data types of the constants both modules' manifests list."""
+    args = ["convert", str(ROOT / arch / f"decoder_model_merged{SUFFIX[kind]}.onnx"), "-o",
+            str(tmp_path / "m.js"), "--steps", "2", *extra]
+    if arch != "whisper":
+        args += ["--dim", "encoder_sequence_length=3"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    types = set()
+    for part in ("encoder", "decoder"):
+        manifest = json.loads((tmp_path / f"m.{part}.manifest.json").read_text())
+        types |= {entry["dataType"] for entry in manifest["tensors"].values()}
+    return r, types
+
+
+@pytest.mark.parametrize("arch", ["bart", "t5", "marian", "whisper"])
+def test_a_q4_module_is_rewritten_for_the_target(tmp_path, arch):
+    """With --target chromium-litert every graph of the encoder's and decoder's modules is
+    rewritten by its passes: no uint4 weight left (Chromium refuses them), and no note."""
+    r, types = _module(tmp_path, arch, "q4", "--target", "chromium-litert")
+    assert "uint4" not in types and LIMITS_NOTE not in r.output, r.output
+    assert "(the encoder, and the decoder at 2 past length(s), rewritten for chromium-litert)" \
+        in r.output
+
+
+@pytest.mark.parametrize("kind", list(SUFFIX))
+@pytest.mark.parametrize("arch", ["bart", "t5", "marian", "whisper"])
+def test_a_note_says_to_add_the_target_exactly_where_the_browser_refuses_the_page(
+        tmp_path, arch, kind):
+    """Converted with no target, q4's modules keep uint4 weights, which Chromium's WebNN
+    refuses to build: one note says so and what to add. The other forms' pages build as
+    converted (tests/browser/test_seq2seq_module_in_chromium.py,
+    test_quantized_decoders_in_chromium.py): no note."""
+    r, types = _module(tmp_path, arch, kind)
+    notes = [line for line in r.output.splitlines() if line.startswith(LIMITS_NOTE)]
+    assert ("uint4" in types) is (kind == "q4")
+    if kind != "q4":
+        assert notes == [], r.output
+        return
+    assert len(notes) == 1 and "data type uint4" in notes[0] and notes[0].endswith(ADVICE), \
+        r.output
+
+
+def test_write_seq2seq_js_takes_the_target_in_python(tmp_path):
+    """The Python API as the CLI: write_seq2seq_js(..., target=) rewrites both modules."""
+    from converter.state.seq2seq_js import write_seq2seq_js
+
+    written, notes = write_seq2seq_js(ROOT / "t5" / "decoder_model_merged_q4.onnx",
+                                      tmp_path / "m.js", 2, encoder_length=3,
+                                      target="chromium-litert")
+    assert tmp_path / "m.decoder.weights" in written and len(notes) == 2, notes
+    for part in ("encoder", "decoder"):
+        manifest = json.loads((tmp_path / f"m.{part}.manifest.json").read_text())
+        assert {e["dataType"] for e in manifest["tensors"].values()} == {"float32"}
