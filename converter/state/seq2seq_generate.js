@@ -82,8 +82,35 @@ function padRows(hidden, rows) {
   return {hidden: padded, mask};
 }
 
+/** The float16 bits of the number `x`, rounded to nearest even as a float32 -> float16 cast
+ *  rounds (what numpy's astype(float16) and ONNX Runtime's Cast give): the page's features
+ *  for an fp16 encoder, built without Float16Array, which not every browser has. */
+export function float16Bits(x) {
+  const word = new Uint32Array(Float32Array.of(x).buffer)[0];  // x rounded to float32 first
+  const sign = (word >>> 16) & 0x8000;
+  const exponent = (word >>> 23) & 0xff;
+  const mantissa = word & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa ? 0x200 : 0);  // inf, NaN
+  const biased = exponent - 112;  // float16's exponent field: 127 - 15
+  if (biased >= 0x1f) return sign | 0x7c00;  // past float16's largest: inf
+  // the significand (implicit 1 included) and how many of its low bits float16 drops
+  const significand = mantissa | (exponent ? 0x800000 : 0);
+  const shift = biased >= 1 ? 13 : 14 - biased;  // subnormals keep fewer bits
+  if (shift > 24) return sign;  // below half of float16's smallest subnormal: +-0
+  let half = significand >>> shift;
+  const rest = significand - (half << shift), midway = 1 << (shift - 1);
+  if (biased >= 1) half = (biased << 10) | (half & 0x3ff);
+  if (rest > midway || (rest === midway && (half & 1))) half += 1;  // may carry into the exponent
+  return sign | half;
+}
+
 /** `values` (numbers, or a typed array) as the bytes of an input of `desc`. */
 function asInput(desc, values) {
+  if (desc.dataType === "float16") {
+    if (values instanceof Uint16Array ||
+        (typeof Float16Array === "function" && values instanceof Float16Array)) return values;
+    return Uint16Array.from(values, float16Bits);  // numbers, or a Float32Array of features
+  }
   if (desc.dataType === "int64") return int64Ids(Array.from(values, Number));
   if (desc.dataType === "int32") return Int32Array.from(values, Number);
   if (desc.dataType === "float32") return Float32Array.from(values);
