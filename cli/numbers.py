@@ -42,11 +42,14 @@ def parse_int(text: str, negative: bool = True) -> int:
     """The integer `text` spells in ASCII digits (with a leading '-' only when `negative`);
     a ValueError saying what is wrong otherwise."""
     digits = text.strip(_BLANKS)
-    if not _INTEGER.fullmatch(digits) or (digits.startswith("-") and not negative):
+    if not _INTEGER.fullmatch(digits):
         kind = "an integer" if negative else "a whole number"
         raise ValueError(f"{quoted(text)} is not {kind} written in ASCII digits 0-9")
+    if digits.startswith("-") and not negative:
+        raise ValueError(f"{quoted(text)} is negative: give 0 or more")
     if len(digits.lstrip("-")) > 19 or abs(int(digits)) > INT64_MAX:
-        raise ValueError(f"{quoted(text)} is too large (at most {INT64_MAX})")
+        raise ValueError(f"{quoted(text)} is out of range (at most {INT64_MAX}, in at most 19 "
+                         f"digits)")
     return int(digits)
 
 
