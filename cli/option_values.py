@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .numbers import parse_int, parse_number, quoted
+
 
 INPUT_FILES = "webnn_converter.input_files"  # ctx.meta key: files the command reads
 
@@ -19,22 +21,28 @@ def parse_dims(ctx, param, values) -> dict:
     for item in values:
         name, sep, value = item.partition("=")
         lo, dots, hi = value.partition("..")
-        parts = value.split(",")
-        if not sep or not name:
-            parts = []
-        if dots and lo.isdigit() and hi.isdigit() and 0 < int(lo) < int(hi):
-            dims[name] = (int(lo), int(hi))
-        elif parts and all(p.strip().isdigit() and (int(p) > 0 or len(parts) == 1)
-                           for p in parts):  # NAME=0: an empty input (a decoder's first past)
-            numbers = sorted({int(p) for p in parts})
-            dims[name] = numbers[0] if len(numbers) == 1 else numbers
-        else:
-            raise click.BadParameter(f"{item!r}: expected NAME=INTEGER (e.g. batch=1; 0 "
-                                     f"empties the inputs it sizes), NAME=V1,V2,... or "
-                                     f"NAME=LO..HI with 0 < LO < HI")
+        try:
+            if not sep or not name:
+                raise ValueError("")
+            if dots:
+                bounds = (parse_int(lo, negative=False), parse_int(hi, negative=False))
+                if not 0 < bounds[0] < bounds[1]:
+                    raise ValueError("")
+                dims[name] = bounds
+            else:
+                parts = value.split(",")
+                numbers = sorted({parse_int(p, negative=False) for p in parts})
+                if numbers[0] == 0 and len(parts) > 1:  # NAME=0 alone: an empty input
+                    raise ValueError("")
+                dims[name] = numbers[0] if len(numbers) == 1 else numbers
+        except ValueError as e:
+            raise click.BadParameter(f"{quoted(item)}: {f'{e}; ' if str(e) else ''}expected "
+                                     f"NAME=INTEGER (e.g. batch=1; 0 empties the inputs it "
+                                     f"sizes), NAME=V1,V2,... or NAME=LO..HI with 0 < LO < HI"
+                                     ) from None
         if not isinstance(dims[name], int) and ctx.command.name not in SEVERAL_DIMS:
-            raise click.BadParameter(f"{item!r}: {ctx.command.name} takes one value of a dim; "
-                                     f"several values or a range apply to convert")
+            raise click.BadParameter(f"{quoted(item)}: {ctx.command.name} takes one value of a "
+                                     f"dim; several values or a range apply to convert")
     return dims
 
 
@@ -42,10 +50,13 @@ def parse_shapes(ctx, param, values) -> dict[str, list[int]]:
     shapes = {}
     for item in values:
         name, sep, value = item.rpartition("=")
-        parts = value.split(",") if value else []
-        if not sep or not name or not parts or not all(p.strip().isdigit() for p in parts):
-            raise click.BadParameter(f"{item!r}: expected NAME=d0,d1,..., e.g. x=1,3,224,224")
-        shapes[name] = [int(p) for p in parts]
+        try:
+            if not sep or not name or not value:
+                raise ValueError("")
+            shapes[name] = [parse_int(p, negative=False) for p in value.split(",")]
+        except ValueError as e:
+            raise click.BadParameter(f"{quoted(item)}: {f'{e}; ' if str(e) else ''}expected "
+                                     f"NAME=d0,d1,..., e.g. x=1,3,224,224") from None
     return shapes
 
 
@@ -58,17 +69,17 @@ def parse_constants(ctx, param, values) -> dict:
     for item in values:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise click.BadParameter(f"{item!r}: expected NAME=VALUE, NAME=V1,V2,... or "
+            raise click.BadParameter(f"{quoted(item)}: expected NAME=VALUE, NAME=V1,V2,... or "
                                      f"NAME=FILE.npy")
         if value.endswith(".npy"):
             ctx.meta.setdefault(INPUT_FILES, []).append(value)  # never to be overwritten
             known[name] = load_npy(value, f"--const {name}")
             continue
-        try:
-            numbers = [float(v) if any(c in v for c in ".eEn") else int(v)
-                       for v in value.split(",")]
-        except ValueError:
-            raise click.BadParameter(f"{item!r}: {value!r} is not a number list") from None
+        try:  # integers stay integers (a shape, an index); nan and inf are values too here
+            numbers = [parse_number(v, finite=False) for v in value.split(",")]
+        except ValueError as e:
+            raise click.BadParameter(f"{quoted(item)}: {e}; expected a number or a list "
+                                     f"V1,V2,...") from None
         known[name] = np.array(numbers[0] if len(numbers) == 1 else numbers)
     return known
 
@@ -90,10 +101,10 @@ def set_size_limit(ctx, param, value):
 def parse_token_ids(ctx, param, value) -> list[int] | None:
     if value is None:
         return None
-    parts = [p.strip() for p in value.split(",")]
-    if not all(p.isdigit() for p in parts):
-        raise click.BadParameter(f"{value!r}: expected token ids, e.g. 1,5,9")
-    return [int(p) for p in parts]
+    try:
+        return [parse_int(p, negative=False) for p in value.split(",")]
+    except ValueError as e:
+        raise click.BadParameter(f"{e}; expected token ids, e.g. 1,5,9") from None
 
 
 def given_inputs(ctx, param, values) -> dict[str, str]:
@@ -102,7 +113,7 @@ def given_inputs(ctx, param, values) -> dict[str, str]:
     for item in values:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
+            raise click.BadParameter(f"{quoted(item)}: expected NAME=FILE.npy")
         out[name] = path
     return out
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import click
 
 from . import option_values as values
+from .numbers import Decimal, Integer
 from .device_options import Runtime, use_server
 
 __all__ = ["VOCABULARY", "Shared", "use",
@@ -120,7 +121,7 @@ VOCABULARY: dict[str, Shared] = {
         f"{DEFAULT_BLOCK_SIZE}, which leaves a weight whose reduction dim it does not divide "
         f"float32); a size given must divide every matmul and gemm weight's reduction dim "
         f"that is not shorter than one block (those stay float32).",
-        dict(type=int, metavar="N")),
+        dict(type=Integer(), metavar="N")),  # the pass says why 0 or -32 is no size
     "accuracy": Shared(
         ("--accuracy",),
         "With --weights: the bounds the compressed graph must meet against the float source, "
@@ -134,7 +135,7 @@ VOCABULARY: dict[str, Shared] = {
         "With --weights: how many seeded inputs (seeds --seed, --seed+1, ...) the accuracy "
         "is measured over (default 16; one when --input/--inputs give every input; "
         "--inputs DIR of sample subfolders gives its own).",
-        dict(type=click.IntRange(min=1), metavar="N")),
+        dict(type=Integer(min=1), metavar="N")),
     "dim": Shared(
         ("--dim", "dims"),
         "Give a symbolic dimension a value (repeatable); 0 empties the inputs it sizes (a "
@@ -183,7 +184,7 @@ VOCABULARY: dict[str, Shared] = {
         "step: its past/present pairs become graph state of one shape (a cache that grows by "
         "Concat, as optimum's do, slides: N-1 past rows, the oldest dropped each step). The "
         "attention mask is [1, N], ones on the filled rows from the left.",
-        dict(type=click.IntRange(min=1), metavar="N")),
+        dict(type=Integer(min=1), metavar="N")),
     "steps": Shared(
         ("--steps",),
         "Step N times, each side carrying its own state: run writes each output stacked, "
@@ -201,7 +202,7 @@ VOCABULARY: dict[str, Shared] = {
         "encoder, the decoder at each past length 0..N-1 (N at most 256; one weights file), "
         "generate() and NAME.html?prompt=IDS (--dim encoder_sequence_length=L: the text "
         "encoder's input length, default 32).",
-        dict(type=click.IntRange(min=1), metavar="N")),
+        dict(type=Integer(min=1), metavar="N")),
     "prompt": Shared(
         ("--prompt",),
         "With --steps on a decoder: the prompt's token ids, e.g. 1,5,9; --steps N then "
@@ -245,11 +246,11 @@ VOCABULARY: dict[str, Shared] = {
         ("--seed",),
         "Seed of the random values of the inputs not given (--input, --inputs); run names "
         "each such input on stderr.",
-        dict(type=int, default=0, show_default=True)),
-    "atol": Shared(("--atol",), "Absolute tolerance override.", dict(type=float)),
-    "rtol": Shared(("--rtol",), "Relative tolerance override.", dict(type=float)),
+        dict(type=Integer(min=0), default=0, show_default=True)),
+    "atol": Shared(("--atol",), "Absolute tolerance override.", dict(type=Decimal(min=0))),
+    "rtol": Shared(("--rtol",), "Relative tolerance override.", dict(type=Decimal(min=0))),
     "ulp": Shared(("--ulp",), "Judge float outputs by this ULP budget instead.",
-                  dict(type=click.IntRange(min=0))),
+                  dict(type=Integer(min=0))),
     "oracle": Shared(
         ("--oracle",),
         "When to judge against the graph evaluated in float64 and the source's own noise: "

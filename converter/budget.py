@@ -15,6 +15,7 @@ allows it.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from contextlib import contextmanager
@@ -75,10 +76,13 @@ def parse_size(text: str | int) -> int:
         if text < 0:
             raise ValueError(f"{text}: a size cannot be negative")
         return text
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    # ASCII digits only ([0-9], not \\d): Python reads '٣' or '３' as 3, which no other tool does.
+    match = re.fullmatch(r"[ \t]*([0-9]{1,20}(?:\.[0-9]{1,20})?)[ \t]*([a-zA-Z]*)[ \t]*",
+                         str(text))
     unit = match and match.group(2).lower()
     if not match or unit not in _UNITS:
-        raise ValueError(f"{text!r} is not a size; write e.g. 512MiB, 2GiB or 1000000")
+        shown = json.dumps(str(text)[:80])  # ASCII, escaped: shows what was written
+        raise ValueError(f"{shown} is not a size; write e.g. 512MiB, 2GiB or 1000000")
     return int(float(match.group(1)) * _UNITS[unit])
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..numbers import Decimal, Integer
 from ..terminal import echo
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -37,12 +38,12 @@ _EVERY_INTERFACE = ("0.0.0.0", "::")
                    "made to trust) instead of the self-signed one; implies --tls.")
 @click.option("--key", "key_file", metavar="FILE",
               help="The key of --cert (PEM, unencrypted, readable by its owner only).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+@click.option("--port", type=Integer(0, 65535), default=8765, show_default=True,
               help="The port (0: any free one; the URL printed says which).")
-@click.option("--max-upload-mb", type=click.IntRange(min=1), default=1024, show_default=True,
+@click.option("--max-upload-mb", type=Integer(min=1), default=1024, show_default=True,
               help="The largest job (a graph's weights and inputs) and the largest result a "
                    "device may send back, in MiB.")
-@click.option("--job-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--job-timeout", type=Decimal(min=1), default=600, show_default=True,
               help="Seconds a device may take over one job.")
 @click.option("--targets-dir", type=click.Path(file_okay=False),
               help="Where each device's opSupportLimits() is saved as a target file, "

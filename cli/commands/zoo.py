@@ -17,22 +17,23 @@ from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS
 from converter.zoo.store import default_results_path
 
+from ..numbers import Decimal, Integer
 from ..options import use
 from ..terminal import echo, echo_json, echo_lines, shortened, shown
 
 
 @click.command("zoo")
 @click.argument("manifest", type=click.Path(dir_okay=False))
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", "-j", type=Integer(min=1), default=1, show_default=True,
               help="How many models run at the same time (one process each; each model's "
                    "runtimes get that share of the cores unless WEBNN_CONVERTER_THREADS "
                    "says otherwise). On devices: how many ort jobs at a time; each device, "
                    "and chromium, runs one at a time.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
+@click.option("--timeout", type=Decimal(min=0, min_open=True), default=600.0,
               show_default=True, help="Seconds a model may take, fetching and hashing its "
                                       "file included; then its process is killed and it is "
                                       "recorded as `timeout`.")
-@click.option("--memory", type=click.IntRange(min=64), default=4096, show_default=True,
+@click.option("--memory", type=Integer(min=64), default=4096, show_default=True,
               metavar="MB", help="Address-space limit of each model's process, in MB.")
 @use("target", "runtime", repeat=True)
 @click.option("--report", "reports", multiple=True, type=click.Path(dir_okay=False),
@@ -53,7 +54,7 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
                    "runs: every model whose status changed, or whose worst error grew more "
                    "than --error-growth times, counts as regressed (both values shown). "
                    "Without it nothing is 'regressed'.")
-@click.option("--error-growth", type=click.FloatRange(min=1, min_open=True),
+@click.option("--error-growth", type=Decimal(min=1, min_open=True),
               default=DEFAULT_GROWTH, show_default=True, metavar="FACTOR",
               help="With --baseline: how many times a model's worst max abs error may grow.")
 @click.option("--only", "only", multiple=True, metavar="ID",

@@ -212,9 +212,15 @@ def _checked_url(url: str) -> tuple[str, str | None]:
     parts = urlsplit(url)
     token = parts.path.strip("/")
     pin = parts.fragment or None
+    try:  # urlsplit refuses a port not in ASCII digits ('٨٠', '8_0') only when asked for it
+        port_ok = parts.netloc.isascii() and (parts.port is None or parts.port > 0)
+    except ValueError:
+        port_ok = False
     if parts.scheme not in ("http", "https") or not parts.hostname or "/" in token \
+            or not port_ok \
             or (pin is not None and (parts.scheme != "https" or not pin.startswith("sha256="))):
-        raise ConverterError(f"{url[:200]!r} is not a device server's URL", where="--server",
+        raise ConverterError(f"{json.dumps(url[:200])} is not a device server's URL",
+                             where="--server",
                              fix="give the URL `webnn-convert serve` printed (http[s]://HOST:"
                                  "PORT/TOKEN/, an https one optionally followed by "
                                  "#sha256=FINGERPRINT)")

@@ -7,6 +7,8 @@ Under it:
 
     /TOKEN/                 the device page (static: nothing a model or device says is in it)
     /TOKEN/device.js        the page's script
+    /TOKEN/base64.js        the encoder it imports (converter/emit/base64.js, shared with the
+                            chromium runtime's page)
     /TOKEN/ws?name=NAME     a device's connection: it registers, then takes jobs
     /TOKEN/api/devices      the connected devices, as JSON
     /TOKEN/api/limits/NAME/TYPE  that device's opSupportLimits() for that deviceType (probe)
@@ -41,6 +43,9 @@ from .registry import Device, Registry, check_registration
 __all__ = ["DeviceServer", "page_url"]
 
 _PAGE = Path(__file__).with_name("page")
+# The base64 encoder device.js imports, shared with the chromium runtime's page (a path, not an
+# import: the emitters are not needed to serve it).
+_BASE64 = Path(__file__).parents[1] / "emit" / "base64.js"
 _JOB_FILE = re.compile(r"model\.js|model\.weights|model\.manifest\.json|in[0-9]{1,5}\.bin")
 _HEADERS = {
     # The page runs its own script and the module it is sent, both from this server.
@@ -77,6 +82,7 @@ class DeviceServer:
         self.app.on_response_prepare.append(self._headers)
         self.app.add_routes([
             web.get("/{token}/", self._page), web.get("/{token}/device.js", self._script),
+            web.get("/{token}/base64.js", self._base64),
             web.get("/{token}/ws", self._connection),
             web.get("/{token}/api/devices", self._devices),
             web.get("/{token}/api/limits/{name}/{kind}", self._limits),
@@ -127,6 +133,10 @@ class DeviceServer:
 
     async def _script(self, request: web.Request) -> web.Response:
         return web.FileResponse(_PAGE / "device.js",
+                                headers={"Content-Type": "text/javascript; charset=utf-8"})
+
+    async def _base64(self, request: web.Request) -> web.Response:
+        return web.FileResponse(_BASE64,
                                 headers={"Content-Type": "text/javascript; charset=utf-8"})
 
     async def _devices(self, request: web.Request) -> web.Response:

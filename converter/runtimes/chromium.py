@@ -48,6 +48,8 @@ __all__ = ["run_chromium", "run_chromium_many", "run_module", "op_support_limits
 # Sandboxed or not is chromium_sandbox.launch's choice (--no-sandbox only where it must).
 LAUNCH_ARGS = ("--disable-gpu", "--enable-features=WebMachineLearningNeuralNetwork")
 _RUNNER = Path(__file__).with_name("chromium_runner.js")
+# The base64 encoder the runner imports, shared with the device page (a path, not an import).
+_BASE64 = Path(__file__).parents[1] / "emit" / "base64.js"
 # A graph that neither finishes nor fails in this time is reported as hung.
 _CASE_TIMEOUT_MS = 300_000
 _LABEL = re.compile(r"\[([^\[\]]+)\]")
@@ -351,6 +353,7 @@ class _Session:
             '<!doctype html><meta charset="utf-8"><title>webnn runner</title>'
             '<script type="module" src="runner.js"></script>')
         shutil.copy2(_RUNNER, self.root / "runner.js")
+        shutil.copy2(_BASE64, self.root / "base64.js")
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True

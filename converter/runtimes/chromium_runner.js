@@ -1,15 +1,7 @@
 // The page the chromium runtime drives: runs emitted modules on inputs fetched from the same
 // loopback server and hands the outputs back as base64. One call runs a batch of cases.
 
-function base64(buffer) {
-  const bytes = new Uint8Array(buffer);
-  let text = "";
-  const CHUNK = 0x8000;  // String.fromCharCode takes its arguments on the stack
-  for (let i = 0; i < bytes.length; i += CHUNK) {
-    text += String.fromCharCode(...bytes.subarray(i, i + CHUNK));
-  }
-  return btoa(text);
-}
+import {base64} from "./base64.js";  // converter/emit/base64.js, copied beside this file
 
 async function fetchBytes(url) {
   const response = await fetch(url);

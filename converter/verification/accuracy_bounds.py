@@ -13,6 +13,7 @@ import math
 import re
 from typing import Mapping
 
+from ..emit.escape import js_string
 from ..errors import ConverterError
 
 __all__ = ["METRICS", "DEFAULT_ACCURACY", "parse_accuracy", "bounds_for", "bound_text"]
@@ -45,7 +46,10 @@ DEFAULT_ACCURACY: dict[str, str] = {
     "int4": "cosine>=0.98",
 }
 
-_BOUND = re.compile(r"\s*([A-Za-z0-9_]+)\s*(>=|<=|>|<|==|=)?\s*(.*?)\s*")
+# Spaces and tabs only around the parts (not \s, which takes any Unicode space) and ASCII
+# digits only in the number, as every number the command line reads (cli/numbers.py).
+_BOUND = re.compile(r"[ \t]*([A-Za-z0-9_]+)[ \t]*(>=|<=|>|<|==|=)?[ \t]*(.*?)[ \t]*")
+_NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _FIX = ("give METRIC>=NUMBER or METRIC<=NUMBER, comma-separated, e.g. "
         "'cosine>=0.999,top1>=0.99'; metrics: " +
         ", ".join(f"{m}{op}" for m, op in METRICS.items()))
@@ -61,23 +65,21 @@ def parse_accuracy(text: str, where: str = "--accuracy") -> dict[str, tuple[str,
     for item in text.split(","):
         match = _BOUND.fullmatch(item)
         metric, op, number = match.groups() if match else (None, None, None)
-        shown = "".join(c if c.isprintable() else "?" for c in item.strip()[:60])
+        shown = js_string(item.strip(" \t")[:60])  # escaped: '１' shows as \uff11
         if not metric:
-            raise ConverterError(f"malformed accuracy bound '{shown}'" if shown else
+            raise ConverterError(f"malformed accuracy bound {shown}" if item.strip(" \t") else
                                  "empty accuracy bound (two commas, or one at an end)",
                                  where=where, fix=_FIX)
         if metric not in METRICS:
             raise ConverterError(f"unknown accuracy metric '{metric[:40]}'", where=where,
                                  fix=_FIX)
         if op != METRICS[metric]:
-            raise ConverterError(f"'{shown}': {metric} takes a bound {METRICS[metric]} NUMBER",
+            raise ConverterError(f"{shown}: {metric} takes a bound {METRICS[metric]} NUMBER",
                                  where=where, fix=_FIX)
-        try:
-            value = float(number)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or not re.fullmatch(r"[0-9.eE+-]+", number or ""):
-            raise ConverterError(f"'{shown}': the bound must be a finite number", where=where,
+        written = _NUMBER.fullmatch(number or "")
+        value = float(number) if written else math.nan
+        if not math.isfinite(value):
+            raise ConverterError(f"{shown}: the bound must be a finite number", where=where,
                                  fix=_FIX)
         if metric in bounds:
             raise ConverterError(f"accuracy metric '{metric}' bounded twice", where=where,

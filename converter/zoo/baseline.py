@@ -30,6 +30,8 @@ __all__ = ["Baseline", "load_baseline", "compare", "worst_error", "worst_parity"
            "DEFAULT_GROWTH", "ERROR_FLOOR"]
 
 DEFAULT_GROWTH = 10.0
+# How a run writes a non-finite max abs error (JSON has no inf or nan): str(float(...)).
+NON_FINITE = ("inf", "-inf", "nan")
 ERROR_FLOOR = 1e-7
 
 
@@ -116,6 +118,11 @@ def _check_result(result: Any, where: str, fix: str) -> None:
                                                                          type(None)))
                     for o in outputs):
                 raise bad("a runtime's `outputs` is not a list of outputs with `maxAbs`")
+            # A run writes a non-finite error as one of these strings (job._num); float() would
+            # read '１e-9' or '1_0' too, a small error the run never measured.
+            if any(isinstance(o["maxAbs"], str) and o["maxAbs"] not in NON_FINITE
+                   for o in outputs):
+                raise bad("a `maxAbs` string other than " + ", ".join(NON_FINITE))
 
 
 def worst_error(result: dict) -> float | None:
@@ -126,11 +133,8 @@ def worst_error(result: dict) -> float | None:
     value = out["maxAbs"]
     if isinstance(value, (int, float)):
         return float(value)
-    try:  # non-finite values are written as strings ("inf", "nan")
-        value = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return math.inf if math.isnan(value) else value
+    # non-finite values are written as strings: NON_FINITE ("nan" counts as worst)
+    return -math.inf if value == "-inf" else math.inf
 
 
 def compare(models: list[dict], baseline: dict[str, dict], growth: float = DEFAULT_GROWTH

@@ -86,8 +86,8 @@ def test_listens_on_loopback_only(served):
     assert listening(port) == ["0100007F"]  # 127.0.0.1, and nothing else
 
 
-@pytest.mark.parametrize("path", ["", "api/devices", "device.js", "ws", "jobs/1/model.js",
-                                  "../api/devices"])
+@pytest.mark.parametrize("path", ["", "api/devices", "device.js", "base64.js", "ws",
+                                  "jobs/1/model.js", "../api/devices"])
 @pytest.mark.parametrize("token", ["", "wrong", "SAME_LENGTH", "upper"])
 def test_every_url_needs_the_token(served, path, token):
     real = served.url.rsplit("/", 2)[1]
@@ -111,6 +111,21 @@ def test_the_page_is_static_and_runs_only_its_own_script(served):
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert "unsafe" not in policy
     assert '<script type="module" src="device.js"></script>' in page and page.count("<script") == 1
+
+
+def test_the_page_and_the_chromium_runner_share_one_base64_encoder(served):
+    """converter/emit/base64.js is the one source: the device page's script and the chromium
+    runtime's runner import it (the browser tests run both), and the server serves it under
+    the token with the page's policy."""
+    shared = ROOT / "converter" / "emit" / "base64.js"
+    with _DIRECT.open(served.url + "base64.js", timeout=60) as response:
+        assert response.read() == shared.read_bytes()
+        assert response.headers["Content-Type"].startswith("text/javascript")
+        assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    for script in (ROOT / "converter" / "devices" / "page" / "device.js",
+                   ROOT / "converter" / "runtimes" / "chromium_runner.js"):
+        text = script.read_text()
+        assert 'import {base64} from "./base64.js";' in text and "function base64" not in text
 
 
 def test_an_upload_over_the_bound_is_refused(use_it):

@@ -240,8 +240,15 @@ def test_an_https_server_without_a_recorded_pin_is_refused(use_it):
                                              "digits)"),
     ("https://127.0.0.1:1/TOKEN/#md5=" + "a" * 32, "is not a device server's URL"),
     ("https://127.0.0.1:1/TOKEN/#" + "a" * 64, "is not a device server's URL"),
-    ("http://127.0.0.1:1/TOKEN/#sha256=" + "a" * 64, "is not a device server's URL")])
-def test_a_bad_pin_in_the_url_gets_one_line(url, says):
+    ("http://127.0.0.1:1/TOKEN/#sha256=" + "a" * 64, "is not a device server's URL"),
+    # a port or host not in ASCII: one line showing it escaped, not an internal error
+    ("http://127.0.0.1:\u0668\u0660/TOKEN/", '"http://127.0.0.1:\\u0668\\u0660/'),
+    ("http://127.0.0.1:\uff18\uff10/TOKEN/", "is not a device server's URL"),
+    ("http://127.0.0.1:8_0/TOKEN/", "is not a device server's URL"),
+    ("http://127.0.0.1:+80/TOKEN/", "is not a device server's URL"),
+    ("http://127.0.0.1:0/TOKEN/", "is not a device server's URL"),
+    ("http://127.0.0.\u0661:80/TOKEN/", "is not a device server's URL")])
+def test_a_bad_pin_or_port_in_the_url_gets_one_line(url, says):
     line = _one_line(_cli("verify", TINY, "--runtime", "device",
                           "--server", url.replace("TOKEN", "t" * 22)))
     assert says in line

@@ -56,6 +56,20 @@ def test_a_bad_baseline_is_one_clear_error(tmp_path):
         compare([], {}, growth=1.0)
 
 
+@pytest.mark.parametrize("max_abs", ["\uff11e-9", "1_0", "\u0663", "0", "Infinity", "1e-9"])
+def test_a_baseline_error_written_as_other_text_is_refused(tmp_path, max_abs):
+    """A run writes only inf, -inf and nan as strings: float() would read '１e-9' (fullwidth)
+    or '1_0' as an error the run never measured, moving every growth judged against it."""
+    bad = tmp_path / "old.jsonl"
+    bad.write_text(json.dumps({"result": _result("a", "verified", max_abs)}) + "\n")
+    with pytest.raises(ConverterError, match="old.jsonl:1: not a zoo result: a `maxAbs` string "
+                                             "other than inf, -inf, nan"):
+        load_baseline(bad)
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"result": _result("a", "verified", "nan", 1e-3)}) + "\n")
+    assert worst_error(load_baseline(good).results["a"]) == float("inf")
+
+
 def test_cli_baseline_names_what_changed(synthetic, tmp_path):
     manifest = synthetic(["add", "conv_relu", "matmul_softmax"])
     results = tmp_path / "results.jsonl"

@@ -1,8 +1,11 @@
 // The device page's script: registers this browser with the server that served it (user
 // agent, platform, each deviceType's opSupportLimits()), then runs the jobs it is sent. A job
 // names a module under this server's /TOKEN/jobs/ID/, which the server emitted itself; any
-// other URL is refused here too, and the page's Content-Security-Policy allows no other
-// script. Everything shown is set as text, never as HTML.
+// other URL is refused here too, and the page's Content-Security-Policy allows no script but
+// this server's (this one, the encoder it imports, the jobs' modules). Everything shown is set
+// as text, never as HTML.
+
+import {base64} from "./base64.js";  // converter/emit/base64.js, served at /TOKEN/base64.js
 
 const token = location.pathname.split("/")[1];
 const jobPath = new RegExp(`^/${token}/jobs/[0-9]+/(model\\.js|in[0-9]+\\.bin)$`);
@@ -16,16 +19,6 @@ function log(text) {
   const list = document.getElementById("log");
   list.prepend(item);
   while (list.children.length > 50) list.lastChild.remove();
-}
-
-function base64(buffer) {
-  const bytes = new Uint8Array(buffer);
-  let text = "";
-  const CHUNK = 0x8000;  // String.fromCharCode takes its arguments on the stack
-  for (let i = 0; i < bytes.length; i += CHUNK) {
-    text += String.fromCharCode(...bytes.subarray(i, i + CHUNK));
-  }
-  return btoa(text);
 }
 
 function described(e) { return {name: e?.name ?? "Error", message: e?.message ?? String(e)}; }
