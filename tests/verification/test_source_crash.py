@@ -139,6 +139,9 @@ def test_verify_steps_on_a_decoder_that_crashes_ort_is_one_line(monkeypatch, sou
     outside the guard takes this test's process down."""
     import onnxruntime
 
+    # a model a child has run to the end is trusted for the process (crash_guard._TRUSTED):
+    # a test earlier in this worker may have run these files, so start with none trusted
+    monkeypatch.setattr(crash_guard, "_TRUSTED", set())
     real = onnxruntime.InferenceSession
 
     def crashes_on_the_source(model, *args, **kwargs):
