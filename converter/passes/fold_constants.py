@@ -10,7 +10,12 @@ Each value is computed by running the one-operation graph through the executor
 When an operation is kept:
   * dequantizeLinear of more than 4,096 elements (the importer's threshold): folding it would
     store float weights in place of quantized ones, undoing the model's quantization; so
-    nothing downstream of it folds either.
+    nothing downstream of it folds either. Under a target, a dequantizeLinear of 4-bit weights
+    is kept whatever its size when the quantized_weights pass keeps them 4-bit or re-bases
+    them exactly to the other 4-bit type (uint4 -> int4 for chromium-litert): folding would
+    store float32 at eight times their bytes (a q4 model's small matmuls). Without a target,
+    with --dequantize, or where that pass would widen them to 8 bits or dequantize them, the
+    size rule alone decides.
   * When folding would grow the stored weights too much. A folded value is stored in the weights
     file, and the input constants that only this operation read are freed. So the net growth is
     the stored bytes of the results minus the stored bytes freed. A uniform result is stored as
@@ -104,8 +109,9 @@ def _needed(op: Operation) -> list[Operand]:
 
 
 class _Folder:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, ctx: PassContext):
         self.graph = graph
+        self.ctx = ctx
         weights = sum(stored_bytes(c.constant) for c in graph.constants.values())
         self.budget = max(GROWTH_TOTAL_MIN, int(GROWTH_TOTAL_FRACTION * weights))
         self.grown = 0
@@ -120,7 +126,7 @@ class _Folder:
             return  # not constant-only, or dead (cleanup removes it)
         if op.op_type == "identity":
             return  # cleanup bypasses identities; folding one would copy its constant
-        if op.op_type == "dequantizeLinear" and op.inputs[0].size > QUANTIZED_KEEP_ELEMENTS:
+        if op.op_type == "dequantizeLinear" and self._stays_quantized(op):
             self.counts["kept_quantized"] += 1
             self.kept["quantized"].append(op.name)
             return
@@ -157,6 +163,21 @@ class _Folder:
         self._replace(op, data)
         self.counts["folded"] += 1
 
+    def _stays_quantized(self, op: Operation) -> bool:
+        """This constant-only dequantizeLinear is kept so its weights stay quantized (see the
+        module docstring)."""
+        weights = op.inputs[0]
+        if weights.size > QUANTIZED_KEEP_ELEMENTS:
+            return True
+        if self.ctx.target is None or dtypes.info(weights.data_type).bits != 4:
+            return False
+        from .quantized_weights import decide  # it folds through this module's evaluate
+
+        decision = decide(op, self.ctx.target, self.ctx.dequantize)
+        # widened to 8 bits, they would be folded by size by the pipeline's second folding
+        return decision.action in ("keep", "re-encode") and \
+            dtypes.info(decision.new_type).bits == 4
+
     def _keep_for_growth(self, op: Operation, growth: int) -> None:
         self.counts["kept_growth"] += 1
         self.kept["growth"].append(f"{op.op_type} '{op.name}' (+{growth} bytes)")
@@ -185,8 +206,9 @@ class _Folder:
     def notes(self) -> list[str]:
         notes = []
         if self.kept["quantized"]:
-            notes.append(f"kept {len(self.kept['quantized'])} dequantizeLinear of more than "
-                         f"{QUANTIZED_KEEP_ELEMENTS} elements so the weights stay quantized: "
+            notes.append(f"kept {len(self.kept['quantized'])} dequantizeLinear (of more than "
+                         f"{QUANTIZED_KEEP_ELEMENTS} elements, or of 4-bit weights the target "
+                         f"reads) so the weights stay quantized: "
                          f"{', '.join(self.kept['quantized'][:5])}")
         if self.kept["growth"]:
             notes.append(f"kept {len(self.kept['growth'])} constant-only op(s) whose folding "
@@ -204,7 +226,7 @@ class _Folder:
 
 @graph_pass("fold_constants")
 def fold_constants(graph: Graph, ctx: PassContext) -> PassResult:
-    folder = _Folder(graph)
+    folder = _Folder(graph, ctx)
     for op in list(graph.operations):
         folder.visit(op)
     folder.counts["weights_bytes_after"] = sum(stored_bytes(c.constant)

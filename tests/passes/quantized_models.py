@@ -41,23 +41,25 @@ def nbits_weights(rng, k: int, n: int, name: str, zero_points: bool, bits: int =
     return inits
 
 
-def decoder_block(seed: int = 0, bits: int = 4) -> tuple[onnx.ModelProto, dict]:
-    """y = x + down(silu(up(x))): up is MatMulNBits [K=64 -> N=128] with zero points, down
-    [K=128 -> N=64] with the default zero point (2^(bits-1)); block 16."""
+def decoder_block(seed: int = 0, bits: int = 4, hidden: int = HIDDEN,
+                  inner: int = INNER) -> tuple[onnx.ModelProto, dict]:
+    """y = x + down(silu(up(x))): up is MatMulNBits [K=hidden -> N=inner] with zero points,
+    down [K=inner -> N=hidden] with the default zero point (2^(bits-1)); block 16. Smaller
+    sizes than the defaults give weights fold_constants would fold by size alone."""
     rng = np.random.default_rng(seed)
-    inits = {**nbits_weights(rng, HIDDEN, INNER, "up", True, bits),
-             **nbits_weights(rng, INNER, HIDDEN, "down", False, bits)}
+    inits = {**nbits_weights(rng, hidden, inner, "up", True, bits),
+             **nbits_weights(rng, inner, hidden, "down", False, bits)}
     attrs = dict(domain="com.microsoft", bits=bits, block_size=BLOCK)
     nodes = [
         helper.make_node("MatMulNBits", ["x", "up_B", "up_s", "up_z"], ["h"], name="up",
-                         K=HIDDEN, N=INNER, **attrs),
+                         K=hidden, N=inner, **attrs),
         helper.make_node("Sigmoid", ["h"], ["gate"], name="gate"),
         helper.make_node("Mul", ["h", "gate"], ["act"], name="silu"),
         helper.make_node("MatMulNBits", ["act", "down_B", "down_s"], ["d"], name="down",
-                         K=INNER, N=HIDDEN, **attrs),
+                         K=inner, N=hidden, **attrs),
         helper.make_node("Add", ["x", "d"], ["y"], name="residual"),
     ]
-    x = rng.standard_normal((1, 4, HIDDEN)).astype(np.float32)
+    x = rng.standard_normal((1, 4, hidden)).astype(np.float32)
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)], inits)
     return model, {"x": x}
