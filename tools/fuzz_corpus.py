@@ -11,9 +11,9 @@ The constructions of tools/fuzz_surfaces.py attack what lies beside the importer
 files near the model, the files a command writes, the terminal, reports, sizes, leftovers); those
 of tools/fuzz_tls.py serve's --cert/--key files, and of tools/fuzz_weights.py --accuracy,
 --block-size and weight values under --weights int8|int4, and of tools/fuzz_numbers.py every
-numeric option, a zoo baseline's errors, zoo --compute and a TFLite LSTM's activation code. Such a case may name its own commands
-(serve's take no entry file), whether only a refusal is safe, a judge of its outcome, and a
-timeout of its own.
+numeric option, a zoo baseline's errors, zoo --compute and a TFLite LSTM's activation code.
+Such a case may name its own commands (serve's take no entry file), whether only a refusal is
+safe, a judge of its outcome, and a timeout of its own.
 
 The canary holds TOKEN after a WGWT header, so a weights file or external-data reference that
 reached it would copy TOKEN into an output, where tools/fuzz.py looks for it.

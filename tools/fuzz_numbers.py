@@ -19,7 +19,9 @@ TFLite LSTM's fused activation code.
                  C 1..5 exit 0 (passes against LiteRT); 0 (LiteRT's kernel does not apply NONE as
                  the schema says) and C >= 6 exit 2 with one error line.
 The CI sample (NUMBERS) holds one value per option, a few baselines, the compute values and
-nine activation codes; `python tools/fuzz_numbers.py --per-option N` runs a wider sweep.
+nine activation codes; `python tools/fuzz_numbers.py [--per-option 5] [--baselines 20]
+[--codes 20] [--seed 0]` runs a wider sweep alone (other arguments go to tools/fuzz.py: --jobs,
+--out, --spawn).
 """
 from __future__ import annotations
 
@@ -114,7 +116,8 @@ def number_options(every_command: bool = True) -> list[tuple[str, str, str, type
     from cli.commands import COMMANDS, load_command
     from cli.option_table import commands_using
     from cli.options import VOCABULARY
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # TEXT_NUMBERS is kept whole by that test's own check
+        sys.path.insert(0, str(ROOT))
     from tests.cli.test_ascii_numbers import TEXT_NUMBERS
 
     found = []
