@@ -21,7 +21,8 @@ import click
 
 from converter.emit.escape import js_string
 
-__all__ = ["Integer", "Decimal", "parse_int", "parse_float", "parse_number", "quoted", "INT64_MAX"]
+__all__ = ["Integer", "Decimal", "Choice", "parse_int", "parse_float", "parse_number", "quoted",
+           "INT64_MAX"]
 
 _BLANKS = " \t"
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -107,3 +108,13 @@ class Decimal(click.FloatRange):
         elif isinstance(value, float) and not math.isfinite(value):
             self.fail(f"{value} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class Choice(click.Choice):
+    """click.Choice whose refusal shows the value escaped: click repeats it with repr(), which
+    keeps printable non-ASCII as is, so 'ｆｌｏａｔ１６' (fullwidth) would read on a terminal as
+    the float16 it was refused for being."""
+
+    def get_invalid_choice_message(self, value, ctx) -> str:
+        choices = ", ".join(quoted(c) for c in self.choices)
+        return f"{quoted(value)} is not one of {choices}"

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import click
 
 from . import option_values as values
-from .numbers import Decimal, Integer
+from .numbers import Choice, Decimal, Integer
 from .device_options import Runtime, use_server
 
 __all__ = ["VOCABULARY", "Shared", "use",
@@ -79,7 +79,7 @@ VOCABULARY: dict[str, Shared] = {
         "With --target: the layout of 4-D graph inputs and outputs (default: the source's). "
         "The graph file records which it transposed, so verification feeds each side in its "
         "own layout (--input files are in the source model's layout).",
-        dict(type=click.Choice(["nchw", "nhwc"]))),
+        dict(type=Choice(["nchw", "nhwc"]))),
     "dequantize": Shared(
         ("--dequantize",),
         "With --target: store quantized weights as float (each dequantizeLinear's result "
@@ -101,7 +101,7 @@ VOCABULARY: dict[str, Shared] = {
         "verify (and convert --verify) then also measures the compressed graph against the float source: weights size "
         "before and after, errors, cosine and top-1/top-5 over --samples inputs, judged by "
         "--accuracy; zoo does so for every model of the run.",
-        dict(type=click.Choice(WEIGHT_TYPES), default="float32", show_default=True)),
+        dict(type=Choice(WEIGHT_TYPES), default="float32", show_default=True)),
     "compute": Shared(
         ("--compute",),
         "The float type the graph computes in: float16 computes each op in float16 where the "
@@ -114,7 +114,7 @@ VOCABULARY: dict[str, Shared] = {
         "float16 by the float16 bounds (zoo so verifies every model of the run). Refused for a "
         "target that takes no float16 and for a "
         ".tflite output (TFLite computes float16 ops in float32).",
-        dict(type=click.Choice(COMPUTE_TYPES), default="float32", show_default=True)),
+        dict(type=Choice(COMPUTE_TYPES), default="float32", show_default=True)),
     "block_size": Shared(
         ("--block-size",),
         f"With --weights int4: the values per scale along each weight's reduction dim (default "
@@ -255,7 +255,7 @@ VOCABULARY: dict[str, Shared] = {
         ("--oracle",),
         "When to judge against the graph evaluated in float64 and the source's own noise: "
         "auto = for outputs outside the budget of the source's run.",
-        dict(type=click.Choice(["auto", "always", "never"]), default="auto",
+        dict(type=Choice(["auto", "always", "never"]), default="auto",
              show_default=True)),
     "bisect": Shared(
         ("--bisect", "do_bisect"),

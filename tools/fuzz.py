@@ -1,13 +1,15 @@
 """Fuzz the CLI with hostile and damaged model files (issue 10).
 
     python tools/fuzz.py [--seed 0] [--count 200] [--jobs 2] [--out DIR] [--spawn] [--only GLOB]
+                         [--no-mutations]
 
 Writes the corpus of tools/fuzz_corpus.py (deterministic for a seed) and runs every command on
 every case: `validate`, `inspect`, `check`, and `convert -o` to .webnn, .js, .onnx and .tflite.
 Each run is its own process, with a 30 s timeout (then its process group is killed) and a data
 limit of 1 GiB (RLIMIT_DATA). By default a run is a fork of this process, which has imported the
 converter already (a run then costs tens of milliseconds, not a second of imports); `--spawn`
-execs a fresh `python -m cli.main` instead, exactly what a user runs.
+execs a fresh `python -m cli.main` instead, exactly what a user runs (but for a run whose
+arguments hold a NUL, which no exec passes: it calls main(argv) even then).
 
 A run fails, by kind, when:
   internal   its output has "internal error" or a Python traceback;
@@ -142,7 +144,8 @@ def _child(argv: list[str], out: Path, cwd: Path, spawn: bool) -> None:
         os.environ.update(TMPDIR=str(out / "tmp"), WEBNN_CONVERTER_CACHE=str(out / "cache"),
                           PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
         tempfile.tempdir = None  # the parent may have cached its own
-        if spawn:
+        # No exec passes a NUL in an argument (a fuzz_numbers case holds one): main(argv) does.
+        if spawn and not any("\0" in a for a in argv):
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             os.execve(sys.executable, [sys.executable, "-m", "cli.main", *argv], env)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -255,8 +258,8 @@ def _imports_cleanly(module: Path) -> str | None:
 
 
 def fuzz(out: Path, seed: int, count: int, jobs: int, spawn: bool,
-         log=print, only: str | None = None) -> list[Run]:
-    cases = make_corpus(out / "corpus", seed, count, only)
+         log=print, only: str | None = None, mutations: bool = True) -> list[Run]:
+    cases = make_corpus(out / "corpus", seed, count, only, mutations)
     # Imported now, once, so that every forked run starts with them (and runs in milliseconds).
     import cli.main  # noqa: F401
     import converter.emit.javascript  # noqa: F401
@@ -346,13 +349,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", metavar="GLOB",
                         help="only the constructions whose kind matches, e.g. 'tls-*' (the "
                              "mutated real files still fill every other slot)")
+    parser.add_argument("--no-mutations", dest="mutations", action="store_false",
+                        help="the constructions alone, no mutated real files between them")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = Path(tempfile.mkdtemp(prefix="webnn-fuzz-"))
     elif args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty")
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = fuzz(args.out, args.seed, args.count, args.jobs, args.spawn, only=args.only)
+    runs = fuzz(args.out, args.seed, args.count, args.jobs, args.spawn, only=args.only,
+                mutations=args.mutations)
     counts = summary(runs)
     print(table(counts, runs))
     print(f"runs: {args.out / 'runs.jsonl'}")

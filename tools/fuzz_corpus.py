@@ -10,9 +10,10 @@ bit flips and overwritten byte runs of real files (tiny_cnn from models/ as .onn
 The constructions of tools/fuzz_surfaces.py attack what lies beside the importers (zoo manifests,
 files near the model, the files a command writes, the terminal, reports, sizes, leftovers); those
 of tools/fuzz_tls.py serve's --cert/--key files, and of tools/fuzz_weights.py --accuracy,
---block-size and weight values under --weights int8|int4. Such a case may name its own commands
-(serve's take no entry file), whether only a refusal is safe, a judge of its outcome, and a
-timeout of its own.
+--block-size and weight values under --weights int8|int4, and of tools/fuzz_numbers.py every
+numeric option, a zoo baseline's errors, zoo --compute and a TFLite LSTM's activation code.
+Such a case may name its own commands (serve's take no entry file), whether only a refusal is
+safe, a judge of its outcome, and a timeout of its own.
 
 The canary holds TOKEN after a WGWT header, so a weights file or external-data reference that
 reached it would copy TOKEN into an output, where tools/fuzz.py looks for it.
@@ -31,6 +32,7 @@ from typing import Callable
 from fuzz_surfaces import SURFACES, Made
 from fuzz_surfaces import external_tensor as _external
 from fuzz_tls import TLS
+from fuzz_numbers import NUMBERS
 from fuzz_weights import WEIGHTS
 
 import numpy as np
@@ -403,6 +405,7 @@ HOSTILE: list[tuple[str, Callable[[Path, Path], Path | Made]]] = [
     *SURFACES,  # issue 26: manifests, files near the model, outputs, terminal, reports, sizes
     *TLS,  # serve --cert/--key
     *WEIGHTS,  # --accuracy, --block-size, hostile weight values for --weights int8|int4
+    *NUMBERS,  # numeric options, a baseline's maxAbs, zoo --compute, an LSTM's activation code
 ]
 
 
@@ -426,9 +429,11 @@ def _mutate(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     return f"overwrite@{at}", bytes(buf)
 
 
-def make_corpus(root: Path, seed: int, count: int, only: str | None = None) -> list[Case]:
+def make_corpus(root: Path, seed: int, count: int, only: str | None = None,
+                mutations: bool = True) -> list[Case]:
     """Write `count` cases under `root` (which must not exist); the same for the same seed.
-    `only` (a glob) keeps the constructions whose kind it matches."""
+    `only` (a glob) keeps the constructions whose kind it matches; without `mutations` every
+    case is a construction (at most as many as there are)."""
     root.mkdir(parents=True)
     (root / "canary.bin").write_bytes(CANARY)
     (root / "outside").mkdir()  # also the runs' working directory
@@ -441,7 +446,9 @@ def make_corpus(root: Path, seed: int, count: int, only: str | None = None) -> l
     hostile = iter([(k, m) for k, m in HOSTILE if only is None or fnmatch.fnmatchcase(k, only)])
     kinds = sorted(seeds)
     for index in range(count):
-        item = next(hostile, None) if index % 2 == 0 else None
+        item = next(hostile, None) if index % 2 == 0 or not mutations else None
+        if item is None and not mutations:
+            break
         if item is not None:
             kind, make = item
             folder = root / f"{index:04d}-{kind}"

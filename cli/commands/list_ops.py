@@ -7,6 +7,7 @@ import click
 from converter.catalogue.webnn_ops import catalogue
 from converter.catalogue.source_ops import SOURCES, source_op, source_ops
 
+from ..numbers import Choice
 from ..options import use
 from ..terminal import echo, echo_json
 
@@ -19,7 +20,7 @@ def _ranks(r: dict) -> str:
 @click.command("ops")
 @click.argument("op", required=False)
 @use("json")
-@click.option("--source", type=click.Choice(SOURCES), default=None,
+@click.option("--source", type=Choice(SOURCES), default=None,
               help="List the source ops this importer knows instead, and what each becomes.")
 def command(op: str | None, as_json: bool, source: str | None) -> None:
     """List every WebNN op the converter knows: its operands' data types and ranks.

@@ -17,7 +17,7 @@ from converter.zoo.report_json import format_number
 from converter.zoo.runner import EXECUTORS
 from converter.zoo.store import default_results_path
 
-from ..numbers import Decimal, Integer
+from ..numbers import Choice, Decimal, Integer
 from ..options import use
 from ..terminal import echo, echo_json, echo_lines, shortened, shown
 
@@ -59,7 +59,7 @@ from ..terminal import echo, echo_json, echo_lines, shortened, shown
               help="With --baseline: how many times a model's worst max abs error may grow.")
 @click.option("--only", "only", multiple=True, metavar="ID",
               help="Run only this model (repeatable).")
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+@click.option("--executor", type=Choice(EXECUTORS), default="local", show_default=True,
               help="Run the jobs here, or on a Ray cluster (`pip install "
                    "'webnn-converter[ray]'`).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the cluster to join "

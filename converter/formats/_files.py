@@ -125,8 +125,9 @@ def read_text(path: Path, what: str, fix: str | None = None,
 def parse_json(text: str, where: str, what: str, *, nesting: bool = True) -> Any:
     """Strict JSON: a syntax error gives its line and column, a member given twice in one
     object is an error (json keeps the last one silently), NaN/Infinity literals are refused,
-    and so are strings holding a lone surrogate and (with `nesting`, else the caller checks
-    it with `check_nesting`) arrays and objects nested deeper than MAX_NESTING."""
+    and so are integers longer than Python's int() reads (4300 digits), strings holding a lone
+    surrogate and (with `nesting`, else the caller checks it with `check_nesting`) arrays and
+    objects nested deeper than MAX_NESTING."""
 
     def unique_members(pairs):
         obj = {}
@@ -141,8 +142,19 @@ def parse_json(text: str, where: str, what: str, *, nesting: bool = True) -> Any
         raise FormatError(f"{name} is not valid JSON", where=where,
                           fix='write "Infinity", "-Infinity" or "NaN" as a string')
 
+    def integer(digits):
+        # int() refuses more than sys.get_int_max_str_digits() (4300) digits with a ValueError
+        # json lets through: a hostile file's 5000-digit number, one line, not an internal error.
+        try:
+            return int(digits)
+        except ValueError:
+            raise FormatError(f"an integer of {len(digits.lstrip('-'))} digits", where=where,
+                              fix=f"the {what} holds no such number; give the file it "
+                                  f"should be") from None
+
     try:
-        obj = json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant)
+        obj = json.loads(text, object_pairs_hook=unique_members, parse_constant=no_constant,
+                         parse_int=integer)
     except json.JSONDecodeError as e:
         raise ParseError(e.msg, path=where, line=e.lineno, column=e.colno,
                          fix=f"the {what} must be valid JSON") from None

@@ -18,6 +18,7 @@ most MAX_NESTING deep, and every result shaped as compare() reads it.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ DEFAULT_GROWTH = 10.0
 # How a run writes a non-finite max abs error (JSON has no inf or nan): str(float(...)).
 NON_FINITE = ("inf", "-inf", "nan")
 ERROR_FLOOR = 1e-7
+_FLOAT64_MAX = sys.float_info.max
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,11 @@ def _check_result(result: Any, where: str, fix: str) -> None:
             if any(isinstance(o["maxAbs"], str) and o["maxAbs"] not in NON_FINITE
                    for o in outputs):
                 raise bad("a `maxAbs` string other than " + ", ".join(NON_FINITE))
+            # compare() reads an error as a float: an integer past float64's range (a digit
+            # run of 310 and more) would stop it with an OverflowError after every model ran.
+            if any(isinstance(o["maxAbs"], int) and abs(o["maxAbs"]) > _FLOAT64_MAX
+                   for o in outputs):
+                raise bad("a `maxAbs` beyond a float64's range")
 
 
 def worst_error(result: dict) -> float | None:

@@ -145,3 +145,44 @@ def test_spaces_around_a_number_are_read_as_the_number():
     assert parse_token_ids(ctx, None, "1, 5, 9") == [1, 5, 9]
     steps = next(p for p in load_command("verify").params if p.name == "steps")
     assert steps.type.convert(" 3", steps, ctx) == 3
+
+
+def _choice_options() -> list[tuple[str, str, tuple]]:
+    """(command, flag, its choices) for every option that takes one of a list, each flag once."""
+    found: dict[str, tuple[str, str, tuple]] = {}
+    for name in COMMANDS:
+        for param in load_command(name).params:
+            if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
+                flag = next(o for o in param.opts if o.startswith("--"))
+                found.setdefault(flag, (name, flag, tuple(param.type.choices)))
+    return sorted(found.values())
+
+
+CHOICES = _choice_options()
+
+
+@pytest.mark.parametrize("command, flag, choices", CHOICES, ids=[c[1] for c in CHOICES])
+@pytest.mark.parametrize("shape", ["fullwidth", "bidi", "escape"])
+def test_a_choice_not_taken_is_shown_escaped(command, flag, choices, shape):
+    """A value like a choice but not one (fullwidth letters read as the choice on a terminal,
+    a right-to-left override, a terminal escape) is refused with the value escaped: click's
+    own message repeats it with repr(), which keeps printable non-ASCII as is."""
+    first = choices[0]
+    given = {"fullwidth": "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c
+                                  for c in first),
+             "bidi": "\u202e" + first, "escape": "\x1b[2J" + first}[shape]
+    result = CliRunner().invoke(main, [command, flag, given])
+    assert result.exit_code == 2, result.output
+    error = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and f"'{flag}'" in error[0], result.output
+    assert json.dumps(given)[1:-1] in error[0]  # the value, escaped
+    assert result.output.isascii() and "Traceback" not in result.output
+
+
+def test_the_choice_sweep_finds_the_options_and_each_escapes():
+    flags = {flag for _, flag, _ in CHOICES}
+    assert {"--compute", "--weights", "--io-layout", "--executor", "--source"} <= flags
+    from cli.numbers import Choice
+    for command, flag, _ in CHOICES:
+        param = next(p for p in load_command(command).params if flag in p.opts)
+        assert isinstance(param.type, Choice), (command, flag)

@@ -74,3 +74,13 @@ def test_text_must_be_utf8_and_says_where_it_is_not(tmp_path):
     path.write_bytes("é".encode())
     assert read_text(path, "graph file") == "é"
 
+
+
+@pytest.mark.parametrize("digits", [4301, 5000, 100_000])
+def test_an_integer_longer_than_int_reads_is_refused_in_words(digits):
+    """Python's int() stops at 4300 digits with a ValueError json lets through (an internal
+    error on a hostile baseline, found by tools/fuzz_numbers.py); it is a FormatError here."""
+    with pytest.raises(FormatError, match=f"an integer of {digits} digits") as e:
+        parse_json('{"a": [1, -' + "9" * digits + "]}", "f.json", "baseline")
+    assert e.value.where == "f.json"
+    assert parse_json('{"a": ' + "9" * 4300 + "}", "f", "g")["a"] == int("9" * 4300)

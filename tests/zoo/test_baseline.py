@@ -134,3 +134,21 @@ def test_each_status_has_one_colour_on_the_page(synthetic, tmp_path):
     kinds = {m["error"]["kind"]: m["status"] for m in doc["models"] if m.get("error")}
     assert fills and {k: fills[k] for k in kinds} == {k: STATUS_COLOURS[s]
                                                        for k, s in kinds.items()}
+
+
+@pytest.mark.parametrize("digits, why", [
+    (310, "a `maxAbs` beyond a float64's range"), (4000, "a `maxAbs` beyond a float64's range"),
+    (5000, "an integer of 5000 digits")])
+def test_a_baseline_error_too_long_for_a_float_is_refused_before_any_model_runs(tmp_path,
+                                                                                digits, why):
+    """A maxAbs written as a long digit run is valid JSON: before, one past float64's range
+    ran every model and then stopped compare() with an OverflowError, and one past int()'s
+    4300 digits was an internal error (both found by tools/fuzz_numbers.py)."""
+    bad = tmp_path / "old.jsonl"
+    record = json.dumps({"result": _result("a", "verified", 0.5)})
+    bad.write_text(record.replace("0.5", "9" * digits) + "\n")
+    with pytest.raises(ConverterError, match=f"old.jsonl:1: (not a zoo result: )?{why}"):
+        load_baseline(bad)
+    fits = tmp_path / "fits.jsonl"
+    fits.write_text(record.replace("0.5", "9" * 308) + "\n")
+    assert worst_error(load_baseline(fits).results["a"]) == float("9" * 308)
