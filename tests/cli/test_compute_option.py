@@ -67,7 +67,7 @@ def test_verify_measures_float16_compute_against_the_float_source():
 @pytest.mark.parametrize("args, words", [
     (["-o", "{out}/out.tflite", "--compute", "float16"],
      "float16 compute is kept in .webnn, .json, .js and .onnx outputs only"),
-    (["-o", "{out}/out.webnn", "--compute", "float64"], "'float32', 'float16'"),
+    (["-o", "{out}/out.webnn", "--compute", "float64"], '"float32", "float16"'),
     (["-o", "{out}/out.webnn", "--compute", "float16", "--dim", "N=1,2"],
      "--compute float16 converts one value of each --dim"),
     (["-o", "{out}/out.webnn", "--compute", "float16", "--target", "{tmp}/none.json"],

@@ -48,7 +48,7 @@ def test_unknown_weights_type_is_one_error_line(tmp_path, value):
     assert r.exit_code == 2 and "Traceback" not in r.output
     errors = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
     assert len(errors) == 1 and "--weights" in errors[0], r.output
-    assert "'float32', 'float16', 'int8', 'int4'" in errors[0], errors[0]
+    assert '"float32", "float16", "int8", "int4"' in errors[0], errors[0]
     assert list(tmp_path.iterdir()) == []
 
 
