@@ -24,7 +24,7 @@ from ..errors import ConverterError
 from .parity import OutputParity, compare, with_overrides
 from ..runtimes.source_runs import dynamic_quantize_nodes, int8_activation_nodes
 from .output_bounds import output_bounds
-from .notes import dynamic_quantize_note
+from .notes import dynamic_quantize_note, spread_overruled
 from .quantized_spread import SPREAD_RUNS, judge_by_spread, needs_spread
 
 __all__ = ["DecodeReport", "verify_decoding", "compare_positions"]
@@ -162,13 +162,9 @@ def judge_quantized_positions(report: DecodeReport, theirs, quantizers: int, rer
     judged = judge_by_spread(report, theirs.logits, moved)
     passed = [k for k in judged if report.positions[k].passed]
     report.notes.append(dynamic_quantize_note(quantizers, judged, len(passed)))
-    given = {k: v for k, v in (explicit or {}).items() if v is not None}
-    if given and passed:
-        said = ", ".join(f"--{k} {v}" for k, v in given.items())
-        report.notes.append(
-            f"{len(passed)} position{'s' * (len(passed) != 1)} outside the bounds you gave "
-            f"({said}) passed by the source's own spread: a q8 source's spread overrules "
-            f"bounds given, as the float64 oracle does in single-shot verify")
+    overruled = spread_overruled(len(passed), explicit)
+    if overruled:
+        report.notes.append(overruled)
 
 
 def compare_positions(report: DecodeReport, graph, logits: str, ours, theirs, prompt_length: int,

@@ -14,7 +14,7 @@ import numpy as np
 
 from .parity import Bounds, OutputParity
 
-__all__ = ["bounds_in_words", "degenerate", "overruled", "quantized_lstm_note",
+__all__ = ["bounds_in_words", "degenerate", "overruled", "spread_overruled", "quantized_lstm_note",
            "dynamic_quantize_note"]
 
 
@@ -53,16 +53,21 @@ def degenerate(name: str, want: np.ndarray, bounds: Bounds) -> str | None:
     return None
 
 
+def _bounds_given(explicit: Mapping[str, object] | None) -> str:
+    """The --atol/--rtol/--ulp the user gave (`explicit`, None where not given) as they were
+    written, '' when none was."""
+    return ", ".join(f"--{k} {v}" for k, v in (explicit or {}).items() if v is not None)
+
+
 def overruled(result: OutputParity, explicit: Mapping[str, object]) -> str | None:
     """A note when `result` passed by the float64 oracle's rules although it is outside the
     bounds the user gave explicitly (`explicit`: the --atol/--rtol/--ulp given)."""
-    given = {k: v for k, v in explicit.items() if v is not None}
+    said = _bounds_given(explicit)
     decided = result.extra.get("decidedBy")
     # "webnn vs source ..." is the plain comparison deciding (within the bounds, or no oracle)
-    if not given or not result.passed or decided is None \
+    if not said or not result.passed or decided is None \
             or decided.startswith("webnn vs source"):
         return None
-    said = ", ".join(f"--{k} {v}" for k, v in given.items())
     return (f"output '{result.name}' is outside the bounds you gave ({said}: "
             f"{bounds_in_words(result.bounds)}) and passes by the float64 oracle ({decided}); "
             f"--oracle never holds the bounds as given")
@@ -78,6 +83,17 @@ def quantized_lstm_note(count: int) -> str:
             "either way, and later steps carry that: an output outside the budget is judged "
             "against the float64 oracle, ORT with those LSTMs in float measuring what the "
             "rounding moves")
+
+
+def spread_overruled(passed: int, explicit: Mapping[str, object] | None) -> str | None:
+    """A note when `passed` positions of a q8 decode outside the bounds the user gave
+    (`explicit`) passed by the source's own spread (verification/quantized_spread.py)."""
+    said = _bounds_given(explicit)
+    if not said or not passed:
+        return None
+    return (f"{passed} position{'s' * (passed != 1)} outside the bounds you gave ({said}) "
+            f"passed by the source's own spread: a q8 source's spread overrules bounds given, "
+            f"as the float64 oracle does in single-shot verify")
 
 
 def dynamic_quantize_note(count: int, judged: list[int], passed: int) -> str:
