@@ -79,6 +79,17 @@ def parse_number(text: str, finite: bool = True) -> int | float:
     return parse_float(text, finite)
 
 
+def _read(kind, value, param, ctx, parse):
+    """`value` read by `parse` where it is text (a refusal is click's one-line failure); a
+    default or a value from Python passes as it is."""
+    if isinstance(value, str):
+        try:
+            return parse(value)
+        except ValueError as e:
+            kind.fail(str(e), param, ctx)
+    return value
+
+
 class Integer(click.IntRange):
     """click.IntRange (bounds optional) that reads only ASCII digits (see the module's
     docstring); IntRange then checks the bounds."""
@@ -86,12 +97,7 @@ class Integer(click.IntRange):
     name = "integer"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, str):
-            try:
-                value = parse_int(value)
-            except ValueError as e:
-                self.fail(str(e), param, ctx)
-        return super().convert(value, param, ctx)
+        return super().convert(_read(self, value, param, ctx, parse_int), param, ctx)
 
 
 class Decimal(click.FloatRange):
@@ -100,12 +106,8 @@ class Decimal(click.FloatRange):
     name = "float"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, str):
-            try:
-                value = parse_float(value)
-            except ValueError as e:
-                self.fail(str(e), param, ctx)
-        elif isinstance(value, float) and not math.isfinite(value):
+        value = _read(self, value, param, ctx, parse_float)
+        if isinstance(value, float) and not math.isfinite(value):
             self.fail(f"{value} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
 
